@@ -1,0 +1,169 @@
+/**
+ * Every error webgpu-tp raises is a `WebGpuTpError` with a stable `code` and a `remedy` that
+ * tells the user what to do. Errors cross the worker boundary as `{name, code, message, ...}`
+ * and are rebuilt with their class (see `reviveError`).
+ */
+export type ErrorCode =
+  | 'NO_WEBGPU'
+  | 'NOT_ISOLATED'
+  | 'MODEL_FORMAT'
+  | 'TOKENIZER_FORMAT'
+  | 'PLAN'
+  | 'COLLECTIVE_TIMEOUT'
+  | 'DEVICE_LOST'
+  | 'WORKER_FAILED'
+  | 'ABORTED'
+  | 'INVALID_ARGUMENT'
+  | 'NO_BROWSER'
+  | 'DISPOSED';
+
+export class WebGpuTpError extends Error {
+  readonly code: ErrorCode;
+  readonly remedy: string;
+  constructor(code: ErrorCode, message: string, remedy = '') {
+    super(remedy ? `${message}. ${remedy}` : message);
+    this.name = new.target.name;
+    this.code = code;
+    this.remedy = remedy;
+  }
+}
+
+export class WebGpuUnavailableError extends WebGpuTpError {
+  constructor(message = 'WebGPU is not available') {
+    super('NO_WEBGPU', message, 'Use a browser with WebGPU enabled (Chrome/Edge 113+, or Chromium with --enable-unsafe-webgpu)');
+  }
+}
+
+export class NotIsolatedError extends WebGpuTpError {
+  constructor() {
+    super(
+      'NOT_ISOLATED',
+      'The page is not cross-origin isolated, so SharedArrayBuffer is unavailable',
+      'Serve the page with the headers Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp (or credentialless)',
+    );
+  }
+}
+
+export class ModelFormatError extends WebGpuTpError {
+  constructor(message: string, remedy = 'Check that the file is a complete llama2.c checkpoint (re-download it if it was cut short)') {
+    super('MODEL_FORMAT', message, remedy);
+  }
+}
+
+export class TokenizerFormatError extends WebGpuTpError {
+  constructor(message: string, remedy = 'Use the tokenizer file that was exported with this model') {
+    super('TOKENIZER_FORMAT', message, remedy);
+  }
+}
+
+export class PlanError extends WebGpuTpError {
+  constructor(message: string, remedy = '') {
+    super('PLAN', message, remedy);
+  }
+}
+
+export class CollectiveTimeoutError extends WebGpuTpError {
+  /** Ranks that had not arrived when the wait gave up. */
+  readonly missingRanks: number[];
+  readonly op: string;
+  readonly seq: number;
+  constructor(op: string, seq: number, missingRanks: number[], timeoutMs: number, rank?: number) {
+    super(
+      'COLLECTIVE_TIMEOUT',
+      `${op} #${seq}${rank === undefined ? '' : ` on rank ${rank}`} timed out after ${timeoutMs} ms waiting for rank${missingRanks.length === 1 ? '' : 's'} ${missingRanks.join(', ')}`,
+      'A worker died, hung or lost its device; the engine rebuilds it, or dispose() and create a new engine',
+    );
+    this.missingRanks = missingRanks;
+    this.op = op;
+    this.seq = seq;
+  }
+}
+
+export class DeviceLostError extends WebGpuTpError {
+  readonly rank: number;
+  constructor(rank: number, reason: string) {
+    super('DEVICE_LOST', `The GPU device of rank ${rank} was lost: ${reason}`, 'Retry; the engine re-creates the device');
+    this.rank = rank;
+  }
+}
+
+export class WorkerFailedError extends WebGpuTpError {
+  readonly rank: number;
+  constructor(rank: number, message: string) {
+    super('WORKER_FAILED', `Rank ${rank} failed: ${message}`, 'Retry; the engine rebuilds the rank');
+    this.rank = rank;
+  }
+}
+
+export class AbortedError extends WebGpuTpError {
+  constructor(message = 'The operation was aborted') {
+    super('ABORTED', message);
+  }
+}
+
+export class InvalidArgumentError extends WebGpuTpError {
+  constructor(message: string, remedy = '') {
+    super('INVALID_ARGUMENT', message, remedy);
+  }
+}
+
+export class BrowserNotFoundError extends WebGpuTpError {
+  constructor(tried: string[]) {
+    super(
+      'NO_BROWSER',
+      `No Chromium found (tried ${tried.join(', ')})`,
+      'Install one (Debian: apt-get update && apt-get install -y chromium) or set CHROME_PATH to a Chromium/Chrome binary',
+    );
+  }
+}
+
+export class DisposedError extends WebGpuTpError {
+  constructor() {
+    super('DISPOSED', 'The engine was disposed', 'Create a new engine with createEngine()');
+  }
+}
+
+/** A plain, structured-clone-safe form of an error, for crossing a worker boundary. */
+export interface SerializedError {
+  name: string;
+  code?: ErrorCode;
+  message: string;
+  stack?: string;
+  extra?: Record<string, unknown>;
+}
+
+export function serializeError(e: unknown): SerializedError {
+  if (e instanceof WebGpuTpError) {
+    const extra: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(e)) if (k !== 'code' && k !== 'remedy') extra[k] = v;
+    return { name: e.name, code: e.code, message: e.message, stack: e.stack, extra: { ...extra, remedy: e.remedy } };
+  }
+  if (e instanceof Error) return { name: e.name, message: e.message, stack: e.stack };
+  return { name: 'Error', message: String(e) };
+}
+
+/** Rebuilds an error serialized by `serializeError`, with its class and `code`. */
+export function reviveError(s: SerializedError): Error {
+  if (!s.code) {
+    const e = new Error(s.message);
+    e.name = s.name;
+    if (s.stack) e.stack = s.stack;
+    return e;
+  }
+  // Create an instance of the right class without re-running its message formatting.
+  const classes: Record<string, typeof WebGpuTpError> = {
+    WebGpuUnavailableError, NotIsolatedError, ModelFormatError, TokenizerFormatError, PlanError,
+    CollectiveTimeoutError, DeviceLostError, WorkerFailedError, AbortedError, InvalidArgumentError,
+    BrowserNotFoundError, DisposedError,
+  } as unknown as Record<string, typeof WebGpuTpError>;
+  const cls = classes[s.name] ?? WebGpuTpError;
+  const e = Object.create(cls.prototype) as WebGpuTpError;
+  Object.assign(e, s.extra ?? {});
+  Object.defineProperties(e, {
+    name: { value: s.name, writable: true, configurable: true },
+    message: { value: s.message, writable: true, configurable: true },
+    code: { value: s.code, writable: false, enumerable: true },
+    stack: { value: s.stack ?? `${s.name}: ${s.message}`, writable: true, configurable: true },
+  });
+  return e;
+}

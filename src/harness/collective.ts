@@ -1,0 +1,2 @@
+// Harness entry points for the collective area (filled in by that area).
+export {};

@@ -1,0 +1,2 @@
+// Harness entry points for the kernels area (filled in by that area).
+export {};

@@ -1,0 +1,21 @@
+/**
+ * The harness page: the one page that tests, benchmarks and the CLI drive in headless Chromium.
+ * Each area puts its entry points in its own module; they are exposed on `window.tp` so that
+ * Playwright can call them with `page.evaluate(() => window.tp.collective.xxx(...))`.
+ */
+import * as collective from './collective';
+import * as kernels from './kernels';
+import * as engine from './engine';
+
+const tp = { collective, kernels, engine };
+export type Harness = typeof tp;
+
+declare global {
+  interface Window {
+    tp: Harness;
+    tpReady: boolean;
+  }
+}
+
+window.tp = tp;
+window.tpReady = true;

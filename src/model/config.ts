@@ -1,0 +1,28 @@
+/**
+ * The shape of a Llama-family model, as every layer of webgpu-tp sees it. Format readers
+ * (llama2.c, safetensors, GGUF) produce one; the plan, the oracle and the kernels consume it.
+ */
+export interface ModelConfig {
+  /** Transformer width (llama2.c `dim`). */
+  dim: number;
+  /** MLP hidden width (llama2.c `hidden_dim`). */
+  hiddenDim: number;
+  nLayers: number;
+  /** Query heads. */
+  nHeads: number;
+  /** Key/value heads (grouped-query attention when < nHeads). */
+  nKvHeads: number;
+  vocabSize: number;
+  /** Maximum sequence length the model was trained for (llama2.c `seq_len`). */
+  seqLen: number;
+  /** dim / nHeads for llama2.c; may differ for HF models (`head_dim`). */
+  headSize: number;
+  /** The classifier is the embedding table (llama2.c: vocab_size > 0 in the header). */
+  sharedClassifier: boolean;
+  /** RMSNorm epsilon (llama2.c: 1e-5). */
+  normEps: number;
+  /** RoPE base (llama2.c: 10000). */
+  ropeTheta: number;
+  /** `interleaved`: pairs (2i, 2i+1), llama2.c; `rotate_half`: pairs (i, i + hs/2), Hugging Face. */
+  ropeStyle: 'interleaved' | 'rotate_half';
+}
