@@ -1,0 +1,62 @@
+/**
+ * `webgpu-tp generate`: runs the engine in headless Chromium on a local or remote model and
+ * streams the text (or prints one JSON object with --json).
+ */
+import { existsSync } from 'node:fs';
+import { basename, resolve } from 'node:path';
+import { openHarness, type Harness } from './browser.js';
+import { reviveError, type SerializedError } from '../errors.js';
+import type { PageGenerateOptions, PageGenerateResult } from '../harness/types.js';
+
+export interface GenerateCommandOptions {
+  model: string;
+  tokenizer: string;
+  tp: number;
+  prompt: string;
+  maxTokens: number;
+  temperature: number;
+  topP: number;
+  seed: number;
+  ignoreEos: boolean;
+  json: boolean;
+}
+
+/** A local path is served by the harness's server; a URL is passed through. */
+export function mountInput(h: Harness, what: string, pathOrUrl: string): string {
+  if (/^https?:\/\//.test(pathOrUrl)) return pathOrUrl;
+  const file = resolve(pathOrUrl);
+  if (!existsSync(file)) throw new Error(`${what} not found: ${file}`);
+  return h.server.mountFile(`/files/${what}/${basename(file)}`, file);
+}
+
+/** Runs one generation in the page of `h`; throws the page's typed error. */
+export async function runGenerate(h: Harness, o: PageGenerateOptions): Promise<PageGenerateResult> {
+  type PageWindow = { tp: { engine: { generate(o: PageGenerateOptions): Promise<PageGenerateResult | { error: SerializedError }> } } };
+  const r = await h.page.evaluate((opts) => (window as unknown as PageWindow).tp.engine.generate(opts), o);
+  if ('error' in r) throw reviveError(r.error as SerializedError);
+  return r;
+}
+
+export async function generateCommand(o: GenerateCommandOptions): Promise<void> {
+  const h = await openHarness();
+  try {
+    const model = mountInput(h, 'model', o.model);
+    const tokenizer = mountInput(h, 'tokenizer', o.tokenizer);
+    if (!o.json) await h.page.exposeFunction('tpEmit', (text: string) => void process.stdout.write(text));
+    const r = await runGenerate(h, {
+      model, tokenizer, tp: o.tp, prompt: o.prompt, maxTokens: o.maxTokens, temperature: o.temperature,
+      topP: o.topP, seed: o.seed, ignoreEos: o.ignoreEos, stream: !o.json,
+    });
+    if (o.json) {
+      const { stats: _stats, ...out } = r;
+      console.log(JSON.stringify(out));
+    } else {
+      process.stdout.write('\n');
+      console.error(
+        `tp=${r.tp} load ${r.timings.load_ms.toFixed(0)} ms, prefill ${r.timings.prefill_tokens_per_s.toFixed(1)} tok/s, decode ${r.timings.decode_tokens_per_s.toFixed(1)} tok/s`,
+      );
+    }
+  } finally {
+    await h.close();
+  }
+}

@@ -1,0 +1,76 @@
+/** Types shared by the engine's parts and exported by the SDK. */
+
+/** Options of one generation request. */
+export interface GenerateOptions {
+  /** New tokens to generate at most (default 256). Capped by the context. */
+  maxTokens?: number;
+  /** 0 = greedy (argmax). Default 1.0, as llama2.c. */
+  temperature?: number;
+  /** Nucleus sampling cutoff; ≤ 0 or ≥ 1 disables it. Default 0.9, as llama2.c. */
+  topP?: number;
+  /** Seed of llama2.c's xorshift sampler (default: time). */
+  seed?: number;
+  /** Strings that end the generation when they appear in the output (not included). */
+  stop?: string[];
+  /** Keep generating past BOS/EOS (benchmarks on random weights). */
+  ignoreEos?: boolean;
+  signal?: AbortSignal;
+}
+
+export type FinishReason = 'stop' | 'length' | 'abort';
+
+/** Timings of one request. */
+export interface GenerationStats {
+  promptTokens: number;
+  generatedTokens: number;
+  /** ms from the request's start of prefill to its first token. */
+  prefillMs: number;
+  prefillTokensPerS: number;
+  decodeMs: number;
+  decodeTokensPerS: number;
+  finishReason: FinishReason;
+}
+
+/** One piece of a streamed generation. */
+export interface GenerateChunk {
+  /** The sampled token id (-1 on the final chunk when it carries no token). */
+  token: number;
+  /** Text completed by this token; never splits a UTF-8 character (may be ""). */
+  text: string;
+  done: boolean;
+  /** Present on the final chunk. */
+  stats?: GenerationStats;
+}
+
+/** Mean time per decode step, split by where it went (ms). */
+export interface StepBreakdown {
+  compute_ms: number;
+  readback_ms: number;
+  allreduce_ms: number;
+  upload_ms: number;
+  scheduler_ms: number;
+}
+
+/** What each rank reports. */
+export interface RankStats {
+  rank: number;
+  adapter: string;
+  /** Bytes of weights this rank uploaded to its device. */
+  weightBytes: number;
+  /** Bytes of KV cache and activations on this rank's device. */
+  workBytes: number;
+  steps: number;
+  breakdown: StepBreakdown;
+  /** Median ms from one sync point's readback start to its upload done. */
+  allreduceRoundtripMs: number;
+  warnings: string[];
+}
+
+export interface EngineStats {
+  tensorParallel: number;
+  loadMs: number;
+  ranks: RankStats[];
+  /** Time the scheduler spends on the main thread per step (ms, mean). */
+  schedulerMs: number;
+  warnings: string[];
+}

@@ -1,0 +1,218 @@
+/**
+ * The shard workers of one engine, seen from the main thread as a `StepBackend`: it spawns one
+ * worker per rank, streams the model once and routes each rank its byte ranges, then drives
+ * steps through the control block (post, await all done, read each rank's logits slice). The
+ * main thread never blocks: every wait is `Atomics.waitAsync`.
+ */
+import * as Comlink from 'comlink';
+import { installErrorTransfer } from './protocol.js';
+import { ControlBlock, createCollectiveBuffer } from '../collective/index.js';
+import { ByteRouter, type ByteRun } from '../loader/route.js';
+import type { ByteSource } from '../loader/source.js';
+import type { ModelConfig } from '../model/config.js';
+import type { Plan } from '../parallel/plan.js';
+import { commandWords, encodeStep } from './step-words.js';
+import type { StepBackend, StepRow } from './scheduler.js';
+import type { RankStats } from './types.js';
+import { ModelFormatError, reviveError, WorkerFailedError, AbortedError, WebGpuTpError } from '../errors.js';
+import type { ShardWorker, ShardInitResult } from '../../workers/shard.worker.js';
+
+installErrorTransfer();
+
+export interface LoadProgress {
+  rank: number;
+  loadedBytes: number;
+  totalBytes: number;
+  fromCache: boolean;
+}
+
+export interface WorkerGroupOptions {
+  config: ModelConfig;
+  plan: Plan;
+  source: ByteSource;
+  /** Rows per step (prefill chunk). */
+  maxRows: number;
+  contextLength: number;
+  spin: number;
+  /** Longest a rank may wait in a collective, and the main thread for a step (ms). */
+  timeoutMs: number;
+  onProgress?: (p: LoadProgress) => void;
+  signal?: AbortSignal;
+}
+
+interface Rank {
+  worker: Worker;
+  api: Comlink.Remote<ShardWorker>;
+  info: ShardInitResult;
+  /** Set when the worker raised an uncaught error or failed to load. */
+  dead?: string;
+}
+
+export class WorkerGroup implements StepBackend {
+  readonly maxRows: number;
+  readonly contextLength: number;
+  /** Main-thread ms of the last step spent waiting for the ranks. */
+  lastStepMs = 0;
+  private readonly ctrl: ControlBlock;
+  private readonly words: Int32Array;
+  private readonly logits: Float32Array;
+  private readonly maxLogitRows: number;
+  private readonly logitStride: number;
+  private disposed = false;
+
+  private constructor(
+    private readonly o: WorkerGroupOptions,
+    private readonly ranks: Rank[],
+    collective: SharedArrayBuffer,
+    logits: SharedArrayBuffer,
+    maxLogitRows: number,
+    logitStride: number,
+  ) {
+    this.maxRows = o.maxRows;
+    this.contextLength = o.contextLength;
+    this.ctrl = new ControlBlock(collective);
+    this.words = new Int32Array(commandWords(o.maxRows));
+    this.logits = new Float32Array(logits);
+    this.maxLogitRows = maxLogitRows;
+    this.logitStride = logitStride;
+  }
+
+  static async create(o: WorkerGroupOptions): Promise<WorkerGroup> {
+    const { config: c, plan } = o;
+    const world = plan.world;
+    const maxLogitRows = 1;
+    const logitStride = Math.max(...plan.ranks.map((r) => r.vocab[1] - r.vocab[0]));
+    const collective = createCollectiveBuffer({ world, slotFloats: o.maxRows * c.dim, commandWords: commandWords(o.maxRows) });
+    const logits = new SharedArrayBuffer(world * maxLogitRows * logitStride * 4);
+    const ranks: Rank[] = [];
+    const group = new WorkerGroup(o, ranks, collective, logits, maxLogitRows, logitStride);
+    try {
+      // Spawn and initialise every rank's device in parallel with the download.
+      const inits = plan.ranks.map(async (rp) => {
+        const worker = new Worker(new URL('../../workers/shard.worker.ts', import.meta.url), { type: 'module', name: `webgpu-tp rank ${rp.rank}` });
+        const rank: Rank = { worker, api: Comlink.wrap<ShardWorker>(worker), info: { adapter: '', kernels: '' } };
+        worker.addEventListener('error', (e) => (rank.dead = e.message || 'uncaught error in the worker'));
+        ranks[rp.rank] = rank;
+        rank.info = await rank.api.init({
+          rank: rp.rank, world, config: c, plan: rp, collective, logits, logitStride, maxRows: o.maxRows, maxLogitRows,
+          contextLength: o.contextLength, slots: 1, spin: o.spin, timeoutMs: o.timeoutMs,
+        });
+      });
+      const shards = await routeShards(o);
+      await Promise.all(inits);
+      await Promise.all(
+        plan.ranks.map(async (rp, i) => {
+          const buf = shards[i]!.buffer as ArrayBuffer;
+          await ranks[rp.rank]!.api.load(Comlink.transfer(buf, [buf]));
+          o.onProgress?.({ rank: rp.rank, loadedBytes: rp.byteLength, totalBytes: rp.byteLength, fromCache: false });
+        }),
+      );
+      for (const r of ranks) await r.api.start();
+      return group;
+    } catch (e) {
+      await group.dispose();
+      throw e;
+    }
+  }
+
+  get world(): number {
+    return this.ranks.length;
+  }
+
+  adapters(): ShardInitResult[] {
+    return this.ranks.map((r) => r.info);
+  }
+
+  async step(rows: StepRow[], logitsFor: number[]): Promise<Float32Array[]> {
+    if (logitsFor.length > this.maxLogitRows) throw new RangeError(`at most ${this.maxLogitRows} logit rows per step`);
+    const live = encodeStep(this.words, this.maxRows, {
+      tokens: rows.map((r) => r.token),
+      positions: rows.map((r) => r.position),
+      slots: rows.map((r) => r.slot),
+      logitRows: logitsFor,
+    });
+    const t0 = performance.now();
+    const seq = this.ctrl.postStep(this.words.subarray(0, live));
+    await this.ctrl.waitAllDone(seq, this.o.timeoutMs * 2);
+    this.lastStepMs = performance.now() - t0;
+    for (let r = 0; r < this.ranks.length; r++) {
+      if (this.ctrl.status(r) !== 0) throw await this.rankError(r);
+    }
+    // Each rank's logits are its vocabulary slice; the full row is their concatenation.
+    const c = this.o.config;
+    return logitsFor.map((_, j) => {
+      const out = new Float32Array(c.vocabSize);
+      for (const rp of this.o.plan.ranks) {
+        const n = rp.vocab[1] - rp.vocab[0];
+        const base = (rp.rank * this.maxLogitRows + j) * this.logitStride;
+        out.set(this.logits.subarray(base, base + n), rp.vocab[0]);
+      }
+      return out;
+    });
+  }
+
+  private async rankError(r: number): Promise<Error> {
+    const rank = this.ranks[r]!;
+    if (rank.dead) return new WorkerFailedError(r, rank.dead);
+    const s = await rank.api.takeError();
+    const e = s ? reviveError(s) : new WorkerFailedError(r, 'the step failed without an error');
+    return e instanceof WebGpuTpError ? e : new WorkerFailedError(r, e.message);
+  }
+
+  async stats(): Promise<RankStats[]> {
+    return Promise.all(this.ranks.map((r) => r.api.stats()));
+  }
+
+  async resetStats(): Promise<void> {
+    await Promise.all(this.ranks.map((r) => r.api.resetStats()));
+  }
+
+  /** Stops every worker and frees every device. Safe to call twice. */
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.ctrl.dispose();
+    await Promise.all(
+      this.ranks.map(async (r) => {
+        if (!r) return;
+        await Promise.race([r.api.dispose().catch(() => {}), new Promise((ok) => setTimeout(ok, 2000))]);
+        r.api[Comlink.releaseProxy]();
+        r.worker.terminate();
+      }),
+    );
+  }
+}
+
+/**
+ * Streams the model once and copies each rank's slices into that rank's packed buffer
+ * (its slices one after the other in plan order, each dense).
+ */
+async function routeShards(o: WorkerGroupOptions): Promise<Uint8Array[]> {
+  const size = await o.source.size();
+  const targets = o.plan.ranks.map((rp) => {
+    const runs: ByteRun[] = [];
+    let base = 0;
+    for (const s of rp.slices) {
+      for (const r of s.ranges) runs.push({ fileOffset: r.fileOffset, length: r.length, dstOffset: base + r.dstOffset });
+      base += s.byteLength;
+    }
+    return { runs, dst: new Uint8Array(base) };
+  });
+  const router = new ByteRouter(targets);
+  let lastReport = 0;
+  for await (const chunk of o.source.chunks(o.signal)) {
+    if (o.signal?.aborted) throw new AbortedError('model load aborted');
+    router.push(chunk);
+    if (o.onProgress && (router.offset - lastReport > 8 << 20 || router.offset === size)) {
+      lastReport = router.offset;
+      o.plan.ranks.forEach((rp, i) => {
+        const p = router.progress(i);
+        o.onProgress!({ rank: rp.rank, loadedBytes: p.copied, totalBytes: p.needed, fromCache: false });
+      });
+    }
+  }
+  if (!router.complete || router.offset !== size) {
+    throw new ModelFormatError(`the model stream ended at byte ${router.offset} of ${size}`, 'Retry; the download was cut short');
+  }
+  return targets.map((t) => t.dst);
+}

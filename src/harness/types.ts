@@ -1,0 +1,32 @@
+/**
+ * Types of the harness's page functions, shared with the Node side (CLI, tests, benchmarks).
+ * Pure types: importing this from Node pulls in no browser code.
+ */
+import type { EngineStats } from '../engine/types.js';
+
+export interface PageGenerateOptions {
+  model: string;
+  tokenizer: string;
+  tp: number;
+  prompt: string;
+  maxTokens: number;
+  temperature: number;
+  topP: number;
+  seed: number;
+  ignoreEos?: boolean;
+  /** Call `window.tpEmit(text)` for each piece (the CLI streams it). */
+  stream?: boolean;
+  maxRows?: number;
+  /** Feed the prompt one token per step instead of batched prefill (tests compare both). */
+  noPrefillBatch?: boolean;
+}
+
+export interface PageGenerateResult {
+  prompt_tokens: number[];
+  tokens: number[];
+  text: string;
+  tp: number;
+  timings: { load_ms: number; prefill_tokens_per_s: number; decode_tokens_per_s: number };
+  stats: EngineStats;
+}
+

@@ -1,0 +1,146 @@
+/**
+ * Where model bytes come from: a URL (streamed with fetch, resumed with HTTP Range after a
+ * dropped connection), a File/Blob (sliced), or an ArrayBuffer already in memory. Each gives the
+ * size, a prefix for the header, and one pass over the bytes in chunks.
+ */
+import { ModelFormatError, InvalidArgumentError, AbortedError } from '../errors.js';
+
+export type ModelSource = string | URL | Blob | ArrayBuffer | Uint8Array;
+
+export interface ByteSource {
+  /** A name for messages and cache keys (the URL, the file name, or "buffer"). */
+  readonly name: string;
+  /** Total size in bytes. */
+  size(): Promise<number>;
+  /** The first `n` bytes (or fewer if the file is shorter). */
+  head(n: number): Promise<Uint8Array>;
+  /** Every byte once, in order, in chunks. */
+  chunks(signal?: AbortSignal): AsyncIterable<Uint8Array>;
+  /** An identity for cache keys: e.g. URL + size + ETag; undefined when none is cheap. */
+  identity(): Promise<string | undefined>;
+}
+
+const CHUNK = 4 << 20;
+
+export function openSource(src: ModelSource): ByteSource {
+  if (typeof src === 'string' || src instanceof URL) return new UrlSource(String(src));
+  if (typeof Blob !== 'undefined' && src instanceof Blob) return new BlobSource(src);
+  if (src instanceof ArrayBuffer) return new BufferSource(new Uint8Array(src));
+  if (src instanceof Uint8Array) return new BufferSource(src);
+  throw new InvalidArgumentError('model must be a URL, a File/Blob or an ArrayBuffer');
+}
+
+class BufferSource implements ByteSource {
+  readonly name = 'buffer';
+  constructor(private readonly bytes: Uint8Array) {}
+  async size() {
+    return this.bytes.byteLength;
+  }
+  async head(n: number) {
+    return this.bytes.subarray(0, n);
+  }
+  async *chunks() {
+    for (let o = 0; o < this.bytes.byteLength; o += CHUNK) yield this.bytes.subarray(o, o + CHUNK);
+  }
+  async identity() {
+    return undefined;
+  }
+}
+
+class BlobSource implements ByteSource {
+  readonly name: string;
+  constructor(private readonly blob: Blob) {
+    this.name = (blob as File).name ?? 'blob';
+  }
+  async size() {
+    return this.blob.size;
+  }
+  async head(n: number) {
+    return new Uint8Array(await this.blob.slice(0, n).arrayBuffer());
+  }
+  async *chunks(signal?: AbortSignal) {
+    for (let o = 0; o < this.blob.size; o += CHUNK) {
+      if (signal?.aborted) throw new AbortedError('model load aborted');
+      yield new Uint8Array(await this.blob.slice(o, o + CHUNK).arrayBuffer());
+    }
+  }
+  async identity() {
+    const f = this.blob as File;
+    return f.name ? `file:${f.name}:${this.blob.size}:${f.lastModified ?? 0}` : undefined;
+  }
+}
+
+class UrlSource implements ByteSource {
+  private meta?: Promise<{ size: number; etag?: string; ranges: boolean }>;
+  constructor(readonly name: string) {}
+
+  private info() {
+    this.meta ??= (async () => {
+      // A one-byte Range request gives the size (Content-Range) and whether ranges work.
+      const r = await fetch(this.name, { headers: { Range: 'bytes=0-0' } });
+      if (!r.ok) throw new ModelFormatError(`fetching ${this.name} failed: HTTP ${r.status}`, 'Check the model URL');
+      await r.body?.cancel();
+      const cr = r.headers.get('Content-Range');
+      const total = cr ? Number(cr.split('/')[1]) : Number(r.headers.get('Content-Length'));
+      if (!Number.isFinite(total)) throw new ModelFormatError(`${this.name}: the server gave no size`, 'Serve the model with Content-Length or Range support');
+      return { size: total, etag: r.headers.get('ETag') ?? undefined, ranges: r.status === 206 };
+    })();
+    return this.meta;
+  }
+
+  async size() {
+    return (await this.info()).size;
+  }
+
+  async head(n: number) {
+    const r = await fetch(this.name, { headers: { Range: `bytes=0-${n - 1}` } });
+    if (!r.ok) throw new ModelFormatError(`fetching ${this.name} failed: HTTP ${r.status}`, 'Check the model URL');
+    const b = new Uint8Array(await r.arrayBuffer());
+    return b.subarray(0, n);
+  }
+
+  async identity() {
+    const m = await this.info();
+    return `url:${this.name}:${m.size}:${m.etag ?? ''}`;
+  }
+
+  /** Streams the body; after a dropped connection, resumes from the last byte with Range. */
+  async *chunks(signal?: AbortSignal) {
+    const { size, ranges } = await this.info();
+    let offset = 0;
+    let retries = 0;
+    while (offset < size) {
+      const headers: Record<string, string> = offset > 0 ? { Range: `bytes=${offset}-` } : {};
+      let r: Response;
+      try {
+        r = await fetch(this.name, { headers, signal });
+      } catch (e) {
+        if (signal?.aborted) throw new AbortedError('model load aborted');
+        if (++retries > 3) throw e;
+        continue;
+      }
+      if (!r.ok || !r.body) throw new ModelFormatError(`fetching ${this.name} failed: HTTP ${r.status}`, 'Check the model URL');
+      if (offset > 0 && r.status !== 206) {
+        if (!ranges) throw new ModelFormatError(`${this.name}: the download broke at byte ${offset} and the server does not support Range`, 'Retry the load');
+      }
+      const reader = r.body.getReader();
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          offset += value.byteLength;
+          yield value;
+        }
+      } catch (e) {
+        if (signal?.aborted) throw new AbortedError('model load aborted');
+        if (++retries > 3) throw e;
+        continue; // resume from `offset`
+      } finally {
+        reader.releaseLock();
+      }
+      if (offset < size && ++retries > 3) {
+        throw new ModelFormatError(`${this.name} ended at byte ${offset} of ${size}`, 'Retry the load; the file may be truncated on the server');
+      }
+    }
+  }
+}

@@ -1,0 +1,199 @@
+import { ropeTables } from '../src/model/reference.js';
+import { createMatrix, destroyMatrix, createStorageBuffer, createStepParams, destroyStepParams, writeMatrixRows, } from '../src/gpu/buffers.js';
+import { createMatmul } from '../src/gpu/matmul.js';
+import { createRopeTables, destroyRopeTables, createRopeKv } from '../src/gpu/rope.js';
+import { createKvCache, destroyKvCache } from '../src/gpu/kv-cache.js';
+import { createAttention } from '../src/gpu/attention.js';
+import { createAdd, createEmbed } from '../src/gpu/elementwise.js';
+import { createReadback, destroyReadback } from '../src/gpu/readback.js';
+import { ModelFormatError } from '../src/errors.js';
+export function rankDims(c, r) {
+    const nHeads = r.heads[1] - r.heads[0];
+    const nKvHeads = r.kvHeads[1] - r.kvHeads[0];
+    return {
+        dim: c.dim,
+        headSize: c.headSize,
+        nHeads,
+        nKvHeads,
+        hidden: r.hidden[1] - r.hidden[0],
+        vocab: r.vocab[1] - r.vocab[0],
+        qkv: (nHeads + 2 * nKvHeads) * c.headSize,
+    };
+}
+/**
+ * Uploads a rank's packed shard (its slices, dense, one after the other in plan order) into
+ * GPU buffers, fusing wq|wk|wv and w1|w3 into one matrix each so each is one matmul.
+ */
+export function createShardWeights(ctx, c, r, packed) {
+    const d = rankDims(c, r);
+    const views = new Map();
+    let offset = 0;
+    for (const s of r.slices) {
+        views.set(s.name, new Float32Array(packed, offset, s.byteLength / 4));
+        offset += s.byteLength;
+    }
+    if (offset !== packed.byteLength)
+        throw new ModelFormatError(`rank ${r.rank}: shard is ${packed.byteLength} bytes, its plan says ${offset}`);
+    const get = (name) => {
+        const v = views.get(name);
+        if (!v)
+            throw new ModelFormatError(`rank ${r.rank}: tensor ${name} is missing from its shard`);
+        return v;
+    };
+    const matrix = (rows, cols, label, parts) => {
+        const m = createMatrix(ctx, rows, cols, label);
+        let row = 0;
+        for (const p of parts) {
+            writeMatrixRows(ctx, m, row, p);
+            row += p.length / cols;
+        }
+        return m;
+    };
+    const layers = [];
+    for (let l = 0; l < c.nLayers; l++) {
+        const p = `layers.${l}.`;
+        layers.push({
+            attentionNorm: createStorageBuffer(ctx, get(`${p}attention_norm`), `${p}attention_norm`),
+            wqkv: matrix(d.qkv, d.dim, `${p}wqkv`, [get(`${p}attention.wq`), get(`${p}attention.wk`), get(`${p}attention.wv`)]),
+            wo: matrix(d.dim, d.nHeads * d.headSize, `${p}wo`, [get(`${p}attention.wo`)]),
+            ffnNorm: createStorageBuffer(ctx, get(`${p}ffn_norm`), `${p}ffn_norm`),
+            w13: matrix(2 * d.hidden, d.dim, `${p}w13`, [get(`${p}feed_forward.w1`), get(`${p}feed_forward.w3`)]),
+            w2: matrix(d.dim, d.hidden, `${p}w2`, [get(`${p}feed_forward.w2`)]),
+        });
+    }
+    return {
+        tokEmbeddings: matrix(c.vocabSize, d.dim, 'tok_embeddings', [get('tok_embeddings')]),
+        layers,
+        norm: createStorageBuffer(ctx, get('norm'), 'norm'),
+        output: matrix(d.vocab, d.dim, 'output', [get('output')]),
+    };
+}
+export function destroyShardWeights(w) {
+    for (const l of w.layers) {
+        l.attentionNorm.destroy();
+        destroyMatrix(l.wqkv);
+        destroyMatrix(l.wo);
+        l.ffnNorm.destroy();
+        destroyMatrix(l.w13);
+        destroyMatrix(l.w2);
+    }
+    destroyMatrix(w.tokEmbeddings);
+    w.norm.destroy();
+    destroyMatrix(w.output);
+}
+/** Bytes of a slice list, for checks against the plan. */
+export const slicesBytes = (s) => s.reduce((a, x) => a + x.byteLength, 0);
+export function createRunState(ctx, c, r, w, o) {
+    const d = rankDims(c, r);
+    const { maxM } = o;
+    const f32 = (n, label) => createStorageBuffer(ctx, n * 4, label);
+    const step = createStepParams(ctx, maxM);
+    const headStep = createStepParams(ctx, o.maxLogitRows);
+    const s = {
+        maxM,
+        maxLogitRows: o.maxLogitRows,
+        step,
+        headStep,
+        tokens: createStorageBuffer(ctx, maxM * 4, 'tokens'),
+        x: f32(maxM * d.dim, 'x'),
+        qkv: f32(maxM * d.qkv, 'qkv'),
+        att: f32(maxM * d.nHeads * d.headSize, 'att'),
+        h13: f32(maxM * 2 * d.hidden, 'h13'),
+        partial: f32(maxM * d.dim, 'partial'),
+        xsel: f32(o.maxLogitRows * d.dim, 'xsel'),
+        logits: f32(o.maxLogitRows * d.vocab, 'logits'),
+        kv: createKvCache(ctx, { nLayers: c.nLayers, nKvHeadsLocal: d.nKvHeads, headSize: d.headSize, maxSeq: o.contextLength, nSlots: o.slots }),
+        rope: createRopeTables(ctx, d.headSize, ropeTables(c.headSize, o.contextLength, c.ropeTheta)),
+        readback: createReadback(ctx, { slotBytes: Math.max(maxM * d.dim, o.maxLogitRows * d.vocab) * 4, slots: 2 }),
+    };
+    const eps = c.normEps;
+    const tp1 = o.world === 1;
+    const stages = [[]];
+    const current = () => stages[stages.length - 1];
+    for (let l = 0; l < c.nLayers; l++) {
+        const L = w.layers[l];
+        // Attention: qkv = Wqkv·rmsnorm(x), rope q and k, k/v into the cache, attention over it.
+        current().push(createMatmul(ctx, step, { x: s.x, w: L.wqkv, y: s.qkv, maxM, input: { kind: 'rmsnorm', weight: L.attentionNorm, eps } }), createRopeKv(ctx, step, { qkv: s.qkv, rowStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, tables: s.rope, style: c.ropeStyle, maxM }), createAttention(ctx, step, { q: s.qkv, qStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, out: s.att, maxM }));
+        // x += Wo·att: row-parallel, so a partial sum to all-reduce unless tp = 1.
+        if (tp1)
+            current().push(createMatmul(ctx, step, { x: s.att, w: L.wo, y: s.x, accumulate: true, maxM }));
+        else {
+            current().push(createMatmul(ctx, step, { x: s.att, w: L.wo, y: s.partial, maxM }));
+            stages.push([createAdd(ctx, step, { x: { buffer: s.partial }, y: { buffer: s.x }, n: d.dim, maxM })]);
+        }
+        // MLP: h13 = W13·rmsnorm(x); x += W2·(silu(h1)·h3), row-parallel again.
+        current().push(createMatmul(ctx, step, { x: s.x, w: L.w13, y: s.h13, maxM, input: { kind: 'rmsnorm', weight: L.ffnNorm, eps } }));
+        const down = { x: s.h13, xStride: 2 * d.hidden, w: L.w2, maxM, input: { kind: 'siluMul', b: s.h13, bStride: 2 * d.hidden, bOffset: d.hidden } };
+        if (tp1)
+            current().push(createMatmul(ctx, step, { ...down, y: s.x, accumulate: true }));
+        else {
+            current().push(createMatmul(ctx, step, { ...down, y: s.partial }));
+            stages.push([createAdd(ctx, step, { x: { buffer: s.partial }, y: { buffer: s.x }, n: d.dim, maxM })]);
+        }
+    }
+    const ops = {
+        embed: createEmbed(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM }),
+        stages,
+        head: createMatmul(ctx, headStep, { x: s.xsel, w: w.output, y: s.logits, maxM: o.maxLogitRows, input: { kind: 'rmsnorm', weight: w.norm, eps } }),
+    };
+    const workBytes = 4 * (maxM * (2 * d.dim + d.qkv + d.nHeads * d.headSize + 2 * d.hidden + 1) + o.maxLogitRows * (d.dim + d.vocab)) +
+        2 * c.nLayers * o.slots * d.nKvHeads * o.contextLength * d.headSize * 4 +
+        o.contextLength * d.headSize * 4;
+    return { ...s, ops, workBytes };
+}
+export function destroyRunState(s, ctx) {
+    for (const op of [s.ops.embed, s.ops.head, ...s.ops.stages.flat()])
+        op.destroy();
+    for (const b of [s.tokens, s.x, s.qkv, s.att, s.h13, s.partial, s.xsel, s.logits])
+        b.destroy();
+    destroyStepParams(s.step);
+    destroyStepParams(s.headStep);
+    destroyKvCache(s.kv);
+    destroyRopeTables(s.rope);
+    destroyReadback(ctx, s.readback);
+}
+/**
+ * One step for this rank: embed → per layer [attention → Wo → all-reduce → residual, MLP → W2 →
+ * all-reduce → residual] → final norm and its vocabulary slice of the classifier. Returns this
+ * rank's logits rows into `into`, which is exactly (logitRows.length, vocab/tp).
+ */
+export async function forward(ctx, s, dim, input, sync, into) {
+    const { device } = ctx;
+    const { m } = input;
+    s.step.write(m, input.positions, input.slots);
+    device.queue.writeBuffer(s.tokens, 0, input.tokens.buffer, input.tokens.byteOffset, m * 4);
+    const nl = input.logitRows.length;
+    if (nl > 0)
+        s.headStep.write(nl, new Uint32Array(nl));
+    let encoder = device.createCommandEncoder();
+    let pass = encoder.beginComputePass();
+    s.ops.embed.encode(pass, m);
+    const stages = s.ops.stages;
+    for (let i = 0; i < stages.length; i++) {
+        for (const op of stages[i])
+            op.encode(pass, m);
+        if (i === stages.length - 1)
+            break;
+        // Sync point i: the partial sum of a row-parallel matmul is combined across ranks.
+        pass.end();
+        await sync(i, encoder, m);
+        encoder = device.createCommandEncoder();
+        pass = encoder.beginComputePass();
+    }
+    pass.end();
+    // The head runs only on the rows whose logits are wanted (the last prompt row in prefill).
+    for (let j = 0; j < nl; j++) {
+        encoder.copyBufferToBuffer(s.x, input.logitRows[j] * dim * 4, s.xsel, j * dim * 4, dim * 4);
+    }
+    if (nl === 0) {
+        device.queue.submit([encoder.finish()]);
+        return;
+    }
+    pass = encoder.beginComputePass();
+    s.ops.head.encode(pass, nl);
+    pass.end();
+    const ticket = s.readback.encodeCopy(encoder, s.logits, 0, into.byteLength);
+    device.queue.submit([encoder.finish()]);
+    await s.readback.read(ticket, { into, key: `head:${m}` });
+}
+//# sourceMappingURL=rank.js.map
