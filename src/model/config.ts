@@ -26,3 +26,21 @@ export interface ModelConfig {
   /** `interleaved`: pairs (2i, 2i+1), llama2.c; `rotate_half`: pairs (i, i + hs/2), Hugging Face. */
   ropeStyle: 'interleaved' | 'rotate_half';
 }
+
+/** One tensor of a checkpoint file, as the plan and the loader see it. */
+export interface TensorInfo {
+  /** Format-neutral names: `tok_embeddings`, `layers.{l}.attention.wq`, ..., `norm`, `output`. */
+  name: string;
+  /** Byte offset of the first element in the file. */
+  offset: number;
+  /** [rows, cols] = [out, in]; norms are [1, dim]. */
+  shape: [number, number];
+  dtype: 'f32';
+  /** rows * cols * 4. */
+  byteLength: number;
+  /**
+   * Set when this tensor is stored as another one's bytes (`output` of a shared classifier is
+   * `tok_embeddings`): same offset, same shape. Loaders may then route one range twice.
+   */
+  aliasOf?: string;
+}

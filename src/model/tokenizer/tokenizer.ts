@@ -1,0 +1,207 @@
+/**
+ * llama2.c's `tokenizer.bin` and its BPE, matching run.c's `encode`/`decode` token for token.
+ *
+ * File: int32 max_token_length, then exactly vocab_size entries of
+ * { f32 score, int32 len, len bytes }. The file stores no count, so the model supplies it.
+ *
+ * Pieces are raw bytes (not necessarily valid UTF-8: a piece can be half a code point), so
+ * `decode` returns bytes and the caller assembles text (see `Utf8Stream`).
+ */
+import { TokenizerFormatError } from '../../errors.js';
+
+export const BOS = 1;
+export const EOS = 2;
+/** Byte-fallback pieces `<0x00>`..`<0xFF>` sit after <unk>, <s>, </s>. */
+const BYTE_TOKEN_OFFSET = 3;
+
+const BYTE_PIECE = /^<0x([0-9A-Fa-f]{2})>$/;
+
+/** Bytes as a binary (latin1) string: one char per byte, so lookups and concatenation are exact. */
+function binaryKey(bytes: Uint8Array): string {
+  let s = '';
+  for (let i = 0; i < bytes.length; i++) s += String.fromCharCode(bytes[i]!);
+  return s;
+}
+
+export class Tokenizer {
+  readonly vocabSize: number;
+  readonly maxTokenLength: number;
+  /** The raw bytes of each piece. */
+  readonly pieces: Uint8Array[];
+  readonly scores: Float32Array;
+  /** piece (binary string) → id; the first id wins if a piece repeats. */
+  private readonly lookup: Map<string, number>;
+  private readonly keys: string[];
+  /** For `<0xXX>` pieces, the byte they stand for; -1 otherwise. */
+  private readonly byteValue: Int16Array;
+
+  constructor(pieces: Uint8Array[], scores: Float32Array, maxTokenLength: number) {
+    this.vocabSize = pieces.length;
+    this.maxTokenLength = maxTokenLength;
+    this.pieces = pieces;
+    this.scores = scores;
+    this.keys = pieces.map(binaryKey);
+    this.lookup = new Map();
+    this.keys.forEach((k, id) => { if (!this.lookup.has(k)) this.lookup.set(k, id); });
+    this.byteValue = new Int16Array(pieces.length).fill(-1);
+    this.keys.forEach((k, id) => {
+      const m = BYTE_PIECE.exec(k);
+      if (m) this.byteValue[id] = parseInt(m[1]!, 16);
+    });
+  }
+
+  /** Parses `tokenizer.bin` for a model with `vocabSize` tokens. */
+  static parse(data: ArrayBuffer | Uint8Array, vocabSize: number): Tokenizer {
+    const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    if (!Number.isInteger(vocabSize) || vocabSize <= 0) {
+      throw new TokenizerFormatError(`vocab size must be a positive integer, got ${vocabSize}`, 'Pass the model config\'s vocabSize');
+    }
+    if (bytes.byteLength < 4) {
+      throw new TokenizerFormatError(`tokenizer file is ${bytes.byteLength} bytes; expected at least 4 (max_token_length)`);
+    }
+    const maxTokenLength = view.getInt32(0, true);
+    if (maxTokenLength <= 0) throw new TokenizerFormatError(`tokenizer max_token_length must be > 0, got ${maxTokenLength}`);
+
+    const pieces: Uint8Array[] = [];
+    const scores = new Float32Array(vocabSize);
+    let off = 4;
+    for (let i = 0; i < vocabSize; i++) {
+      if (off + 8 > bytes.byteLength) {
+        throw new TokenizerFormatError(`tokenizer has ${i} entries but the model's vocab is ${vocabSize} (file ends at byte ${bytes.byteLength})`);
+      }
+      scores[i] = view.getFloat32(off, true);
+      const len = view.getInt32(off + 4, true);
+      off += 8;
+      if (len < 0) throw new TokenizerFormatError(`tokenizer entry ${i} has a negative length ${len} at byte ${off - 4}`);
+      if (off + len > bytes.byteLength) {
+        throw new TokenizerFormatError(`tokenizer entry ${i} needs ${len} bytes at byte ${off}, but the file ends at byte ${bytes.byteLength}`);
+      }
+      pieces.push(bytes.slice(off, off + len));
+      off += len;
+    }
+    if (off !== bytes.byteLength) {
+      // Count the surplus entries when they parse, so the message says how big the vocab really is.
+      let extra = 0;
+      let o = off;
+      while (o + 8 <= bytes.byteLength) {
+        const len = view.getInt32(o + 4, true);
+        if (len < 0 || o + 8 + len > bytes.byteLength) break;
+        o += 8 + len;
+        extra++;
+      }
+      const what = o === bytes.byteLength ? `${vocabSize + extra} entries` : `more than ${vocabSize} entries (${bytes.byteLength - off} bytes left over)`;
+      throw new TokenizerFormatError(`tokenizer has ${what} but the model's vocab is ${vocabSize}`);
+    }
+    return new Tokenizer(pieces, scores, maxTokenLength);
+  }
+
+  /** The id of an exact piece, or -1 (run.c's `str_lookup`). */
+  pieceId(piece: string | Uint8Array): number {
+    const key = typeof piece === 'string' ? binaryKey(new TextEncoder().encode(piece)) : binaryKey(piece);
+    return this.lookup.get(key) ?? -1;
+  }
+
+  /**
+   * run.c's `encode`: optional BOS, a dummy-prefix " " when the text is non-empty, one token per
+   * UTF-8 code point (or its bytes + 3 when the code point is not a piece), then greedy merges of
+   * the adjacent pair whose merged piece has the highest score (the leftmost on ties).
+   */
+  encode(text: string, bos = true, eos = false): number[] {
+    let bytes = new TextEncoder().encode(text);
+    // run.c sees a C string: it ends at the first NUL.
+    const nul = bytes.indexOf(0);
+    if (nul >= 0) bytes = bytes.subarray(0, nul);
+    const tokens: number[] = [];
+    if (bos) tokens.push(BOS);
+    if (bytes.length > 0) {
+      // run.c would push -1 if " " is missing; fall back to its byte token instead.
+      const space = this.lookup.get(' ');
+      tokens.push(space ?? 0x20 + BYTE_TOKEN_OFFSET);
+    }
+
+    let start = 0;
+    for (let i = 0; i < bytes.length; i++) {
+      if ((bytes[i]! & 0xc0) !== 0x80) start = i;
+      const len = i - start + 1;
+      const next = i + 1 < bytes.length ? bytes[i + 1]! : 0;
+      // keep reading continuation bytes, at most 4 bytes per code point (as run.c)
+      if ((next & 0xc0) === 0x80 && len < 4) continue;
+      const cp = bytes.subarray(start, i + 1);
+      const id = this.lookup.get(binaryKey(cp));
+      if (id !== undefined) tokens.push(id);
+      else for (const b of cp) tokens.push(b + BYTE_TOKEN_OFFSET);
+      // a stray continuation byte after a full sequence starts a fresh one-byte buffer
+      start = i + 1;
+    }
+
+    // Merge until no adjacent pair is a piece. Same scan as run.c (best score, leftmost on ties;
+    // run.c's threshold is the float -1e10), but each pair's merge is looked up once and only
+    // the two pairs touching a merge are looked up again.
+    const pairId = (i: number): number => this.lookup.get(this.keys[tokens[i]!]! + this.keys[tokens[i + 1]!]!) ?? -1;
+    const merges: number[] = [];
+    for (let i = 0; i < tokens.length - 1; i++) merges.push(pairId(i));
+    const floor = Math.fround(-1e10);
+    for (;;) {
+      let bestScore = floor;
+      let bestIdx = -1;
+      for (let i = 0; i < merges.length; i++) {
+        const id = merges[i]!;
+        if (id !== -1 && this.scores[id]! > bestScore) {
+          bestScore = this.scores[id]!;
+          bestIdx = i;
+        }
+      }
+      if (bestIdx === -1) break;
+      tokens.splice(bestIdx, 2, merges[bestIdx]!);
+      merges.splice(bestIdx, 1);
+      if (bestIdx > 0) merges[bestIdx - 1] = pairId(bestIdx - 1);
+      if (bestIdx < merges.length) merges[bestIdx] = pairId(bestIdx);
+    }
+
+    if (eos) tokens.push(EOS);
+    return tokens;
+  }
+
+  /**
+   * run.c's `decode`: the bytes of `token`, without the leading space right after BOS, and with
+   * `<0xXX>` pieces turned into their raw byte.
+   */
+  decode(prev: number, token: number): Uint8Array {
+    if (!Number.isInteger(token) || token < 0 || token >= this.vocabSize) {
+      throw new RangeError(`token ${token} is outside the vocabulary [0, ${this.vocabSize})`);
+    }
+    const b = this.byteValue[token]!;
+    if (b >= 0) return Uint8Array.of(b);
+    const piece = this.pieces[token]!;
+    return prev === BOS && piece[0] === 0x20 ? piece.subarray(1) : piece;
+  }
+
+  /** Text of a token sequence as run.c prints it when `tokens[0]` is the token before them. */
+  decodeText(tokens: ArrayLike<number>, prev = BOS): string {
+    const stream = new Utf8Stream();
+    let out = '';
+    for (let i = 0; i < tokens.length; i++) {
+      out += stream.push(this.decode(prev, tokens[i]!));
+      prev = tokens[i]!;
+    }
+    return out + stream.flush();
+  }
+}
+
+/**
+ * Turns a stream of byte chunks into text, holding back a code point split across chunks
+ * (byte-fallback tokens emit one byte at a time).
+ */
+export class Utf8Stream {
+  private readonly decoder = new TextDecoder('utf-8');
+
+  push(bytes: Uint8Array): string {
+    return this.decoder.decode(bytes, { stream: true });
+  }
+
+  /** Whatever is held back, with U+FFFD for an incomplete sequence. */
+  flush(): string {
+    return this.decoder.decode();
+  }
+}

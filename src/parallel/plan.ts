@@ -1,0 +1,330 @@
+/**
+ * The sharding plan, PyTorch style: a plain object from weight-name patterns to styles, and one
+ * function (`makePlan`) that turns it, a model config and a tensor table into per-rank slices.
+ *
+ * Styles (Megatron's names in brackets):
+ *   column     split by output rows      (ColumnParallelLinear): wq, wk, wv, w1, w3
+ *   row        split by input columns    (RowParallelLinear): wo, w2; partial sums are all-reduced
+ *   vocab      classifier rows split over the vocabulary; logits are all-gathered
+ *   replicated every rank holds the whole tensor: norms, the embedding
+ *
+ * A slice is the list of file byte ranges a rank needs for one tensor and where each lands in
+ * the rank's dense buffer for that tensor. Column and vocab slices are one range; row slices are
+ * one short run per row (the rank's columns of it). Splitting the weights lives here; moving the
+ * activations is the collectives' job.
+ */
+import { PlanError } from '../errors.js';
+import type { ModelConfig, TensorInfo } from '../model/config.js';
+import { llama2cTensorTable } from '../model/formats/llama2c.js';
+import { evenSizes, proportionalSizes, type Range, rangesFromSizes } from './split.js';
+
+/** Bumped whenever slicing changes, so cached shards keyed by `sliceListHash` are not reused. */
+export const planVersion = 1;
+
+export type ShardStyle = 'column' | 'row' | 'vocab' | 'replicated';
+
+/** The per-rank range a split dimension follows: query heads, KV heads or MLP hidden units. */
+export type SplitAxis = 'heads' | 'kvHeads' | 'hidden';
+
+export type ShardSpec =
+  | { style: 'column'; by: SplitAxis }
+  | { style: 'row'; by: SplitAxis }
+  | { style: 'vocab' }
+  | { style: 'replicated' };
+
+export const column = (by: SplitAxis): ShardSpec => ({ style: 'column', by });
+export const row = (by: SplitAxis): ShardSpec => ({ style: 'row', by });
+export const vocab: ShardSpec = { style: 'vocab' };
+export const replicated: ShardSpec = { style: 'replicated' };
+
+/** Pattern → style. `*` matches one dotted segment; the first matching pattern wins. */
+export type PlanSpec = Readonly<Record<string, ShardSpec>>;
+
+/** Megatron-style tensor parallelism for Llama: two all-reduces per layer, one all-gather. */
+export const llamaPlan: PlanSpec = {
+  tok_embeddings: replicated,
+  'layers.*.attention_norm': replicated,
+  'layers.*.attention.wq': column('heads'),
+  'layers.*.attention.wk': column('kvHeads'),
+  'layers.*.attention.wv': column('kvHeads'),
+  'layers.*.attention.wo': row('heads'),
+  'layers.*.ffn_norm': replicated,
+  'layers.*.feed_forward.w1': column('hidden'),
+  'layers.*.feed_forward.w3': column('hidden'),
+  'layers.*.feed_forward.w2': row('hidden'),
+  norm: replicated,
+  output: vocab,
+};
+
+export interface ByteRange {
+  /** Where the bytes start in the model file. */
+  fileOffset: number;
+  length: number;
+  /** Where they go in the rank's dense buffer for this tensor. */
+  dstOffset: number;
+}
+
+export interface TensorSlice {
+  name: string;
+  style: ShardStyle;
+  /** The rank's dense shard, [rows, cols] = [out, in], e.g. wq: (heads/tp * head_size, dim). */
+  shape: [number, number];
+  byteLength: number;
+  /** In file order; adjacent runs are merged (a row slice at tp = 1 is one range). */
+  ranges: ByteRange[];
+}
+
+export interface RankPlan {
+  rank: number;
+  /** Query heads [start, end). */
+  heads: Range;
+  /** KV heads [start, end): the ones this rank's query heads read (shared with other ranks when tp > n_kv_heads). */
+  kvHeads: Range;
+  /** MLP hidden units [start, end). */
+  hidden: Range;
+  /** Vocabulary rows of the classifier [start, end). */
+  vocab: Range;
+  /** One per tensor, in tensor-table order. */
+  slices: TensorSlice[];
+  /** Sum of the slices' byteLength: what this rank uploads. */
+  byteLength: number;
+}
+
+export interface Plan {
+  planVersion: number;
+  world: number;
+  /** n_heads / n_kv_heads: query head h reads kv head floor(h / kvMul). */
+  kvMul: number;
+  ranks: RankPlan[];
+}
+
+export interface PlanOptions {
+  /** Number of ranks; must divide n_heads when `fractions` is not given. */
+  tensorParallel?: number;
+  /**
+   * Per-rank shares of the work (any positive numbers, normalized), for unequal devices.
+   * Query heads are given out whole in proportion, KV heads follow their queries, MLP units go
+   * in blocks of `hiddenBlock`, vocab rows follow the fractions.
+   */
+  fractions?: readonly number[];
+  /** MLP units per block for uneven splits (default: the largest power of two ≤ 64 dividing hidden_dim). */
+  hiddenBlock?: number;
+}
+
+function orList(xs: readonly number[]): string {
+  return xs.length === 1 ? `${xs[0]}` : `${xs.slice(0, -1).join(', ')} or ${xs[xs.length - 1]}`;
+}
+
+function divisors(n: number): number[] {
+  const out: number[] = [];
+  for (let d = 1; d <= n; d++) if (n % d === 0) out.push(d);
+  return out;
+}
+
+function patternRegex(pattern: string): RegExp {
+  const escaped = pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(`^${escaped.join('[^.]+')}$`);
+}
+
+/** The style for one tensor name, or a PlanError naming it. */
+export function styleFor(name: string, spec: PlanSpec = llamaPlan): ShardSpec {
+  for (const [pattern, s] of Object.entries(spec)) if (patternRegex(pattern).test(name)) return s;
+  throw new PlanError(`No plan entry matches tensor "${name}"`, `Add a pattern for it (one of: ${Object.keys(spec).join(', ')})`);
+}
+
+/** Query heads per rank, validated; the world size is its length. */
+function headSizes(config: ModelConfig, opts: PlanOptions): number[] {
+  const nHeads = config.nHeads;
+  const valid = divisors(nHeads);
+  const { tensorParallel: tp, fractions } = opts;
+  if (fractions === undefined) {
+    if (tp === undefined || !Number.isInteger(tp) || tp < 1 || nHeads % tp !== 0) {
+      throw new PlanError(
+        `tensorParallel must divide the ${nHeads} heads: use ${orList(valid)} (got ${tp})`,
+        'Pass explicit fractions for an uneven split',
+      );
+    }
+    return evenSizes(nHeads, tp);
+  }
+  if (!Array.isArray(fractions) || fractions.length < 1 || fractions.some((f) => !(Number.isFinite(f) && f > 0))) {
+    throw new PlanError(`fractions must be a non-empty list of positive numbers, got [${String(fractions)}]`);
+  }
+  if (tp !== undefined && tp !== fractions.length) {
+    throw new PlanError(`tensorParallel ${tp} does not match the ${fractions.length} fractions`, 'Give one fraction per rank');
+  }
+  if (fractions.length > nHeads) {
+    throw new PlanError(`${fractions.length} ranks cannot share ${nHeads} heads: use at most ${nHeads} fractions`);
+  }
+  const sizes = proportionalSizes(nHeads, fractions);
+  const empty = sizes.findIndex((s) => s === 0);
+  if (empty >= 0) {
+    throw new PlanError(
+      `rank ${empty}'s fraction ${fractions[empty]} gives it none of the ${nHeads} query heads (split: ${sizes.join(', ')})`,
+      'Raise its fraction or use fewer ranks',
+    );
+  }
+  return sizes;
+}
+
+function defaultHiddenBlock(hiddenDim: number): number {
+  let b = 64;
+  while (hiddenDim % b !== 0) b /= 2;
+  return b;
+}
+
+/** Which rows (column/vocab) or columns (row) of a tensor a rank owns, in elements. */
+function ownedRange(spec: ShardSpec, r: Omit<RankPlan, 'slices' | 'byteLength' | 'rank'>, c: ModelConfig): Range {
+  if (spec.style === 'vocab') return r.vocab;
+  if (spec.style === 'replicated') throw new Error('unreachable: replicated tensors are not split');
+  if (spec.by === 'hidden') return r.hidden;
+  const [a, b] = spec.by === 'heads' ? r.heads : r.kvHeads;
+  return [a * c.headSize, b * c.headSize];
+}
+
+function expectedSplitExtent(spec: ShardSpec, c: ModelConfig): { extent: number; what: string } {
+  if (spec.style === 'vocab') return { extent: c.vocabSize, what: `vocab_size ${c.vocabSize}` };
+  if (spec.style === 'replicated') return { extent: 0, what: '' };
+  if (spec.by === 'hidden') return { extent: c.hiddenDim, what: `hidden_dim ${c.hiddenDim}` };
+  const n = spec.by === 'heads' ? c.nHeads : c.nKvHeads;
+  return { extent: n * c.headSize, what: `${n} ${spec.by === 'heads' ? 'heads' : 'kv heads'} × ${c.headSize}` };
+}
+
+function mergeAdjacent(ranges: ByteRange[]): ByteRange[] {
+  const out: ByteRange[] = [];
+  for (const r of ranges) {
+    const last = out[out.length - 1];
+    if (last && last.fileOffset + last.length === r.fileOffset && last.dstOffset + last.length === r.dstOffset) last.length += r.length;
+    else out.push({ ...r });
+  }
+  return out;
+}
+
+function sliceTensor(t: TensorInfo, spec: ShardSpec, own: Range | null): TensorSlice {
+  const [rows, cols] = t.shape;
+  const el = 4; // f32
+  if (spec.style === 'replicated' || own === null) {
+    return { name: t.name, style: spec.style, shape: [rows, cols], byteLength: t.byteLength, ranges: [{ fileOffset: t.offset, length: t.byteLength, dstOffset: 0 }] };
+  }
+  const [a, b] = own;
+  if (spec.style === 'row') {
+    // the rank's columns of every row: one short run per row
+    const run = (b - a) * el;
+    const ranges: ByteRange[] = [];
+    for (let i = 0; i < rows; i++) ranges.push({ fileOffset: t.offset + (i * cols + a) * el, length: run, dstOffset: i * run });
+    return { name: t.name, style: 'row', shape: [rows, b - a], byteLength: rows * run, ranges: mergeAdjacent(ranges) };
+  }
+  // column and vocab: a contiguous block of whole rows
+  const length = (b - a) * cols * el;
+  return { name: t.name, style: spec.style, shape: [b - a, cols], byteLength: length, ranges: [{ fileOffset: t.offset + a * cols * el, length, dstOffset: 0 }] };
+}
+
+/**
+ * Splits a model over ranks. Query heads split evenly (or by `fractions`); each rank gets the
+ * KV heads its query heads read, so KV heads are split when tp ≤ n_kv_heads and replicated when
+ * tp > n_kv_heads; MLP units and vocab rows split as evenly as possible (first ranks get the
+ * extra) or by the fractions.
+ */
+export function makePlan(
+  config: ModelConfig, opts: PlanOptions, tensors: readonly TensorInfo[] = llama2cTensorTable(config), spec: PlanSpec = llamaPlan,
+): Plan {
+  const heads = headSizes(config, opts);
+  const world = heads.length;
+  const kvMul = config.nHeads / config.nKvHeads;
+  if (!Number.isInteger(kvMul)) {
+    throw new PlanError(`n_kv_heads must divide n_heads, got ${config.nHeads} heads and ${config.nKvHeads} kv heads`);
+  }
+  let hidden: number[];
+  let vocabRows: number[];
+  if (opts.fractions) {
+    const block = opts.hiddenBlock ?? defaultHiddenBlock(config.hiddenDim);
+    if (!Number.isInteger(block) || block < 1) throw new PlanError(`hiddenBlock must be a positive integer, got ${block}`);
+    hidden = proportionalSizes(config.hiddenDim, opts.fractions, block);
+    vocabRows = proportionalSizes(config.vocabSize, opts.fractions);
+  } else {
+    hidden = evenSizes(config.hiddenDim, world);
+    vocabRows = evenSizes(config.vocabSize, world);
+  }
+  for (const [what, sizes] of [['MLP hidden units', hidden], ['vocab rows', vocabRows]] as const) {
+    const r = sizes.findIndex((s) => s === 0);
+    if (r >= 0) throw new PlanError(`rank ${r} gets none of the ${what} (split: ${sizes.join(', ')})`, 'Use fewer ranks or a larger fraction for it');
+  }
+
+  // Check every tensor's split dimension before slicing anything.
+  const specs = tensors.map((t) => {
+    const s = styleFor(t.name, spec);
+    const { extent, what } = expectedSplitExtent(s, config);
+    const actual = s.style === 'row' ? t.shape[1] : t.shape[0];
+    if (s.style !== 'replicated' && actual !== extent) {
+      const dim = s.style === 'row' ? 'columns' : 'rows';
+      throw new PlanError(`${t.name}: a ${s.style} split expects ${extent} ${dim} (${what}), got ${actual}`, 'The tensor table does not match the config');
+    }
+    return s;
+  });
+
+  const headRanges = rangesFromSizes(heads);
+  const hiddenRanges = rangesFromSizes(hidden);
+  const vocabRanges = rangesFromSizes(vocabRows);
+  const ranks: RankPlan[] = headRanges.map((h, rank) => {
+    const owned = {
+      heads: h,
+      kvHeads: [Math.floor(h[0] / kvMul), Math.floor((h[1] - 1) / kvMul) + 1] as Range,
+      hidden: hiddenRanges[rank]!,
+      vocab: vocabRanges[rank]!,
+    };
+    const slices = tensors.map((t, i) => {
+      const s = specs[i]!;
+      return sliceTensor(t, s, s.style === 'replicated' ? null : ownedRange(s, owned, config));
+    });
+    return { rank, ...owned, slices, byteLength: slices.reduce((n, s) => n + s.byteLength, 0) };
+  });
+  return { planVersion, world, kvMul, ranks };
+}
+
+/** The rank-local KV head that the rank's local query head `localHead` reads. */
+export function localKvHead(plan: Plan, rank: RankPlan, localHead: number): number {
+  return Math.floor((rank.heads[0] + localHead) / plan.kvMul) - rank.kvHeads[0];
+}
+
+/**
+ * Expected uploaded weight bytes for a rank under `llamaPlan`, from the config and the rank's
+ * ranges alone (independent of the slice lists): the replicated embedding and norms, plus its
+ * share of every projection and of the classifier.
+ */
+export function rankWeightBytes(c: ModelConfig, r: Pick<RankPlan, 'heads' | 'kvHeads' | 'hidden' | 'vocab'>): number {
+  const q = (r.heads[1] - r.heads[0]) * c.headSize;
+  const kv = (r.kvHeads[1] - r.kvHeads[0]) * c.headSize;
+  const h = r.hidden[1] - r.hidden[0];
+  const v = r.vocab[1] - r.vocab[0];
+  const perLayer = 2 * c.dim + q * c.dim + 2 * kv * c.dim + c.dim * q + 3 * h * c.dim;
+  return 4 * (c.vocabSize * c.dim + c.nLayers * perLayer + c.dim + v * c.dim);
+}
+
+/** FNV-1a, 64-bit, over a string's UTF-16 code units (low byte, then high byte if any). */
+export function fnv1a64(s: string): string {
+  let hi = 0xcbf29ce4;
+  let lo = 0x84222325;
+  const eat = (byte: number): void => {
+    lo = (lo ^ byte) >>> 0;
+    // (hi:lo) *= 0x100000001b3, i.e. x * 0x1b3 + (x << 40), mod 2^64
+    const p = lo * 0x1b3;
+    const carry = Math.floor(p / 0x100000000);
+    hi = (Math.imul(hi, 0x1b3) + carry + (lo << 8)) >>> 0;
+    lo = p >>> 0;
+  };
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    eat(c & 0xff);
+    if (c > 0xff) eat(c >>> 8);
+  }
+  return hi.toString(16).padStart(8, '0') + lo.toString(16).padStart(8, '0');
+}
+
+/** A stable 16-hex-digit hash of what a rank holds, for shard cache keys. */
+export function sliceListHash(r: RankPlan): string {
+  const parts = [`v${planVersion}`, `h${r.heads}`, `kv${r.kvHeads}`, `mlp${r.hidden}`, `voc${r.vocab}`];
+  for (const s of r.slices) {
+    parts.push(`${s.name}:${s.style}:${s.shape[0]}x${s.shape[1]}`);
+    for (const g of s.ranges) parts.push(`${g.fileOffset}+${g.length}@${g.dstOffset}`);
+  }
+  return fnv1a64(parts.join(';'));
+}
