@@ -1,2 +1,919 @@
-// Harness entry points for the kernels area (filled in by that area).
-export {};
+/**
+ * Page-side entry points of the kernel tests and benchmarks, exposed as `window.tp.kernels.*`.
+ * Each test builds random inputs from a seed, runs the GPU kernel and the CPU oracle
+ * (src/model/reference.ts) in the page, and returns only a summary: the worst error as a
+ * fraction of its tolerance (`worst ≤ 1` passes), so Playwright moves a few bytes, not tensors.
+ */
+import * as ref from '../model/reference.js';
+import {
+  createGpuContext, destroyGpuContext, type GemmKind, type GemvKind, type GpuContext,
+} from '../gpu/device.js';
+import {
+  createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams, type StepParams,
+} from '../gpu/buffers.js';
+import { createMatmul, type MatmulInput } from '../gpu/matmul.js';
+import type { BoundOp } from '../gpu/op.js';
+import { createRmsnorm } from '../gpu/norm.js';
+import { createAdd, createArgmax, createEmbed, createSiluMul } from '../gpu/elementwise.js';
+import { createKvCache, createKvWrite, destroyKvCache, kvIndex, type KvCache } from '../gpu/kv-cache.js';
+import { createRope, createRopeKv, createRopeTables, destroyRopeTables, type RopeStyle } from '../gpu/rope.js';
+import { createAttention } from '../gpu/attention.js';
+import { createReadback, destroyReadback } from '../gpu/readback.js';
+import type { KernelBenchReport, KernelBenchRow } from '../cli/bench-kernels.js';
+import { availableGemm, availableGemv } from '../gpu/matmul.js';
+import type { SelfTestReply, SelfTestRequest } from '../gpu/selftest.worker.js';
+import { WebGpuTpError } from '../errors.js';
+
+let shared: Promise<GpuContext> | undefined;
+
+/** One context for the page (tuned once); tests that need their own make it themselves. */
+export function context(): Promise<GpuContext> {
+  shared ??= createGpuContext();
+  return shared;
+}
+
+export async function info(): Promise<{ adapter: GpuContext['adapterInfo']; limits: GpuContext['limits']; features: GpuContext['features']; choices: GpuContext['choices'] }> {
+  const ctx = await context();
+  return { adapter: ctx.adapterInfo, limits: ctx.limits, features: ctx.features, choices: ctx.choices };
+}
+
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function randn(n: number, rand: () => number, scale = 1): Float32Array<ArrayBuffer> {
+  const a = new Float32Array(n);
+  for (let i = 0; i < n; i++) a[i] = (rand() * 2 - 1) * scale;
+  return a;
+}
+
+const abs = (a: Float32Array) => a.map(Math.abs);
+
+async function readFloats(ctx: GpuContext, buf: GPUBuffer, floats: number, offset = 0): Promise<Float32Array> {
+  const bytes = floats * 4;
+  const staging = ctx.device.createBuffer({ size: Math.max(16, bytes), usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ });
+  const enc = ctx.device.createCommandEncoder();
+  enc.copyBufferToBuffer(buf, offset * 4, staging, 0, bytes);
+  ctx.device.queue.submit([enc.finish()]);
+  await staging.mapAsync(GPUMapMode.READ);
+  const out = new Float32Array(staging.getMappedRange().slice(0));
+  staging.destroy();
+  return out;
+}
+
+async function runOps(ctx: GpuContext, ops: BoundOp[], m: number): Promise<void> {
+  const enc = ctx.device.createCommandEncoder();
+  const pass = enc.beginComputePass();
+  for (const op of ops) op.encode(pass, m);
+  pass.end();
+  ctx.device.queue.submit([enc.finish()]);
+}
+
+/** Catches validation errors of everything run inside `fn` (they are asynchronous in WebGPU). */
+async function checked<T>(ctx: GpuContext, fn: () => Promise<T>): Promise<T> {
+  ctx.device.pushErrorScope('validation');
+  let out: T;
+  try {
+    out = await fn();
+  } finally {
+    const err = await ctx.device.popErrorScope();
+    if (err) throw new Error(`WebGPU validation: ${err.message}`);
+  }
+  return out;
+}
+
+export interface Check {
+  /** Largest |gpu − ref| / tolerance; ≤ 1 passes. */
+  worst: number;
+  /** Index of the worst element and its values, for failure messages. */
+  at: number;
+  gpu: number;
+  ref: number;
+  n: number;
+}
+
+/** |gpu − ref| ≤ rel · mag + abs, elementwise; mag is the op's sum of magnitudes. */
+function compare(gpu: ArrayLike<number>, want: ArrayLike<number>, mag: ArrayLike<number> | number, rel = 1e-5, absTol = 1e-6): Check {
+  let worst = 0;
+  let at = -1;
+  for (let i = 0; i < want.length; i++) {
+    const tol = rel * (typeof mag === 'number' ? mag : mag[i]!) + absTol;
+    const e = Math.abs(gpu[i]! - want[i]!);
+    const r = e === 0 ? 0 : Number.isFinite(e) ? e / tol : Infinity;
+    if (r > worst || at < 0) {
+      worst = r;
+      at = i;
+    }
+  }
+  return { worst, at, gpu: gpu[at]!, ref: want[at]!, n: want.length };
+}
+
+export interface MatmulCase {
+  m: number;
+  k: number;
+  n: number;
+  seed?: number;
+  input?: 'plain' | 'rmsnorm' | 'siluMul';
+  bias?: boolean;
+  accumulate?: boolean;
+  gemv?: GemvKind;
+  gemm?: GemmKind;
+  /** Run on a fresh context that pretends storage bindings hold at most this many bytes. */
+  bindingLimit?: number;
+}
+
+export async function testMatmul(c: MatmulCase): Promise<Check & { chunks: number }> {
+  const own = c.bindingLimit !== undefined;
+  const ctx = own ? await createGpuContext({ bindingLimit: c.bindingLimit, tune: false }) : await context();
+  try {
+    return await checked(ctx, async () => {
+      const { m, k, n } = c;
+      const rand = rng(c.seed ?? 1);
+      const input = c.input ?? 'plain';
+      // siluMul reads a and b as the two halves of one row of width 2k.
+      const xStride = input === 'siluMul' ? 2 * k : k;
+      const xData = randn(m * xStride, rand);
+      const wData = randn(n * k, rand);
+      const g = randn(k, rand);
+      const bias = randn(n, rand);
+      const y0 = randn(m * n, rand);
+
+      // Oracle: the effective input, then matmul; magnitudes from |xin|·|w|.
+      let xin: Float32Array;
+      if (input === 'rmsnorm') {
+        xin = new Float32Array(m * k);
+        ref.rmsnorm(xin, xData, g, m, k, 1e-5);
+      } else if (input === 'siluMul') {
+        xin = new Float32Array(m * k);
+        for (let r = 0; r < m; r++) {
+          const row = new Float32Array(k);
+          ref.siluMul(row, xData.subarray(r * 2 * k, r * 2 * k + k), xData.subarray(r * 2 * k + k, r * 2 * k + 2 * k), k);
+          xin.set(row, r * k);
+        }
+      } else xin = xData;
+      const want = new Float32Array(m * n);
+      ref.matmul(want, xin, wData, m, k, n);
+      const mag = new Float32Array(m * n);
+      ref.matmul(mag, abs(xin), abs(wData), m, k, n);
+      for (let i = 0; i < m * n; i++) {
+        if (c.bias) {
+          want[i] = Math.fround(want[i]! + bias[i % n]!);
+          mag[i] = mag[i]! + Math.abs(bias[i % n]!);
+        }
+        if (c.accumulate) {
+          want[i] = Math.fround(want[i]! + y0[i]!);
+          mag[i] = mag[i]! + Math.abs(y0[i]!);
+        }
+      }
+
+      const step = createStepParams(ctx, m);
+      step.write(m, new Uint32Array(m));
+      const x = createStorageBuffer(ctx, xData);
+      const w = createMatrix(ctx, n, k, 'w', wData);
+      const y = createStorageBuffer(ctx, y0);
+      const gb = createStorageBuffer(ctx, g);
+      const bb = createStorageBuffer(ctx, bias);
+      const inputOpt: MatmulInput =
+        input === 'rmsnorm' ? { kind: 'rmsnorm', weight: gb, eps: 1e-5 }
+          : input === 'siluMul' ? { kind: 'siluMul', b: x, bOffset: k, bStride: xStride }
+            : { kind: 'plain' };
+      const op = createMatmul(ctx, step, {
+        x, xStride, w, y, maxM: m, input: inputOpt, bias: c.bias ? bb : undefined, accumulate: c.accumulate, gemv: c.gemv, gemm: c.gemm,
+      });
+      await runOps(ctx, [op], m);
+      const got = await readFloats(ctx, y, m * n);
+      const chunks = w.chunks.length;
+      op.destroy();
+      destroyMatrix(w);
+      for (const b of [x, y, gb, bb]) b.destroy();
+      destroyStepParams(step);
+      return { ...compare(got, want, mag), chunks };
+    });
+  } finally {
+    if (own) destroyGpuContext(ctx);
+  }
+}
+
+
+/** GPU ms of each of `reps` passes (timestamp queries), each pass encoding `op` once. */
+async function gpuTimes(ctx: GpuContext, encode: (pass: GPUComputePassEncoder) => void, reps: number): Promise<number[]> {
+  const qs = ctx.device.createQuerySet({ type: 'timestamp', count: 2 * reps });
+  const res = ctx.device.createBuffer({ size: 16 * reps, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+  const rd = ctx.device.createBuffer({ size: 16 * reps, usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ });
+  const enc = ctx.device.createCommandEncoder();
+  for (let i = 0; i < reps; i++) {
+    const pass = enc.beginComputePass({ timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 } });
+    encode(pass);
+    pass.end();
+  }
+  enc.resolveQuerySet(qs, 0, 2 * reps, res, 0);
+  enc.copyBufferToBuffer(res, 0, rd, 0, 16 * reps);
+  ctx.device.queue.submit([enc.finish()]);
+  await rd.mapAsync(GPUMapMode.READ);
+  const t = new BigUint64Array(rd.getMappedRange().slice(0));
+  rd.destroy();
+  res.destroy();
+  qs.destroy();
+  const out: number[] = [];
+  for (let i = 0; i < reps; i++) out.push(Number(t[2 * i + 1]! - t[2 * i]!) / 1e6);
+  return out;
+}
+
+function median(a: number[]): number {
+  const s = [...a].sort((x, y) => x - y);
+  return s[s.length >> 1]!;
+}
+
+export async function benchMatmulRaw(c: { m: number; k: number; n: number; reps?: number; gemv?: GemvKind; gemm?: GemmKind }): Promise<{ gpuMs: number; wallMs: number }> {
+  const ctx = await context();
+  const { m, k, n } = c;
+  const reps = c.reps ?? 10;
+  const step = createStepParams(ctx, m);
+  step.write(m, new Uint32Array(m));
+  const rand = rng(3);
+  const x = createStorageBuffer(ctx, randn(m * k, rand));
+  const w = createMatrix(ctx, n, k, 'w', randn(n * k, rand));
+  const y = createStorageBuffer(ctx, m * n * 4);
+  const op = createMatmul(ctx, step, { x, w, y, maxM: m, gemv: c.gemv, gemm: c.gemm });
+  await runOps(ctx, [op], m);
+  await ctx.device.queue.onSubmittedWorkDone();
+  const g = ctx.features.timestampQuery ? median(await gpuTimes(ctx, (p) => op.encode(p, m), reps)) : NaN;
+  const t0 = performance.now();
+  await runOps(ctx, Array(reps).fill(op), m);
+  await ctx.device.queue.onSubmittedWorkDone();
+  const wallMs = (performance.now() - t0) / reps;
+  op.destroy();
+  destroyMatrix(w);
+  x.destroy();
+  y.destroy();
+  destroyStepParams(step);
+  return { gpuMs: g, wallMs };
+}
+
+export function jsMatmul(m: number, k: number, n: number, reps = 3): number {
+  const rand = rng(5);
+  const x = randn(m * k, rand);
+  const w = randn(n * k, rand);
+  const y = new Float32Array(m * n);
+  const t: number[] = [];
+  for (let i = 0; i < reps; i++) {
+    const t0 = performance.now();
+    for (let r = 0; r < m; r++) {
+      for (let j = 0; j < n; j++) {
+        let s = 0;
+        const wo = j * k;
+        const xo = r * k;
+        for (let q = 0; q < k; q++) s += x[xo + q]! * w[wo + q]!;
+        y[r * n + j] = s;
+      }
+    }
+    t.push(performance.now() - t0);
+  }
+  return median(t);
+}
+
+/** Runs `body` on the shared context (or a fresh one with a binding limit), catching validation errors. */
+async function withCtx<T>(bindingLimit: number | undefined, body: (ctx: GpuContext) => Promise<T>): Promise<T> {
+  const own = bindingLimit !== undefined;
+  const ctx = own ? await createGpuContext({ bindingLimit, tune: false }) : await context();
+  try {
+    return await checked(ctx, () => body(ctx));
+  } finally {
+    if (own) destroyGpuContext(ctx);
+  }
+}
+
+function stepFor(ctx: GpuContext, m: number, positions: ArrayLike<number>, slots?: ArrayLike<number>): StepParams {
+  const step = createStepParams(ctx, m);
+  step.write(m, positions, slots);
+  return step;
+}
+
+export async function testRmsnorm(c: { m: number; dim: number; seed?: number }): Promise<Check> {
+  return withCtx(undefined, async (ctx) => {
+    const rand = rng(c.seed ?? 2);
+    const x = randn(c.m * c.dim, rand, 3);
+    const g = randn(c.dim, rand);
+    const want = new Float32Array(c.m * c.dim);
+    ref.rmsnorm(want, x, g, c.m, c.dim, 1e-5);
+    const step = stepFor(ctx, c.m, new Uint32Array(c.m));
+    const [xb, gb, yb] = [createStorageBuffer(ctx, x), createStorageBuffer(ctx, g), createStorageBuffer(ctx, c.m * c.dim * 4)];
+    const op = createRmsnorm(ctx, step, { x: xb, weight: gb, y: yb, dim: c.dim, eps: 1e-5, maxM: c.m });
+    await runOps(ctx, [op], c.m);
+    const got = await readFloats(ctx, yb, c.m * c.dim);
+    op.destroy();
+    [xb, gb, yb, step.buffer].forEach((b) => b.destroy());
+    return compare(got, want, abs(want));
+  });
+}
+
+export async function testSiluMul(c: { m: number; n: number; seed?: number }): Promise<Check> {
+  return withCtx(undefined, async (ctx) => {
+    const rand = rng(c.seed ?? 3);
+    // a and b as two halves of each row of one buffer, as the engine's packed w1|w3 output is.
+    const h = randn(c.m * 2 * c.n, rand, 4);
+    const want = new Float32Array(c.m * c.n);
+    const mag = new Float32Array(c.m * c.n);
+    for (let r = 0; r < c.m; r++) {
+      const a = h.subarray(r * 2 * c.n, r * 2 * c.n + c.n);
+      const out = new Float32Array(c.n);
+      ref.siluMul(out, a, h.subarray(r * 2 * c.n + c.n, (r + 1) * 2 * c.n), c.n);
+      want.set(out, r * c.n);
+      for (let i = 0; i < c.n; i++) mag[r * c.n + i] = Math.abs(out[i]!) * (1 + Math.abs(a[i]!));
+    }
+    const step = stepFor(ctx, c.m, new Uint32Array(c.m));
+    const hb = createStorageBuffer(ctx, h);
+    const yb = createStorageBuffer(ctx, c.m * c.n * 4);
+    const op = createSiluMul(ctx, step, { a: { buffer: hb, stride: 2 * c.n }, b: { buffer: hb, stride: 2 * c.n, offset: c.n }, y: { buffer: yb }, n: c.n, maxM: c.m });
+    await runOps(ctx, [op], c.m);
+    const got = await readFloats(ctx, yb, c.m * c.n);
+    op.destroy();
+    [hb, yb, step.buffer].forEach((b) => b.destroy());
+    return compare(got, want, mag);
+  });
+}
+
+export async function testAdd(c: { m: number; n: number; seed?: number }): Promise<Check> {
+  return withCtx(undefined, async (ctx) => {
+    const rand = rng(c.seed ?? 4);
+    const x = randn(c.m * c.n, rand);
+    const y = randn(c.m * c.n, rand);
+    const want = y.slice();
+    ref.add(want, x, c.m * c.n);
+    const step = stepFor(ctx, c.m, new Uint32Array(c.m));
+    const [xb, yb] = [createStorageBuffer(ctx, x), createStorageBuffer(ctx, y)];
+    const op = createAdd(ctx, step, { x: { buffer: xb }, y: { buffer: yb }, n: c.n, maxM: c.m });
+    await runOps(ctx, [op], c.m);
+    const got = await readFloats(ctx, yb, c.m * c.n);
+    op.destroy();
+    [xb, yb, step.buffer].forEach((b) => b.destroy());
+    return compare(got, want, 0, 0, 0);
+  });
+}
+
+export async function testEmbed(c: { vocab: number; dim: number; tokens: number[]; bindingLimit?: number; seed?: number }): Promise<Check & { chunks: number }> {
+  return withCtx(c.bindingLimit, async (ctx) => {
+    const rand = rng(c.seed ?? 5);
+    const m = c.tokens.length;
+    const table = randn(c.vocab * c.dim, rand);
+    const want = new Float32Array(m * c.dim);
+    ref.embed(want, table, c.tokens, c.dim);
+    const step = stepFor(ctx, m, new Uint32Array(m));
+    const t = createMatrix(ctx, c.vocab, c.dim, 'embedding', table);
+    const tok = createStorageBuffer(ctx, Uint32Array.from(c.tokens));
+    const yb = createStorageBuffer(ctx, m * c.dim * 4);
+    const op = createEmbed(ctx, step, { table: t, tokens: tok, y: yb, maxM: m });
+    await runOps(ctx, [op], m);
+    const got = await readFloats(ctx, yb, m * c.dim);
+    const chunks = t.chunks.length;
+    op.destroy();
+    destroyMatrix(t);
+    [tok, yb, step.buffer].forEach((b) => b.destroy());
+    return { ...compare(got, want, 0, 0, 0), chunks };
+  });
+}
+
+/** Argmax over rows of n values; `ties` plants the maximum at several indices of each row. */
+export async function testArgmax(c: { m: number; n: number; ties?: number[]; seed?: number }): Promise<{ ok: boolean; got: number[]; want: number[]; values: boolean }> {
+  return withCtx(undefined, async (ctx) => {
+    const rand = rng(c.seed ?? 6);
+    const x = randn(c.m * c.n, rand);
+    for (let r = 0; r < c.m; r++) for (const i of c.ties ?? []) if (i < c.n) x[r * c.n + i] = 7 + r;
+    const want = Array.from({ length: c.m }, (_, r) => ref.argmax(x.subarray(r * c.n, (r + 1) * c.n), c.n));
+    const step = stepFor(ctx, c.m, new Uint32Array(c.m));
+    const xb = createStorageBuffer(ctx, x);
+    const ob = createStorageBuffer(ctx, c.m * 8);
+    const op = createArgmax(ctx, step, { x: xb, n: c.n, out: ob, maxM: c.m });
+    await runOps(ctx, [op], c.m);
+    const raw = await readFloats(ctx, ob, c.m * 2);
+    const u = new Uint32Array(raw.buffer);
+    const got = Array.from({ length: c.m }, (_, r) => u[2 * r]!);
+    const values = want.every((w, r) => raw[2 * r + 1] === x[r * c.n + w]);
+    op.destroy();
+    [xb, ob, step.buffer].forEach((b) => b.destroy());
+    return { ok: got.every((g, r) => g === want[r]) && values, got, want, values };
+  });
+}
+
+export async function testRope(c: { m: number; nHeads: number; headSize: number; positions: number[]; style: RopeStyle; seed?: number }): Promise<Check> {
+  return withCtx(undefined, async (ctx) => {
+    const rand = rng(c.seed ?? 7);
+    const seqLen = Math.max(...c.positions) + 1;
+    const tables = ref.ropeTables(c.headSize, seqLen, 10000);
+    // Heads sit after 3 floats of other data in rows of stride width + 5, to exercise offsets.
+    const width = c.nHeads * c.headSize;
+    const stride = width + 5;
+    const x = randn(c.m * stride, rand);
+    const plain = new Float32Array(c.m * width);
+    for (let r = 0; r < c.m; r++) plain.set(x.subarray(r * stride + 3, r * stride + 3 + width), r * width);
+    const want = plain.slice();
+    const pos = Uint32Array.from(c.positions);
+    ref.rope(want, c.m, c.nHeads, c.headSize, pos, tables, c.style);
+    const step = stepFor(ctx, c.m, pos);
+    const xb = createStorageBuffer(ctx, x);
+    const tb = createRopeTables(ctx, c.headSize, tables);
+    const op = createRope(ctx, step, { x: xb, rowStride: stride, offset: 3, nHeads: c.nHeads, tables: tb, style: c.style, maxM: c.m });
+    await runOps(ctx, [op], c.m);
+    const all = await readFloats(ctx, xb, c.m * stride);
+    const got = new Float32Array(c.m * width);
+    for (let r = 0; r < c.m; r++) got.set(all.subarray(r * stride + 3, r * stride + 3 + width), r * width);
+    op.destroy();
+    destroyRopeTables(tb);
+    [xb, step.buffer].forEach((b) => b.destroy());
+    // |x0·c| + |x1·s| bounds both outputs of a pair; use the pair's |x0| + |x1|.
+    const mag = new Float32Array(c.m * width);
+    const half = c.headSize / 2;
+    for (let r = 0; r < c.m; r++) {
+      for (let h = 0; h < c.nHeads; h++) {
+        for (let i = 0; i < half; i++) {
+          const b = r * width + h * c.headSize;
+          const [a0, a1] = c.style === 'interleaved' ? [b + 2 * i, b + 2 * i + 1] : [b + i, b + i + half];
+          mag[a0] = mag[a1] = Math.abs(plain[a0]!) + Math.abs(plain[a1]!);
+        }
+      }
+    }
+    return compare(got, want, mag);
+  });
+}
+
+interface KvCase {
+  nHeads: number;
+  nKv: number;
+  headSize: number;
+  /** Row r at positions[r] of slot slots[r]. */
+  positions: number[];
+  slots?: number[];
+  nSlots?: number;
+  seed?: number;
+}
+
+/** Reads a layer of the cache back as the oracle's (seq, nKv·hs) layout for one slot. */
+async function cacheAsRef(ctx: GpuContext, cache: KvCache, buf: GPUBuffer, slot: number, seq: number): Promise<Float32Array> {
+  const all = await readFloats(ctx, buf, buf.size / 4);
+  const kvDim = cache.nKvHeadsLocal * cache.headSize;
+  const out = new Float32Array(seq * kvDim);
+  for (let t = 0; t < seq; t++) {
+    for (let h = 0; h < cache.nKvHeadsLocal; h++) {
+      const src = kvIndex(cache, slot, h, t);
+      out.set(all.subarray(src, src + cache.headSize), t * kvDim + h * cache.headSize);
+    }
+  }
+  return out;
+}
+
+/** kvWrite (fused: false) or ropeKv (fused: true): q, k rotated and k, v in the cache at (slot, pos). */
+export async function testKvWrite(c: KvCase & { fused: boolean; style?: RopeStyle }): Promise<Check> {
+  return withCtx(undefined, async (ctx) => {
+    const rand = rng(c.seed ?? 8);
+    const m = c.positions.length;
+    const slots = c.slots ?? c.positions.map(() => 0);
+    const nSlots = c.nSlots ?? Math.max(...slots) + 1;
+    const hs = c.headSize;
+    const qDim = c.nHeads * hs;
+    const kvDim = c.nKv * hs;
+    const stride = qDim + 2 * kvDim;
+    const maxSeq = Math.max(...c.positions) + 2;
+    const qkv = randn(m * stride, rand);
+    const pos = Uint32Array.from(c.positions);
+    const tables = ref.ropeTables(hs, maxSeq, 10000);
+    const style = c.style ?? 'interleaved';
+    // Oracle: split, rotate q and k, and place k, v rows into per-slot caches.
+    const q = new Float32Array(m * qDim);
+    const k = new Float32Array(m * kvDim);
+    const v = new Float32Array(m * kvDim);
+    for (let r = 0; r < m; r++) {
+      q.set(qkv.subarray(r * stride, r * stride + qDim), r * qDim);
+      k.set(qkv.subarray(r * stride + qDim, r * stride + qDim + kvDim), r * kvDim);
+      v.set(qkv.subarray(r * stride + qDim + kvDim, (r + 1) * stride), r * kvDim);
+    }
+    const qIn = q.slice();
+    const kIn = k.slice();
+    if (c.fused) {
+      ref.rope(q, m, c.nHeads, hs, pos, tables, style);
+      ref.rope(k, m, c.nKv, hs, pos, tables, style);
+    }
+    const step = stepFor(ctx, m, pos, slots);
+    const cache = createKvCache(ctx, { nLayers: 2, nKvHeadsLocal: c.nKv, headSize: hs, maxSeq, nSlots });
+    const qkvb = createStorageBuffer(ctx, qkv);
+    const tb = createRopeTables(ctx, hs, tables);
+    const op = c.fused
+      ? createRopeKv(ctx, step, { qkv: qkvb, rowStride: stride, nHeads: c.nHeads, cache, layer: 1, tables: tb, style, maxM: m })
+      : createKvWrite(ctx, step, { cache, layer: 1, k: qkvb, kStride: stride, kOffset: qDim, v: qkvb, vStride: stride, vOffset: qDim + kvDim, maxM: m });
+    await runOps(ctx, [op], m);
+    const got: number[] = [];
+    const want: number[] = [];
+    const mag: number[] = [];
+    const pairMag = (src: Float32Array, i: number) => {
+      const within = i % hs;
+      const half = hs / 2;
+      const partner = style === 'interleaved' ? i + (within % 2 === 0 ? 1 : -1) : i + (within < half ? half : -half);
+      return Math.abs(src[i]!) + Math.abs(src[partner]!);
+    };
+    for (let r = 0; r < m; r++) {
+      const kc = await cacheAsRef(ctx, cache, cache.k[1]!, slots[r]!, maxSeq);
+      const vc = await cacheAsRef(ctx, cache, cache.v[1]!, slots[r]!, maxSeq);
+      for (let i = 0; i < kvDim; i++) {
+        got.push(kc[pos[r]! * kvDim + i]!, vc[pos[r]! * kvDim + i]!);
+        want.push(k[r * kvDim + i]!, v[r * kvDim + i]!);
+        mag.push(c.fused ? pairMag(kIn, r * kvDim + i) : 0, 0);
+      }
+    }
+    if (c.fused) {
+      const all = await readFloats(ctx, qkvb, m * stride);
+      for (let r = 0; r < m; r++) {
+        for (let i = 0; i < qDim; i++) {
+          got.push(all[r * stride + i]!);
+          want.push(q[r * qDim + i]!);
+          mag.push(pairMag(qIn, r * qDim + i));
+        }
+      }
+    }
+    op.destroy();
+    destroyKvCache(cache);
+    destroyRopeTables(tb);
+    [qkvb, step.buffer].forEach((b) => b.destroy());
+    return compare(got, want, mag);
+  });
+}
+
+/**
+ * Attention of m rows over a random cache. Rows at positions[r] of slots[r]; the cache holds
+ * random k, v for every position ≤ max(positions) in every slot.
+ */
+export async function testAttention(c: KvCase): Promise<Check> {
+  return withCtx(undefined, async (ctx) => {
+    const rand = rng(c.seed ?? 9);
+    const m = c.positions.length;
+    const slots = c.slots ?? c.positions.map(() => 0);
+    const nSlots = c.nSlots ?? Math.max(...slots) + 1;
+    const hs = c.headSize;
+    const qDim = c.nHeads * hs;
+    const kvDim = c.nKv * hs;
+    const maxSeq = Math.max(...c.positions) + 1;
+    const cache = createKvCache(ctx, { nLayers: 1, nKvHeadsLocal: c.nKv, headSize: hs, maxSeq, nSlots });
+    // Per slot, the oracle's (seq, kvDim) layout, and the same data in the cache's layout.
+    const kRef: Float32Array[] = [];
+    const vRef: Float32Array[] = [];
+    const kAll = new Float32Array(cache.k[0]!.size / 4);
+    const vAll = new Float32Array(cache.v[0]!.size / 4);
+    for (let s = 0; s < nSlots; s++) {
+      const kr = randn(maxSeq * kvDim, rand);
+      const vr = randn(maxSeq * kvDim, rand);
+      kRef.push(kr);
+      vRef.push(vr);
+      for (let t = 0; t < maxSeq; t++) {
+        for (let h = 0; h < c.nKv; h++) {
+          kAll.set(kr.subarray(t * kvDim + h * hs, t * kvDim + (h + 1) * hs), kvIndex(cache, s, h, t));
+          vAll.set(vr.subarray(t * kvDim + h * hs, t * kvDim + (h + 1) * hs), kvIndex(cache, s, h, t));
+        }
+      }
+    }
+    ctx.device.queue.writeBuffer(cache.k[0]!, 0, kAll);
+    ctx.device.queue.writeBuffer(cache.v[0]!, 0, vAll);
+    // q rows with a stride wider than qDim (as in a packed qkv buffer).
+    const qStride = qDim + 2 * kvDim;
+    const qData = randn(m * qStride, rand);
+    const want = new Float32Array(m * qDim);
+    const mag = new Float32Array(m * qDim);
+    for (let r = 0; r < m; r++) {
+      const q = qData.slice(r * qStride, r * qStride + qDim);
+      const p = Uint32Array.of(c.positions[r]!);
+      const o = new Float32Array(qDim);
+      ref.attention(o, q, kRef[slots[r]!]!, vRef[slots[r]!]!, 1, p, c.nHeads, c.nKv, hs, kvDim);
+      want.set(o, r * qDim);
+      // Σ p_t |v_t| (attention over |v|), widened by the score magnitudes that feed exp.
+      const om = new Float32Array(qDim);
+      ref.attention(om, q, kRef[slots[r]!]!, vRef[slots[r]!]!.map(Math.abs), 1, p, c.nHeads, c.nKv, hs, kvDim);
+      let smax = 0;
+      for (let t = 0; t <= c.positions[r]!; t++) {
+        for (let h = 0; h < c.nHeads; h++) {
+          let s = 0;
+          const kv = Math.floor(h / (c.nHeads / c.nKv));
+          for (let i = 0; i < hs; i++) s += Math.abs(q[h * hs + i]! * kRef[slots[r]!]![t * kvDim + kv * hs + i]!);
+          smax = Math.max(smax, s / Math.sqrt(hs));
+        }
+      }
+      for (let i = 0; i < qDim; i++) mag[r * qDim + i] = om[i]! * (1 + smax);
+    }
+    const step = stepFor(ctx, m, c.positions, slots);
+    const qb = createStorageBuffer(ctx, qData);
+    const ob = createStorageBuffer(ctx, m * qDim * 4);
+    const op = createAttention(ctx, step, { q: qb, qStride, nHeads: c.nHeads, cache, layer: 0, out: ob, maxM: m });
+    await runOps(ctx, [op], m);
+    const got = await readFloats(ctx, ob, m * qDim);
+    op.destroy();
+    destroyKvCache(cache);
+    [qb, ob, step.buffer].forEach((b) => b.destroy());
+    return compare(got, want, mag);
+  });
+}
+
+export interface ReadbackBench {
+  median: number;
+  p90: number;
+  /** GPU time of the dispatch (timestamp queries), ms. */
+  gpuMs: number;
+  pokesPerRead: number;
+}
+
+/**
+ * Submit (work + copy of 8 KB) → data on the CPU, `reps` times. `work`: 'tiny' is one small
+ * elementwise dispatch; a number N is a 2048×N gemv. `mode`: the plain mapAsync path, the
+ * helper with a caller estimate ('expected'), or the helper learning the duration ('learnt').
+ */
+export async function benchReadback(o: { work: 'tiny' | number; mode: 'plain' | 'expected' | 'learnt'; reps?: number; pokeIntervalMs?: number }): Promise<ReadbackBench> {
+  const ctx = await context();
+  const reps = o.reps ?? 30;
+  const step = stepFor(ctx, 1, [0]);
+  const n = 2048;
+  const rand = rng(11);
+  const a = createStorageBuffer(ctx, randn(n, rand));
+  const y = createStorageBuffer(ctx, randn(Math.max(n, typeof o.work === 'number' ? o.work : 0), rand));
+  let op: BoundOp;
+  let w: ReturnType<typeof createMatrix> | undefined;
+  if (o.work === 'tiny') op = createAdd(ctx, step, { x: { buffer: a }, y: { buffer: y }, n, maxM: 1 });
+  else {
+    w = createMatrix(ctx, o.work, n, 'w', randn(o.work * n, rand));
+    op = createMatmul(ctx, step, { x: a, w, y, maxM: 1 });
+  }
+  const gpuMs = ctx.features.timestampQuery ? median(await gpuTimes(ctx, (p) => op.encode(p, 1), 5)) : NaN;
+  const rb = createReadback(ctx, { slotBytes: n * 4, slots: 2, pokeIntervalMs: o.pokeIntervalMs });
+  const times: number[] = [];
+  const pokes0 = rb.stats.pokes;
+  for (let i = 0; i < reps + 3; i++) {
+    const enc = ctx.device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    op.encode(pass, 1);
+    pass.end();
+    const t = rb.encodeCopy(enc, y, 0, n * 4);
+    const t0 = performance.now();
+    ctx.device.queue.submit([enc.finish()]);
+    await rb.read(t, { plain: o.mode === 'plain', expectedMs: o.mode === 'expected' ? gpuMs : undefined, key: 'bench' });
+    if (i >= 3) times.push(performance.now() - t0);
+    // Let the GPU process settle so that reads do not overlap.
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  op.destroy();
+  destroyReadback(ctx, rb);
+  if (w) destroyMatrix(w);
+  [a, y, step.buffer].forEach((b) => b.destroy());
+  times.sort((p, q) => p - q);
+  return { median: times[times.length >> 1]!, p90: times[Math.floor(times.length * 0.9)]!, gpuMs, pokesPerRead: (rb.stats.pokes - pokes0) / (reps + 3) };
+}
+
+type BenchRow = KernelBenchRow;
+
+const gflops = (m: number, k: number, n: number, ms: number) => +((2 * m * k * n) / (ms * 1e6)).toFixed(3);
+const round = (x: number) => +x.toFixed(4);
+
+/** The matmul benchmark of `webgpu-tp bench kernels` (see src/cli/bench-kernels.ts). */
+export async function bench(o: { smoke?: boolean } = {}): Promise<KernelBenchReport> {
+  const ctx = await context();
+  const smoke = !!o.smoke;
+  const shapes: [number, number, number][] = smoke
+    ? [[1, 64, 64], [4, 32, 48]]
+    : [[1, 2048, 2048], [1, 768, 2048], [1, 2048, 768], [128, 1024, 1024]];
+  const reps = smoke ? 2 : 7;
+  const results: BenchRow[] = [];
+  for (const [m, k, n] of shapes) {
+    const { gpuMs } = await benchMatmulRaw({ m, k, n, reps });
+    results.push({ kernel: m === 1 ? `gemv_${ctx.choices.gemv}` : `gemm_${ctx.choices.gemm}`, m, k, n, median_ms: round(gpuMs), gflops: gflops(m, k, n, gpuMs) });
+  }
+  const js: BenchRow[] = [];
+  for (const [m, k, n] of shapes) {
+    jsMatmul(m, k, n, 1);
+    const ms = jsMatmul(m, k, n, smoke ? 1 : m > 1 ? 3 : 11);
+    js.push({ kernel: 'js', m, k, n, median_ms: round(ms), gflops: gflops(m, k, n, ms) });
+  }
+  const tfjs = await benchTfjs(shapes, smoke ? 2 : 7);
+
+  const rr = smoke ? 6 : 40;
+  const fig = (b: ReadbackBench) => ({ median_ms: round(b.median), p90_ms: round(b.p90), pokes_per_read: round(b.pokesPerRead) });
+  const tinyHelper = await benchReadback({ work: 'tiny', mode: 'learnt', reps: rr });
+  const tinyPlain = await benchReadback({ work: 'tiny', mode: 'plain', reps: rr });
+  // A gemv sized to take ~4 ms on this adapter (2048 × N, N from a quick estimate).
+  const probe = await benchReadback({ work: 256, mode: 'plain', reps: 2 });
+  const longN = smoke ? 256 : Math.max(64, Math.min(65536, Math.round((256 * 4) / Math.max(0.05, probe.gpuMs))));
+  const longExpected = await benchReadback({ work: longN, mode: 'expected', reps: rr });
+  const longLearnt = await benchReadback({ work: longN, mode: 'learnt', reps: rr });
+  const longPlain = await benchReadback({ work: longN, mode: 'plain', reps: rr });
+  const inWorker = await testInWorker(rr);
+  return {
+    adapter: { vendor: ctx.adapterInfo.vendor, architecture: ctx.adapterInfo.architecture },
+    choices: { gemm: ctx.choices.gemm, gemv: ctx.choices.gemv, measured: Object.fromEntries(Object.entries(ctx.choices.measured).map(([a, b]) => [a, round(b)])) },
+    results,
+    baselines: { js, tfjs },
+    readback_ms: round(tinyHelper.median),
+    readback: {
+      tiny: { helper: fig(tinyHelper), plain: fig(tinyPlain) },
+      long: { helper: fig(longExpected), learnt: fig(longLearnt), plain: fig(longPlain), gpu_ms: round(longPlain.gpuMs) },
+      worker_tiny_ms: round(inWorker.readbackMs),
+    },
+  };
+}
+
+/** tfjs-webgpu's tf.matMul(x, w, false, true): inputs uploaded once, timing matMul + data(). */
+async function benchTfjs(shapes: [number, number, number][], reps: number): Promise<BenchRow[]> {
+  const tf = await import('@tensorflow/tfjs-core');
+  await import('@tensorflow/tfjs-backend-webgpu');
+  await tf.setBackend('webgpu');
+  await tf.ready();
+  const out: BenchRow[] = [];
+  for (const [m, k, n] of shapes) {
+    const rand = rng(13);
+    const x = tf.tensor2d(randn(m * k, rand), [m, k]);
+    const w = tf.tensor2d(randn(n * k, rand), [n, k]);
+    const once = async () => {
+      const t0 = performance.now();
+      const y = tf.matMul(x, w, false, true);
+      await y.data();
+      y.dispose();
+      return performance.now() - t0;
+    };
+    await once();
+    await once();
+    const t: number[] = [];
+    for (let i = 0; i < reps; i++) t.push(await once());
+    const ms = median(t);
+    out.push({ kernel: 'tfjs', m, k, n, median_ms: round(ms), gflops: gflops(m, k, n, ms) });
+    x.dispose();
+    w.dispose();
+  }
+  return out;
+}
+
+export async function variants(): Promise<{ gemv: GemvKind[]; gemm: GemmKind[] }> {
+  const ctx = await context();
+  return { gemv: availableGemv(ctx), gemm: availableGemm(ctx) };
+}
+
+/** createGpuContext with no adapter must throw WebGpuUnavailableError (code NO_WEBGPU). */
+export async function testContextErrors(): Promise<{ code?: string; name?: string }> {
+  const gpu = navigator.gpu;
+  const original = gpu.requestAdapter;
+  gpu.requestAdapter = async () => null;
+  try {
+    await createGpuContext({ tune: false });
+    return {};
+  } catch (e) {
+    return { code: e instanceof WebGpuTpError ? e.code : undefined, name: (e as Error).name };
+  } finally {
+    gpu.requestAdapter = original;
+  }
+}
+
+/** A context, matmul and readback inside a dedicated worker, checked against the oracle here. */
+export async function testInWorker(reads = 5): Promise<Check & { readbackMs: number; readbackAll?: number[]; sleepMs?: number[]; pokes?: number; error?: string }> {
+  const m = 3;
+  const k = 65;
+  const n = 17;
+  const rand = rng(21);
+  const x = randn(m * k, rand);
+  const w = randn(n * k, rand);
+  const reply = await runWorker({ m, k, n, x, w, reads });
+  if (reply.error || !reply.y) return { worst: Infinity, at: -1, gpu: NaN, ref: NaN, n: 0, readbackMs: NaN, error: reply.error ?? 'no result' };
+  const want = new Float32Array(m * n);
+  ref.matmul(want, x, w, m, k, n);
+  const mag = new Float32Array(m * n);
+  ref.matmul(mag, abs(x), abs(w), m, k, n);
+  return { ...compare(reply.y, want, mag), readbackMs: median(reply.readbackMs ?? [NaN]), readbackAll: reply.readbackMs, sleepMs: reply.sleepMs, pokes: reply.pokes };
+}
+
+function runWorker(req: SelfTestRequest): Promise<SelfTestReply> {
+  const worker = new Worker(new URL('../gpu/selftest.worker.ts', import.meta.url), { type: 'module' });
+  return new Promise<SelfTestReply>((resolve) => {
+    worker.onmessage = (e: MessageEvent<SelfTestReply>) => resolve(e.data);
+    worker.onerror = (e) => resolve({ error: e.message || 'worker error' });
+    worker.postMessage(req);
+  }).finally(() => worker.terminate());
+}
+
+/** The readback helper: data arrives intact, `into` is filled, tickets are single-use, slots recycle. */
+export async function testReadback(): Promise<{ ok: boolean; detail: string }> {
+  return withCtx(undefined, async (ctx) => {
+    const data = randn(2048, rng(31));
+    const src = createStorageBuffer(ctx, data);
+    const rb = createReadback(ctx, { slotBytes: 8192, slots: 2 });
+    const problems: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const enc = ctx.device.createCommandEncoder();
+      const t1 = rb.encodeCopy(enc, src, 0, 8192);
+      const t2 = rb.encodeCopy(enc, src, 4096, 4096);
+      let threw = false;
+      try {
+        rb.encodeCopy(enc, src, 0, 4);
+      } catch {
+        threw = true;
+      }
+      if (!threw) problems.push('a third ticket on two slots did not throw');
+      ctx.device.queue.submit([enc.finish()]);
+      const into = new Float32Array(1024);
+      const [a, b] = await Promise.all([rb.read(t1, { expectedMs: i === 0 ? undefined : 0.2 }), rb.read(t2, { into, plain: i % 2 === 1 })]);
+      if (a.length !== 2048 || a.some((v, j) => v !== data[j])) problems.push(`read ${i}: full copy differs`);
+      if (b !== into || into.some((v, j) => v !== data[1024 + j])) problems.push(`read ${i}: into copy differs`);
+      let again = false;
+      await rb.read(t1).catch(() => (again = true));
+      if (!again) problems.push('a ticket could be read twice');
+    }
+    destroyReadback(ctx, rb);
+    src.destroy();
+    return { ok: problems.length === 0, detail: problems.join('; ') };
+  });
+}
+
+/**
+ * One attention block through the fused kernels, prefill (positions 0..4) then one decode step
+ * (position 5): x += Wo · attention(rope(Wqkv · rmsnorm(x))), against the oracle op by op.
+ */
+export async function testFusedChain(): Promise<Check> {
+  return withCtx(undefined, async (ctx) => {
+    const dim = 48;
+    const nHeads = 4;
+    const nKv = 2;
+    const hs = 12;
+    const qDim = nHeads * hs;
+    const kvDim = nKv * hs;
+    const qkvDim = qDim + 2 * kvDim;
+    const maxSeq = 8;
+    const rand = rng(41);
+    const g = randn(dim, rand);
+    const wqkv = randn(qkvDim * dim, rand, 0.3);
+    const wo = randn(dim * qDim, rand, 0.3);
+    const tables = ref.ropeTables(hs, maxSeq, 10000);
+    const style: RopeStyle = 'rotate_half';
+    const maxM = 5;
+
+    const step = createStepParams(ctx, maxM);
+    const xb = createStorageBuffer(ctx, maxM * dim * 4);
+    const gb = createStorageBuffer(ctx, g);
+    const qkvb = createStorageBuffer(ctx, maxM * qkvDim * 4);
+    const attb = createStorageBuffer(ctx, maxM * qDim * 4);
+    const wq = createMatrix(ctx, qkvDim, dim, 'wqkv', wqkv);
+    const wob = createMatrix(ctx, dim, qDim, 'wo', wo);
+    const cache = createKvCache(ctx, { nLayers: 1, nKvHeadsLocal: nKv, headSize: hs, maxSeq, nSlots: 1 });
+    const tb = createRopeTables(ctx, hs, tables);
+    const ops = [
+      createMatmul(ctx, step, { x: xb, w: wq, y: qkvb, maxM, input: { kind: 'rmsnorm', weight: gb, eps: 1e-5 } }),
+      createRopeKv(ctx, step, { qkv: qkvb, rowStride: qkvDim, nHeads, cache, layer: 0, tables: tb, style, maxM }),
+      createAttention(ctx, step, { q: qkvb, qStride: qkvDim, nHeads, cache, layer: 0, out: attb, maxM }),
+      createMatmul(ctx, step, { x: attb, w: wob, y: xb, maxM, accumulate: true }),
+    ];
+
+    // Oracle state: a (seq, kvDim) cache per run.c.
+    const kc = new Float32Array(maxSeq * kvDim);
+    const vc = new Float32Array(maxSeq * kvDim);
+    const oracle = (x: Float32Array, m: number, positions: Uint32Array) => {
+      const xn = new Float32Array(m * dim);
+      ref.rmsnorm(xn, x, g, m, dim, 1e-5);
+      const qkv = new Float32Array(m * qkvDim);
+      ref.matmul(qkv, xn, wqkv, m, dim, qkvDim);
+      const q = new Float32Array(m * qDim);
+      const k = new Float32Array(m * kvDim);
+      for (let r = 0; r < m; r++) {
+        q.set(qkv.subarray(r * qkvDim, r * qkvDim + qDim), r * qDim);
+        k.set(qkv.subarray(r * qkvDim + qDim, r * qkvDim + qDim + kvDim), r * kvDim);
+        vc.set(qkv.subarray(r * qkvDim + qDim + kvDim, (r + 1) * qkvDim), positions[r]! * kvDim);
+      }
+      ref.rope(q, m, nHeads, hs, positions, tables, style);
+      ref.rope(k, m, nKv, hs, positions, tables, style);
+      for (let r = 0; r < m; r++) kc.set(k.subarray(r * kvDim, (r + 1) * kvDim), positions[r]! * kvDim);
+      const att = new Float32Array(m * qDim);
+      ref.attention(att, q, kc, vc, m, positions, nHeads, nKv, hs, kvDim);
+      const o = new Float32Array(m * dim);
+      ref.matmul(o, att, wo, m, qDim, dim);
+      const y = x.slice();
+      ref.add(y, o, m * dim);
+      return y;
+    };
+
+    let worst: Check = { worst: 0, at: -1, gpu: 0, ref: 0, n: 0 };
+    for (const positions of [Uint32Array.of(0, 1, 2, 3, 4), Uint32Array.of(5)]) {
+      const m = positions.length;
+      const x = randn(m * dim, rand);
+      ctx.device.queue.writeBuffer(xb, 0, x);
+      step.write(m, positions);
+      await runOps(ctx, ops, m);
+      const got = await readFloats(ctx, xb, m * dim);
+      const want = oracle(x, m, positions);
+      let scale = 0;
+      for (const v of want) scale = Math.max(scale, Math.abs(v));
+      // Errors compound over five ops; bound them by 10 × the largest output.
+      const c = compare(got, want, 10 * scale);
+      if (c.worst >= worst.worst) worst = c;
+    }
+    ops.forEach((op) => op.destroy());
+    destroyKvCache(cache);
+    destroyRopeTables(tb);
+    destroyMatrix(wq);
+    destroyMatrix(wob);
+    [xb, gb, qkvb, attb, step.buffer].forEach((b) => b.destroy());
+    return worst;
+  });
+}

@@ -1,0 +1,22 @@
+import { test, expect } from '@playwright/test';
+import { benchKernels } from '../src/cli/bench-kernels.js';
+
+/** `bench kernels --smoke`: the JSON has its documented shape (no timing assertions). */
+test('bench kernels (smoke) reports results, baselines and readback figures', async () => {
+  test.setTimeout(180_000);
+  const r = await benchKernels({ smoke: true });
+  const row = expect.objectContaining({
+    kernel: expect.any(String), m: expect.any(Number), k: expect.any(Number), n: expect.any(Number),
+    median_ms: expect.any(Number), gflops: expect.any(Number),
+  });
+  expect(r.results.length).toBeGreaterThan(0);
+  for (const x of r.results) expect(x).toEqual(row);
+  expect(r.baselines.js.length).toBe(r.results.length);
+  expect(r.baselines.tfjs.length).toBe(r.results.length);
+  for (const x of [...r.baselines.js, ...r.baselines.tfjs]) expect(x).toEqual(row);
+  expect(r.readback_ms).toBeGreaterThan(0);
+  for (const f of [r.readback.tiny.helper, r.readback.tiny.plain, r.readback.long.helper, r.readback.long.plain]) {
+    expect(f.median_ms).toBeGreaterThan(0);
+  }
+  expect(r.choices.gemm).toBeTruthy();
+});

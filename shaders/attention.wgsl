@@ -1,0 +1,91 @@
+// Causal grouped-query attention over the KV cache, for decode (m = 1) and prefill (m rows of
+// one or several sequences): one workgroup per (row, query head). Row r at position p attends to
+// t = 0..p of its slot's cache, query head h reads kv head h / (nHeads / nKv), scores are
+// q·k / sqrt(hs). The context is walked in blocks of B keys with an online (running max)
+// softmax, so its length is bounded only by the cache, not by workgroup memory.
+// Cache layout (per layer): [slot][kvHead][pos][hs].
+struct AttnParams {
+  nHeads: u32,
+  nKv: u32,
+  hs: u32,
+  maxSeq: u32,
+  qStride: u32,
+  qOff: u32,
+  outStride: u32,
+  outOff: u32,
+  scale: f32,     // sqrt(hs), rounded to f32 on the CPU; scores are divided by it like run.c
+  _p0: u32,
+  _p1: u32,
+  _p2: u32,
+}
+
+@group(0) @binding(1) var<uniform> P: AttnParams;
+@group(0) @binding(2) var<storage, read> Q: array<f32>;
+@group(0) @binding(3) var<storage, read> KC: array<f32>;
+@group(0) @binding(4) var<storage, read> VC: array<f32>;
+@group(0) @binding(5) var<storage, read_write> OUT: array<f32>;
+
+const WG = 64u;
+const B = 64u;        // keys per block: one score per invocation
+const MAX_HS = 256u;  // 4 output dims per invocation
+const NEG = -3.0e38;
+
+var<workgroup> qs: array<f32, MAX_HS>;
+var<workgroup> sc: array<f32, B>;
+
+@compute @workgroup_size(WG)
+fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) tid: u32) {
+  let idx = linearWg(wid, nwg);
+  let r = idx / P.nHeads;
+  let h = idx % P.nHeads;
+  if (r >= stepM()) { return; }
+  let hs = P.hs;
+  let n = stepPos(r) + 1u;
+  let kvh = h / (P.nHeads / P.nKv);
+  let base = (stepSlot(r) * P.nKv + kvh) * P.maxSeq * hs;
+  let qb = P.qOff + r * P.qStride + h * hs;
+  for (var d = tid; d < hs; d += WG) { qs[d] = Q[qb + d]; }
+  workgroupBarrier();
+
+  var mx = NEG;
+  var l = 0.0;
+  var acc = vec4<f32>(0.0);
+  for (var t0 = 0u; t0 < n; t0 += B) {
+    let t = t0 + tid;
+    var s = NEG;
+    if (t < n) {
+      let kb = base + t * hs;
+      var dp = 0.0;
+      for (var d = 0u; d < hs; d++) { dp += qs[d] * KC[kb + d]; }
+      s = dp / P.scale;
+    }
+    sc[tid] = s;
+    workgroupBarrier();
+    let cnt = min(B, n - t0);
+    var bm = mx;
+    for (var j = 0u; j < cnt; j++) { bm = max(bm, sc[j]); }
+    workgroupBarrier();
+    sc[tid] = exp(s - bm);
+    workgroupBarrier();
+    let corr = exp(mx - bm);
+    l *= corr;
+    acc *= corr;
+    for (var j = 0u; j < cnt; j++) {
+      let p = sc[j];
+      l += p;
+      let vb = base + (t0 + j) * hs;
+      for (var q = 0u; q < 4u; q++) {
+        let d = tid + q * WG;
+        if (d < hs) { acc[q] += p * VC[vb + d]; }
+      }
+    }
+    mx = bm;
+    workgroupBarrier();
+  }
+  let ob = P.outOff + r * P.outStride + h * hs;
+  for (var q = 0u; q < 4u; q++) {
+    let d = tid + q * WG;
+    if (d < hs) { OUT[ob + d] = acc[q] / l; }
+  }
+}

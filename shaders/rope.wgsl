@@ -1,0 +1,93 @@
+// Rotary position embedding with cos/sin tables computed on the CPU in f32 (never WGSL sin/cos,
+// which are only ~2^-11 accurate). TAB[pos·hs/2 + i] = (cos, sin) of frequency i at pos.
+// STYLE 0 (interleaved, llama2.c) rotates pairs (2i, 2i+1); STYLE 1 (rotate_half, HF) rotates
+// (i, i + hs/2); both use table entry i.
+struct RopeParams {
+  nHeads: u32,    // query heads (or the heads to rotate, for `rope`)
+  nKv: u32,
+  hs: u32,
+  rowStride: u32, // floats between rows of the activation buffer
+  qOff: u32,      // first float of the q heads in a row (of the heads, for `rope`)
+  kOff: u32,
+  vOff: u32,
+  maxSeq: u32,
+}
+
+@group(0) @binding(1) var<uniform> P: RopeParams;
+@group(0) @binding(2) var<storage, read_write> X: array<f32>;
+@group(0) @binding(3) var<storage, read> TAB: array<vec2<f32>>;
+@group(0) @binding(4) var<storage, read_write> KC: array<f32>;
+@group(0) @binding(5) var<storage, read_write> VC: array<f32>;
+
+override STYLE: u32 = 0u;
+const WG = 64u;
+
+// Float offsets (within a head) of the two elements of pair i.
+fn pairOf(i: u32) -> vec2<u32> {
+  if (STYLE == 0u) { return vec2<u32>(2u * i, 2u * i + 1u); }
+  return vec2<u32>(i, i + P.hs / 2u);
+}
+
+fn rotate(v: vec2<f32>, cs: vec2<f32>) -> vec2<f32> {
+  return vec2<f32>(v.x * cs.x - v.y * cs.y, v.x * cs.y + v.y * cs.x);
+}
+
+// In place: nHeads heads starting at qOff of each row, row r at position stepPos(r).
+@compute @workgroup_size(WG)
+fn rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let half = P.hs / 2u;
+  let idx = linearWg(wid, nwg) * WG + lid;
+  let perRow = P.nHeads * half;
+  let r = idx / perRow;
+  if (r >= stepM()) { return; }
+  let h = (idx % perRow) / half;
+  let i = idx % half;
+  let pr = pairOf(i);
+  let base = r * P.rowStride + P.qOff + h * P.hs;
+  let cs = TAB[stepPos(r) * half + i];
+  let v = rotate(vec2<f32>(X[base + pr.x], X[base + pr.y]), cs);
+  X[base + pr.x] = v.x;
+  X[base + pr.y] = v.y;
+}
+
+// Cache layout (per layer): [slot][kvHead][pos][hs].
+fn cacheIndex(slot: u32, h: u32, pos: u32) -> u32 {
+  return ((slot * P.nKv + h) * P.maxSeq + pos) * P.hs;
+}
+
+// Fused: rotate q in place, rotate k into the cache, copy v into the cache, for rows holding
+// [q heads | k heads | v heads] at qOff, kOff, vOff.
+@compute @workgroup_size(WG)
+fn rope_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  let half = P.hs / 2u;
+  let idx = linearWg(wid, nwg) * WG + lid;
+  let perRow = (P.nHeads + 2u * P.nKv) * half;
+  let r = idx / perRow;
+  if (r >= stepM()) { return; }
+  let hh = (idx % perRow) / half;
+  let i = idx % half;
+  let pos = stepPos(r);
+  let pr = pairOf(i);
+  let row = r * P.rowStride;
+  if (hh < P.nHeads) {
+    let base = row + P.qOff + hh * P.hs;
+    let v = rotate(vec2<f32>(X[base + pr.x], X[base + pr.y]), TAB[pos * half + i]);
+    X[base + pr.x] = v.x;
+    X[base + pr.y] = v.y;
+  } else if (hh < P.nHeads + P.nKv) {
+    let h = hh - P.nHeads;
+    let base = row + P.kOff + h * P.hs;
+    let v = rotate(vec2<f32>(X[base + pr.x], X[base + pr.y]), TAB[pos * half + i]);
+    let c = cacheIndex(stepSlot(r), h, pos);
+    KC[c + pr.x] = v.x;
+    KC[c + pr.y] = v.y;
+  } else {
+    let h = hh - P.nHeads - P.nKv;
+    let base = row + P.vOff + h * P.hs;
+    let c = cacheIndex(stepSlot(r), h, pos);
+    VC[c + pr.x] = X[base + pr.x];
+    VC[c + pr.y] = X[base + pr.y];
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * `webgpu-tp bench kernels`: times the matmul kernels, a plain-JS matmul and tfjs-webgpu's
+ * `tf.matMul` on the same page, and the readback helper against the plain mapAsync path, in
+ * headless Chromium (`--enable-webgpu-developer-features` for full-precision timestamps).
+ */
+import { openHarness } from './browser.js';
+
+export interface KernelBenchRow {
+  kernel: string;
+  m: number;
+  k: number;
+  n: number;
+  median_ms: number;
+  gflops: number;
+}
+
+export interface KernelBenchReport {
+  adapter: { vendor: string; architecture: string };
+  /** Kernel variants this adapter uses, and the timings that chose them. */
+  choices: { gemm: string; gemv: string; measured: Record<string, number> };
+  results: KernelBenchRow[];
+  baselines: { js: KernelBenchRow[]; tfjs: KernelBenchRow[] };
+  /** Submit → data of 8 KB after a tiny dispatch, through the readback helper (median ms). */
+  readback_ms: number;
+  readback: {
+    tiny: { helper: ReadbackFigures; plain: ReadbackFigures };
+    /** After a gemv of ~4 ms (its GPU time in gpu_ms). */
+    long: { helper: ReadbackFigures; learnt: ReadbackFigures; plain: ReadbackFigures; gpu_ms: number };
+    /** The helper inside a dedicated worker (where the engine runs), after a tiny matmul. */
+    worker_tiny_ms: number;
+  };
+}
+
+export interface ReadbackFigures {
+  median_ms: number;
+  p90_ms: number;
+  pokes_per_read: number;
+}
+
+export interface KernelBenchOptions {
+  /** Tiny sizes and few repetitions: checks the wiring, not the speed. */
+  smoke?: boolean;
+}
+
+export async function benchKernels(opts: KernelBenchOptions = {}): Promise<KernelBenchReport> {
+  const h = await openHarness({ bench: true });
+  try {
+    const smoke = !!opts.smoke;
+    return await h.page.evaluate((s) => (window as unknown as { tp: { kernels: { bench(o: { smoke: boolean }): Promise<KernelBenchReport> } } }).tp.kernels.bench({ smoke: s }), smoke);
+  } catch (e) {
+    const tail = h.console.slice(-20).join('\n');
+    throw new Error(`${(e as Error).message}${tail ? `\npage console:\n${tail}` : ''}`);
+  } finally {
+    await h.close();
+  }
+}

@@ -1,0 +1,47 @@
+/** Causal grouped-query attention over the KV cache (decode and prefill alike). */
+import commonSrc from '../../shaders/common.wgsl?raw';
+import attnSrc from '../../shaders/attention.wgsl?raw';
+import { InvalidArgumentError } from '../errors.js';
+import type { GpuContext } from './device.js';
+import { createParamBlock, type StepParams } from './buffers.js';
+import type { KvCache } from './kv-cache.js';
+import { wgsl } from './layout.js';
+import { bindGroup, dispatchLinear, makeOp, type BoundOp } from './op.js';
+
+export interface AttentionOptions {
+  /** q: row r's nHeads heads at qOffset + r·qStride (floats), e.g. the q part of a qkv buffer. */
+  q: GPUBuffer;
+  qStride: number;
+  qOffset?: number;
+  /** Query heads of this rank; a multiple of the cache's nKvHeadsLocal. */
+  nHeads: number;
+  cache: KvCache;
+  layer: number;
+  /** out (maxM, outStride) f32: row r's heads at outOffset + r·outStride. */
+  out: GPUBuffer;
+  outStride?: number;
+  outOffset?: number;
+  maxM: number;
+}
+
+export function createAttention(ctx: GpuContext, step: StepParams, o: AttentionOptions): BoundOp {
+  const c = o.cache;
+  const hs = c.headSize;
+  if (o.nHeads % c.nKvHeadsLocal !== 0) {
+    throw new InvalidArgumentError(`attention: ${o.nHeads} query heads are not a multiple of ${c.nKvHeadsLocal} kv heads`);
+  }
+  if (hs > 256) throw new InvalidArgumentError(`attention: head size ${hs} > 256 is not supported`);
+  const pipeline = ctx.pipelines.get(wgsl(commonSrc, attnSrc), 'attention', {}, 'attention');
+  const p = createParamBlock(
+    ctx,
+    [o.nHeads, c.nKvHeadsLocal, hs, c.maxSeq, o.qStride, o.qOffset ?? 0, o.outStride ?? o.nHeads * hs, o.outOffset ?? 0, Math.fround(Math.sqrt(hs)), 0, 0, 0],
+    [8],
+    'attention',
+  );
+  const bg = bindGroup(ctx, pipeline, [step.buffer, p, o.q, c.k[o.layer]!, c.v[o.layer]!, o.out], 'attention');
+  return makeOp(ctx, 'attention', o.maxM, [p], (pass, m) => {
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bg);
+    dispatchLinear(pass, m * o.nHeads);
+  });
+}

@@ -1,0 +1,189 @@
+/**
+ * Adapter and device acquisition. One `GpuContext` per device: the engine makes one in each shard
+ * worker, tests and benchmarks make one in the page. It asks for the adapter's real limits (the
+ * defaults cap storage bindings at 128 MiB, far below what large vocabularies need) and for the
+ * optional features the kernels can use.
+ */
+import { WebGpuUnavailableError } from '../errors.js';
+import { createBufferPool, destroyBufferPool, type BufferPool } from './pool.js';
+import { createPipelineCache, type PipelineCache } from './pipelines.js';
+import { tuneGpuContext } from './tune.js';
+
+/** The limits the kernels plan against, as granted to the device. */
+export interface GpuLimits {
+  /** Largest storage binding; the injected `bindingLimit` when one was given. */
+  maxStorageBufferBindingSize: number;
+  maxBufferSize: number;
+  maxComputeWorkgroupStorageSize: number;
+  maxStorageBuffersPerShaderStage: number;
+  maxComputeInvocationsPerWorkgroup: number;
+  maxComputeWorkgroupSizeX: number;
+  maxComputeWorkgroupSizeY: number;
+  maxComputeWorkgroupsPerDimension: number;
+  maxUniformBufferBindingSize: number;
+  minStorageBufferOffsetAlignment: number;
+  minUniformBufferOffsetAlignment: number;
+}
+
+export interface GpuFeatures {
+  subgroups: boolean;
+  /** From the adapter info; 0 when unknown. A workgroup of this many invocations is one subgroup. */
+  subgroupMinSize: number;
+  subgroupMaxSize: number;
+  /** WGSL's subgroup_id / num_subgroups builtins. */
+  subgroupId: boolean;
+  timestampQuery: boolean;
+}
+
+export interface GpuAdapterInfo {
+  vendor: string;
+  architecture: string;
+  device: string;
+  description: string;
+}
+
+/** m = 1 matmul: vec4 loads reduced through workgroup memory ('tree') or one subgroup ('subgroup'), or scalar loads with lanes along K ('sequential', SwiftShader's fast path). */
+export type GemvKind = 'tree' | 'subgroup' | 'sequential';
+/** m > 1 matmul: 4×4 register blocks per invocation, shared-memory tiles, or a 4×4 block per subgroup with lanes along K. */
+export type GemmKind = 'regblock' | 'tiled' | 'sequential';
+
+/** Kernel variants picked for this adapter (by measurement where it matters), for reports. */
+export interface KernelChoices {
+  gemm: GemmKind;
+  gemv: GemvKind;
+  /** Median ms of each candidate when measured (empty until `tuneGpuContext`). */
+  measured: Record<string, number>;
+}
+
+export interface GpuContext {
+  device: GPUDevice;
+  adapterInfo: GpuAdapterInfo;
+  limits: GpuLimits;
+  features: GpuFeatures;
+  pipelines: PipelineCache;
+  pool: BufferPool;
+  choices: KernelChoices;
+  /** A 256-byte storage buffer bound where a kernel's optional input is absent. */
+  dummy: GPUBuffer;
+  /** Resolves when the device is lost (including on `destroyGpuContext`). */
+  lost: Promise<GPUDeviceLostInfo>;
+}
+
+export interface GpuContextOptions {
+  adapter?: GPURequestAdapterOptions;
+  /** Test seam: plan as if maxStorageBufferBindingSize were this many bytes. */
+  bindingLimit?: number;
+  /** Pick kernel variants by measuring them now (default true); else use heuristics. */
+  tune?: boolean;
+  /**
+   * Variants chosen earlier (e.g. by one rank's `ctx.choices`, passed to the others so that N
+   * workers do not each spend ~0.5 s measuring on a shared machine); skips tuning.
+   */
+  choices?: Pick<KernelChoices, 'gemm' | 'gemv'>;
+  label?: string;
+}
+
+const LIMIT_NAMES = [
+  'maxStorageBufferBindingSize',
+  'maxBufferSize',
+  'maxComputeWorkgroupStorageSize',
+  'maxStorageBuffersPerShaderStage',
+  'maxComputeInvocationsPerWorkgroup',
+  'maxComputeWorkgroupSizeX',
+  'maxComputeWorkgroupSizeY',
+  'maxComputeWorkgroupsPerDimension',
+  'maxUniformBufferBindingSize',
+  'maxBindGroups',
+  'maxStorageBuffersInShaderStage',
+] as const;
+
+/** `navigator.gpu` in a page or a worker, or undefined. */
+function gpuApi(): GPU | undefined {
+  const nav = (globalThis as { navigator?: Navigator }).navigator;
+  return nav && 'gpu' in nav ? (nav.gpu as GPU | undefined) : undefined;
+}
+
+export async function createGpuContext(opts: GpuContextOptions = {}): Promise<GpuContext> {
+  const gpu = gpuApi();
+  if (!gpu) throw new WebGpuUnavailableError('navigator.gpu is missing');
+  const adapter = await gpu.requestAdapter(opts.adapter);
+  if (!adapter) throw new WebGpuUnavailableError('navigator.gpu gave no adapter');
+
+  const requiredLimits: Record<string, number> = {};
+  const al = adapter.limits as unknown as Record<string, number | undefined>;
+  for (const name of LIMIT_NAMES) {
+    const v = al[name];
+    if (typeof v === 'number') requiredLimits[name] = v;
+  }
+  const requiredFeatures: GPUFeatureName[] = [];
+  const subgroups = adapter.features.has('subgroups');
+  const timestampQuery = adapter.features.has('timestamp-query');
+  if (subgroups) requiredFeatures.push('subgroups' as GPUFeatureName);
+  if (timestampQuery) requiredFeatures.push('timestamp-query');
+
+  const device = await adapter.requestDevice({ requiredLimits, requiredFeatures, label: opts.label });
+  const dl = device.limits;
+  const bindingLimit = Math.min(dl.maxStorageBufferBindingSize, opts.bindingLimit ?? Infinity);
+  const limits: GpuLimits = {
+    maxStorageBufferBindingSize: bindingLimit,
+    maxBufferSize: dl.maxBufferSize,
+    maxComputeWorkgroupStorageSize: dl.maxComputeWorkgroupStorageSize,
+    maxStorageBuffersPerShaderStage: dl.maxStorageBuffersPerShaderStage,
+    maxComputeInvocationsPerWorkgroup: dl.maxComputeInvocationsPerWorkgroup,
+    maxComputeWorkgroupSizeX: dl.maxComputeWorkgroupSizeX,
+    maxComputeWorkgroupSizeY: dl.maxComputeWorkgroupSizeY,
+    maxComputeWorkgroupsPerDimension: dl.maxComputeWorkgroupsPerDimension,
+    maxUniformBufferBindingSize: dl.maxUniformBufferBindingSize,
+    minStorageBufferOffsetAlignment: dl.minStorageBufferOffsetAlignment,
+    minUniformBufferOffsetAlignment: dl.minUniformBufferOffsetAlignment,
+  };
+  const info = adapter.info as GPUAdapterInfo & { subgroupMinSize?: number; subgroupMaxSize?: number };
+  const features: GpuFeatures = {
+    subgroups: device.features.has('subgroups'),
+    subgroupMinSize: info.subgroupMinSize ?? 0,
+    subgroupMaxSize: info.subgroupMaxSize ?? 0,
+    subgroupId: gpu.wgslLanguageFeatures?.has('subgroup_id') ?? false,
+    timestampQuery: device.features.has('timestamp-query'),
+  };
+  const adapterInfo: GpuAdapterInfo = {
+    vendor: info.vendor,
+    architecture: info.architecture,
+    device: info.device,
+    description: info.description,
+  };
+  const dummy = device.createBuffer({ size: 256, usage: GPUBufferUsage.STORAGE, label: 'dummy' });
+  const ctx: GpuContext = {
+    device,
+    adapterInfo,
+    limits,
+    features,
+    pipelines: createPipelineCache(device),
+    pool: createBufferPool(device),
+    choices: defaultChoices(features, adapterInfo),
+    dummy,
+    lost: device.lost,
+  };
+  if (opts.choices) ctx.choices = { ...opts.choices, measured: {} };
+  else if (opts.tune ?? true) await tuneGpuContext(ctx);
+  return ctx;
+}
+
+/**
+ * Before measuring: subgroup reductions when a workgroup can be exactly one subgroup; register
+ * blocking on CPU adapters (SwiftShader measured 1.8× faster than tiles), tiles on real GPUs.
+ */
+export function defaultChoices(f: GpuFeatures, info: GpuAdapterInfo): KernelChoices {
+  const cpu = /swiftshader|llvmpipe|lavapipe|warp|cpu/i.test(`${info.vendor} ${info.architecture} ${info.description}`);
+  return {
+    gemm: cpu ? 'regblock' : 'tiled',
+    gemv: f.subgroups && f.subgroupMinSize >= 4 && f.subgroupMinSize <= 128 ? 'subgroup' : 'tree',
+    measured: {},
+  };
+}
+
+export function destroyGpuContext(ctx: GpuContext): void {
+  destroyBufferPool(ctx.pool);
+  ctx.pipelines.clear();
+  ctx.dummy.destroy();
+  ctx.device.destroy();
+}

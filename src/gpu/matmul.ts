@@ -1,0 +1,194 @@
+/**
+ * y[m][N] (+)= xin[m][K] · W[N][K]ᵀ (+ bias[N]), where xin is x, RMSNorm(x)·g (fused norm) or
+ * silu(a)·b (fused SwiGLU). m = 1 runs a gemv, m > 1 a register-blocked or tiled gemm (the
+ * adapter's measured choice, `ctx.choices`). A W split across bindings runs one dispatch per
+ * chunk of its rows.
+ */
+import commonSrc from '../../shaders/common.wgsl?raw';
+import matmulCommonSrc from '../../shaders/matmul_common.wgsl?raw';
+import xF32Src from '../../shaders/matmul_x_f32.wgsl?raw';
+import xVec4Src from '../../shaders/matmul_x_vec4.wgsl?raw';
+import gemvSrc from '../../shaders/matmul_gemv.wgsl?raw';
+import gemvSgSrc from '../../shaders/matmul_gemv_sg.wgsl?raw';
+import regblockSrc from '../../shaders/matmul_regblock.wgsl?raw';
+import tiledSrc from '../../shaders/matmul_tiled.wgsl?raw';
+import seqSrc from '../../shaders/matmul_seq.wgsl?raw';
+import { InvalidArgumentError } from '../errors.js';
+import type { GemmKind, GemvKind, GpuContext } from './device.js';
+import type { Matrix, StepParams } from './buffers.js';
+import { createParamBlock } from './buffers.js';
+import { grid2d, wgsl } from './layout.js';
+import { bindGroup, makeOp, type Binding, type BoundOp } from './op.js';
+
+/** Input transform fused into the matmul's loads. */
+export type MatmulInput =
+  | { kind: 'plain' }
+  /** xin = rmsnorm(x)·weight: x's own rows are normalized on the fly (x is left as it is). */
+  | { kind: 'rmsnorm'; weight: GPUBuffer; eps: number }
+  /**
+   * xin[r][k] = silu(a[r][k])·b[r][k] with a = x at (xOffset + r·xStride) and b at
+   * (bOffset + r·bStride) of `b` (floats); pass x itself as `b` when a and b are halves of one row.
+   */
+  | { kind: 'siluMul'; b: GPUBuffer; bStride?: number; bOffset?: number };
+
+export interface MatmulOptions {
+  /** x (maxM, xStride) f32; row r starts at float xOffset + r·xStride. */
+  x: GPUBuffer;
+  xStride?: number;
+  xOffset?: number;
+  w: Matrix;
+  /** y (maxM, yStride) f32; defaults yStride = N. */
+  y: GPUBuffer;
+  yStride?: number;
+  /** bias (N) f32, added to every row. */
+  bias?: GPUBuffer;
+  /** y += result instead of y = result (fuses a residual add). */
+  accumulate?: boolean;
+  input?: MatmulInput;
+  maxM: number;
+  /** Override the adapter's choice (tests, benchmarks). */
+  gemv?: GemvKind;
+  gemm?: GemmKind;
+}
+
+const GEMV_WG = 64;
+const GEMV_SG_RPW = 4;
+
+function modeOf(input: MatmulInput | undefined): number {
+  if (!input || input.kind === 'plain') return 0;
+  return input.kind === 'rmsnorm' ? 1 : 2;
+}
+
+interface Variant {
+  pipeline: GPUComputePipeline;
+  /** Workgroups for one chunk of `rows` rows of W and m rows of x. */
+  grid(rows: number, m: number): [number, number, number];
+}
+
+const SEQ_WG = 64;
+
+/** The variants this adapter can run (subgroup ones need the feature and a fixed subgroup size). */
+export function availableGemv(ctx: GpuContext): GemvKind[] {
+  const f = ctx.features;
+  const out: GemvKind[] = ['tree'];
+  if (f.subgroups && f.subgroupMinSize >= 4 && f.subgroupMinSize <= 128) out.push('subgroup');
+  if (f.subgroups && f.subgroupId && f.subgroupMinSize >= 4 && f.subgroupMinSize === f.subgroupMaxSize && SEQ_WG % (4 * f.subgroupMinSize) === 0) out.push('sequential');
+  return out;
+}
+
+export function availableGemm(ctx: GpuContext): GemmKind[] {
+  return availableGemv(ctx).includes('sequential') ? ['regblock', 'tiled', 'sequential'] : ['regblock', 'tiled'];
+}
+
+function gemvVariant(ctx: GpuContext, kind: GemvKind, constants: Record<string, number>, xSrc: string): Variant {
+  if (kind === 'sequential') {
+    const code = wgsl(seqSrc, commonSrc, matmulCommonSrc, xSrc);
+    const pipeline = ctx.pipelines.get(code, 'gemv_seq', { ...constants, WG: SEQ_WG }, 'gemv_seq');
+    const rowsPerWg = (SEQ_WG / ctx.features.subgroupMinSize) * 4;
+    return { pipeline, grid: (rows) => [...grid2d(Math.ceil(rows / rowsPerWg)), 1] };
+  }
+  if (kind === 'subgroup') {
+    const wg = ctx.features.subgroupMinSize;
+    const code = wgsl(gemvSgSrc, commonSrc, matmulCommonSrc, xSrc);
+    const pipeline = ctx.pipelines.get(code, 'gemv_sg', { ...constants, WG: wg, RPW: GEMV_SG_RPW }, 'gemv_sg');
+    return { pipeline, grid: (rows) => [...grid2d(Math.ceil(rows / 4 / GEMV_SG_RPW)), 1] };
+  }
+  const code = wgsl(commonSrc, matmulCommonSrc, xSrc, gemvSrc);
+  const pipeline = ctx.pipelines.get(code, 'gemv_wg', { ...constants, WG: GEMV_WG }, 'gemv_wg');
+  return { pipeline, grid: (rows) => [...grid2d(Math.ceil(rows / 4)), 1] };
+}
+
+function gemmVariant(ctx: GpuContext, kind: GemmKind, constants: Record<string, number>, xSrc: string): Variant {
+  if (kind === 'sequential') {
+    const code = wgsl(seqSrc, commonSrc, matmulCommonSrc, xSrc);
+    const pipeline = ctx.pipelines.get(code, 'gemm_seq', { ...constants, WG: SEQ_WG }, 'gemm_seq');
+    const rowsPerWg = (SEQ_WG / (4 * ctx.features.subgroupMinSize)) * 4;
+    return {
+      pipeline,
+      grid: (rows, m) => {
+        const [x, z] = grid2d(Math.ceil(rows / 16));
+        return [x, Math.ceil(m / rowsPerWg), z];
+      },
+    };
+  }
+  if (kind === 'regblock') {
+    const code = wgsl(commonSrc, matmulCommonSrc, xSrc, regblockSrc);
+    const pipeline = ctx.pipelines.get(code, 'gemm_regblock', { ...constants, WGX: 8, WGY: 8 }, 'gemm_regblock');
+    return {
+      pipeline,
+      grid: (rows, m) => {
+        const [x, z] = grid2d(Math.ceil(rows / 32));
+        return [x, Math.ceil(m / 32), z];
+      },
+    };
+  }
+  const code = wgsl(commonSrc, matmulCommonSrc, xSrc, tiledSrc);
+  const pipeline = ctx.pipelines.get(code, 'gemm_tiled', constants, 'gemm_tiled');
+  return {
+    pipeline,
+    grid: (rows, m) => {
+      const [x, z] = grid2d(Math.ceil(rows / 32));
+      return [x, Math.ceil(m / 32), z];
+    },
+  };
+}
+
+export function createMatmul(ctx: GpuContext, step: StepParams, o: MatmulOptions): BoundOp {
+  const { w, maxM } = o;
+  const K = w.k;
+  const N = w.n;
+  const xStride = o.xStride ?? K;
+  const xOffset = o.xOffset ?? 0;
+  const yStride = o.yStride ?? N;
+  const mode = modeOf(o.input);
+  if (maxM > step.maxM) throw new InvalidArgumentError(`matmul ${w.label}: maxM ${maxM} exceeds the step's ${step.maxM}`);
+  if (xStride < K) throw new InvalidArgumentError(`matmul ${w.label}: x stride ${xStride} < K ${K}`);
+  if (o.x.size < (xOffset + (maxM - 1) * xStride + K) * 4) throw new InvalidArgumentError(`matmul ${w.label}: x buffer too small for ${maxM}×${K}`);
+  if (o.y.size < ((maxM - 1) * yStride + N) * 4) throw new InvalidArgumentError(`matmul ${w.label}: y buffer too small for ${maxM}×${N}`);
+  if (o.bias && o.bias.size < N * 4) throw new InvalidArgumentError(`matmul ${w.label}: bias needs ${N} floats`);
+
+  let aux: Binding = ctx.dummy;
+  let bStride = 0;
+  let bOff = 0;
+  let eps = 0;
+  if (o.input?.kind === 'rmsnorm') {
+    aux = o.input.weight;
+    eps = o.input.eps;
+  } else if (o.input?.kind === 'siluMul') {
+    aux = o.input.b;
+    bStride = o.input.bStride ?? xStride;
+    bOff = o.input.bOffset ?? 0;
+  }
+  // Whole vec4 loads of x (and AUX) when every row of them starts on a vec4.
+  const aligned4 = (...v: number[]) => v.every((q) => q % 4 === 0);
+  const xSrc = aligned4(K, xStride, xOffset) && (mode !== 2 || aligned4(bStride, bOff)) ? xVec4Src : xF32Src;
+  const constants = { MODE: mode, HAS_BIAS: o.bias ? 1 : 0, ACCUMULATE: o.accumulate ? 1 : 0, ALIGNED: K % 4 === 0 ? 1 : 0 };
+  const gemvKind = o.gemv ?? ctx.choices.gemv;
+  const gemmKind = o.gemm ?? ctx.choices.gemm;
+  if (!availableGemv(ctx).includes(gemvKind)) throw new InvalidArgumentError(`gemv variant ${gemvKind} is not available on this adapter`);
+  if (!availableGemm(ctx).includes(gemmKind)) throw new InvalidArgumentError(`gemm variant ${gemmKind} is not available on this adapter`);
+  // The sequential variants read single floats, which a vec4-typed X would turn into vec4 loads.
+  const gemv = gemvVariant(ctx, gemvKind, constants, gemvKind === 'sequential' ? xF32Src : xSrc);
+  const gemm = maxM > 1 ? gemmVariant(ctx, gemmKind, constants, gemmKind === 'sequential' ? xF32Src : xSrc) : undefined;
+
+
+  const params: GPUBuffer[] = [];
+  const chunks = w.chunks.map((c) => {
+    const p = createParamBlock(ctx, [K, c.rows, w.stride / 4, c.rowStart, yStride, xStride, xOffset, bStride, bOff, eps, 0, 0], [9], `matmul ${w.label}`);
+    params.push(p);
+    // The gemv is always m = 1, so it has no use for (and no binding of) the step block.
+    const entries = (pl: GPUComputePipeline, usesStep: boolean) =>
+      bindGroup(ctx, pl, [usesStep ? step.buffer : undefined, p, o.x, c.buffer, o.y, o.bias ?? ctx.dummy, aux], w.label);
+    return { rows: c.rows, gemvBg: entries(gemv.pipeline, false), gemmBg: gemm ? entries(gemm.pipeline, true) : undefined };
+  });
+
+  return makeOp(ctx, `matmul ${w.label}`, maxM, params, (pass, m) => {
+    const v = m === 1 || !gemm ? gemv : gemm;
+    pass.setPipeline(v.pipeline);
+    for (const c of chunks) {
+      pass.setBindGroup(0, m === 1 || !gemm ? c.gemvBg : c.gemmBg!);
+      const [x, y, z] = v.grid(c.rows, m);
+      pass.dispatchWorkgroups(x, y, z);
+    }
+  });
+}

@@ -1,0 +1,66 @@
+/**
+ * Picks kernel variants for this adapter by timing them once, at context creation: the best
+ * matmul differs between CPU rasterizers (SwiftShader: register blocks, no workgroup memory or
+ * barriers) and real GPUs (shared-memory tiles). Candidates run in interleaved rounds and the
+ * fastest round counts, so a burst of load from other processes does not decide the choice.
+ */
+import type { GpuContext } from './device.js';
+import { createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams } from './buffers.js';
+import { availableGemm, availableGemv, createMatmul } from './matmul.js';
+import type { BoundOp } from './op.js';
+
+/** Wall-clock ms per encode of `op`, `reps` encodes in one submit (after one warm-up submit). */
+export async function timeOp(ctx: GpuContext, op: BoundOp, m: number, reps: number): Promise<number> {
+  const enc = ctx.device.createCommandEncoder();
+  const pass = enc.beginComputePass();
+  for (let i = 0; i < reps; i++) op.encode(pass, m);
+  pass.end();
+  const t0 = performance.now();
+  ctx.device.queue.submit([enc.finish()]);
+  await ctx.device.queue.onSubmittedWorkDone();
+  return (performance.now() - t0) / reps;
+}
+
+async function fastest<T extends string>(ctx: GpuContext, ops: [T, BoundOp][], m: number, reps: number, rounds: number, measured: Record<string, number>, prefix: string): Promise<T> {
+  const best = new Map<T, number>();
+  for (const [, op] of ops) await timeOp(ctx, op, m, 1);
+  for (let r = 0; r < rounds; r++) {
+    for (const [name, op] of ops) {
+      const t = await timeOp(ctx, op, m, reps);
+      best.set(name, Math.min(best.get(name) ?? Infinity, t));
+    }
+  }
+  let choice = ops[0]![0];
+  for (const [name] of ops) {
+    measured[`${prefix}_${name}`] = best.get(name)!;
+    if (best.get(name)! < best.get(choice)!) choice = name;
+  }
+  return choice;
+}
+
+export async function tuneGpuContext(ctx: GpuContext): Promise<void> {
+  const M = 32;
+  const K = 512;
+  const N = 512;
+  const step = createStepParams(ctx, M);
+  step.write(M, new Uint32Array(M));
+  const x = createStorageBuffer(ctx, M * K * 4, 'tune x');
+  const y = createStorageBuffer(ctx, M * N * 4, 'tune y');
+  const w = createMatrix(ctx, N, K, 'tune w');
+  const ops: BoundOp[] = [];
+  try {
+    const measured: Record<string, number> = {};
+    const gemm = availableGemm(ctx).map((v) => [v, createMatmul(ctx, step, { x, w, y, maxM: M, gemm: v })] as [typeof v, BoundOp]);
+    const gemv = availableGemv(ctx).map((v) => [v, createMatmul(ctx, step, { x, w, y, maxM: 1, gemv: v })] as [typeof v, BoundOp]);
+    ops.push(...gemm.map((g) => g[1]), ...gemv.map((g) => g[1]));
+    ctx.choices.gemm = await fastest(ctx, gemm, M, 1, 2, measured, 'gemm');
+    ctx.choices.gemv = await fastest(ctx, gemv, 1, 4, 2, measured, 'gemv');
+    ctx.choices.measured = measured;
+  } finally {
+    for (const op of ops) op.destroy();
+    destroyMatrix(w);
+    x.destroy();
+    y.destroy();
+    destroyStepParams(step);
+  }
+}
