@@ -22,7 +22,7 @@ export class WebGpuTpError extends Error {
   readonly remedy: string;
   constructor(code: ErrorCode, message: string, remedy = '') {
     super(remedy ? `${message}. ${remedy}` : message);
-    this.name = new.target.name;
+    // `name` comes from the prototype (see ERROR_CLASSES): class names do not survive minification.
     this.code = code;
     this.remedy = remedy;
   }
@@ -123,6 +123,16 @@ export class DisposedError extends WebGpuTpError {
   }
 }
 
+/** Every error class by its stable name: used to name them and to rebuild them across threads. */
+const ERROR_CLASSES = {
+  WebGpuTpError, WebGpuUnavailableError, NotIsolatedError, ModelFormatError, TokenizerFormatError, PlanError,
+  CollectiveTimeoutError, DeviceLostError, WorkerFailedError, AbortedError, InvalidArgumentError,
+  BrowserNotFoundError, DisposedError,
+};
+for (const [name, cls] of Object.entries(ERROR_CLASSES)) {
+  Object.defineProperty(cls.prototype, 'name', { value: name, writable: true, configurable: true });
+}
+
 /** A plain, structured-clone-safe form of an error, for crossing a worker boundary. */
 export interface SerializedError {
   name: string;
@@ -151,12 +161,7 @@ export function reviveError(s: SerializedError): Error {
     return e;
   }
   // Create an instance of the right class without re-running its message formatting.
-  const classes: Record<string, typeof WebGpuTpError> = {
-    WebGpuUnavailableError, NotIsolatedError, ModelFormatError, TokenizerFormatError, PlanError,
-    CollectiveTimeoutError, DeviceLostError, WorkerFailedError, AbortedError, InvalidArgumentError,
-    BrowserNotFoundError, DisposedError,
-  } as unknown as Record<string, typeof WebGpuTpError>;
-  const cls = classes[s.name] ?? WebGpuTpError;
+  const cls = (ERROR_CLASSES as unknown as Record<string, typeof WebGpuTpError>)[s.name] ?? WebGpuTpError;
   const e = Object.create(cls.prototype) as WebGpuTpError;
   Object.assign(e, s.extra ?? {});
   Object.defineProperties(e, {

@@ -7,7 +7,7 @@
  */
 import * as Comlink from 'comlink';
 import { installErrorTransfer } from '../src/engine/protocol.js';
-import { createGpuContext, destroyGpuContext, type GpuContext } from '../src/gpu/device.js';
+import { createGpuContext, destroyGpuContext, type GpuContext, type KernelChoices } from '../src/gpu/device.js';
 import { attachCommunicator, ControlBlock, type Communicator } from '../src/collective/index.js';
 import { decodeStep } from '../src/engine/step-words.js';
 import { AbortedError, DeviceLostError, DisposedError, InvalidArgumentError, serializeError, type SerializedError } from '../src/errors.js';
@@ -38,11 +38,16 @@ export interface ShardInit {
   spin: number;
   timeoutMs: number;
   adapter?: GPURequestAdapterOptions;
+  /** Kernel variants measured earlier (by another rank or engine): skips tuning. */
+  choices?: Pick<KernelChoices, 'gemm' | 'gemv'>;
 }
 
 export interface ShardInitResult {
   adapter: string;
   kernels: string;
+  /** ms to get the device (and tune kernels). */
+  initMs: number;
+  choices: Pick<KernelChoices, 'gemm' | 'gemv'>;
 }
 
 export class ShardWorker {
@@ -64,7 +69,8 @@ export class ShardWorker {
 
   async init(o: ShardInit): Promise<ShardInitResult> {
     this.init_ = o;
-    this.ctx = await createGpuContext({ adapter: o.adapter, label: `rank${o.rank}` });
+    const t0 = performance.now();
+    this.ctx = await createGpuContext({ adapter: o.adapter, label: `rank${o.rank}`, choices: o.choices, tune: !o.choices });
     void this.ctx.lost.then((info) => {
       if (!this.stopped) this.lostReason = info.message || info.reason || 'unknown';
     });
@@ -74,19 +80,23 @@ export class ShardWorker {
     return {
       adapter: [a.vendor, a.architecture, a.description].filter(Boolean).join(' / '),
       kernels: `gemv=${this.ctx.choices.gemv} gemm=${this.ctx.choices.gemm}`,
+      initMs: performance.now() - t0,
+      choices: { gemm: this.ctx.choices.gemm, gemv: this.ctx.choices.gemv },
     };
   }
 
   /** Uploads this rank's packed shard and builds the step's buffers and bound ops. */
-  async load(packed: ArrayBuffer): Promise<{ weightBytes: number; workBytes: number }> {
+  async load(packed: ArrayBuffer): Promise<{ weightBytes: number; workBytes: number; uploadMs: number; buildMs: number }> {
     const { ctx, init_: o } = this.need();
+    const t0 = performance.now();
     this.weights = createShardWeights(ctx, o.config, o.plan, packed);
     this.weightBytes = packed.byteLength;
+    const t1 = performance.now();
     this.state = createRunState(ctx, o.config, o.plan, this.weights, {
       maxM: o.maxRows, maxLogitRows: o.maxLogitRows, contextLength: o.contextLength, slots: o.slots, world: o.world,
     });
     await ctx.device.queue.onSubmittedWorkDone();
-    return { weightBytes: this.weightBytes, workBytes: this.state.workBytes };
+    return { weightBytes: this.weightBytes, workBytes: this.state.workBytes, uploadMs: t1 - t0, buildMs: performance.now() - t1 };
   }
 
   /** Starts the step loop; it runs until dispose. */

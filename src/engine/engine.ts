@@ -120,7 +120,10 @@ export function assembleEngine(
       for (const r of ranks) r.breakdown.scheduler_ms = schedulerMs;
       return { tensorParallel, loadMs: 0, ranks, schedulerMs, warnings: ranks.flatMap((r) => r.warnings.map((w) => `rank ${r.rank}: ${w}`)) };
     },
-    resetStats: resetBackendStats,
+    async resetStats() {
+      scheduler.resetStats();
+      await resetBackendStats();
+    },
     async dispose() {
       if (disposed) return;
       disposed = true;

@@ -59,6 +59,11 @@ export class Scheduler {
     this.disposed = true;
   }
 
+  resetStats(): void {
+    this.schedulerMsSum = 0;
+    this.steps = 0;
+  }
+
   /** Streams the generation of `prompt`; break out of the loop or abort to stop it promptly. */
   async *generate(prompt: string, opts: GenerateOptions = {}): AsyncGenerator<GenerateChunk, void, undefined> {
     const promptTokens = this.tokenizer.encode(prompt, true, false);

@@ -19,6 +19,9 @@ import type { ShardWorker, ShardInitResult } from '../../workers/shard.worker.js
 
 installErrorTransfer();
 
+/** Kernel variants measured on this page's adapter by the first rank that tuned. */
+let tunedChoices: ShardInitResult['choices'] | undefined;
+
 export interface LoadProgress {
   rank: number;
   loadedBytes: number;
@@ -44,6 +47,7 @@ interface Rank {
   worker: Worker;
   api: Comlink.Remote<ShardWorker>;
   info: ShardInitResult;
+  load?: { uploadMs: number; buildMs: number };
   /** Set when the worker raised an uncaught error or failed to load. */
   dead?: string;
 }
@@ -87,23 +91,32 @@ export class WorkerGroup implements StepBackend {
     const ranks: Rank[] = [];
     const group = new WorkerGroup(o, ranks, collective, logits, maxLogitRows, logitStride);
     try {
-      // Spawn and initialise every rank's device in parallel with the download.
-      const inits = plan.ranks.map(async (rp) => {
+      // Spawn and initialise every rank's device in parallel with the download. Kernel
+      // variants are measured once (rank 0 of the page's first engine) and handed on:
+      // tuning compiles several pipelines, seconds on a CPU adapter, so N ranks must not repeat it.
+      const first = tunedChoices ? undefined : plan.ranks[0]!;
+      const initRank = async (rp: (typeof plan.ranks)[number]) => {
         const worker = new Worker(new URL('../../workers/shard.worker.ts', import.meta.url), { type: 'module', name: `webgpu-tp rank ${rp.rank}` });
-        const rank: Rank = { worker, api: Comlink.wrap<ShardWorker>(worker), info: { adapter: '', kernels: '' } };
+        const rank: Rank = { worker, api: Comlink.wrap<ShardWorker>(worker), info: { adapter: '', kernels: '', initMs: 0, choices: { gemm: 'regblock', gemv: 'tree' } } };
         worker.addEventListener('error', (e) => (rank.dead = e.message || 'uncaught error in the worker'));
         ranks[rp.rank] = rank;
         rank.info = await rank.api.init({
           rank: rp.rank, world, config: c, plan: rp, collective, logits, logitStride, maxRows: o.maxRows, maxLogitRows,
-          contextLength: o.contextLength, slots: 1, spin: o.spin, timeoutMs: o.timeoutMs,
+          contextLength: o.contextLength, slots: 1, spin: o.spin, timeoutMs: o.timeoutMs, choices: tunedChoices,
         });
-      });
+        tunedChoices ??= rank.info.choices;
+      };
+      const inits = (async () => {
+        if (first) await initRank(first);
+        await Promise.all(plan.ranks.filter((rp) => rp !== first).map(initRank));
+      })();
       const shards = await routeShards(o);
-      await Promise.all(inits);
+      await inits;
       await Promise.all(
         plan.ranks.map(async (rp, i) => {
           const buf = shards[i]!.buffer as ArrayBuffer;
-          await ranks[rp.rank]!.api.load(Comlink.transfer(buf, [buf]));
+          const l = await ranks[rp.rank]!.api.load(Comlink.transfer(buf, [buf]));
+          ranks[rp.rank]!.load = l;
           o.onProgress?.({ rank: rp.rank, loadedBytes: rp.byteLength, totalBytes: rp.byteLength, fromCache: false });
         }),
       );

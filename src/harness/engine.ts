@@ -14,16 +14,17 @@ declare global {
   }
 }
 
-const engines = new Map<string, Engine>();
+/** The last engine, reused while the same model, degree and rows are asked for (one at a time keeps memory bounded). */
+let current: { key: string; engine: Engine } | undefined;
 
-/** Loads (or reuses) an engine for this model and degree. */
 async function engineFor(o: PageGenerateOptions): Promise<{ engine: Engine; loadMs: number }> {
-  const key = `${o.model}|${o.tokenizer}|${o.tp}|${o.maxRows ?? ''}`;
-  const cached = engines.get(key);
-  if (cached) return { engine: cached, loadMs: 0 };
+  const maxRows = o.noPrefillBatch ? 1 : o.maxRows;
+  const key = JSON.stringify([o.model, o.tokenizer, o.tp, maxRows, o.spin]);
+  if (current?.key === key) return { engine: current.engine, loadMs: 0 };
+  await disposeAll();
   const t0 = performance.now();
-  const engine = await createEngine({ model: o.model, tokenizer: o.tokenizer, tensorParallel: o.tp, maxRows: o.noPrefillBatch ? 1 : o.maxRows });
-  engines.set(key, engine);
+  const engine = await createEngine({ model: o.model, tokenizer: o.tokenizer, tensorParallel: o.tp, maxRows, spin: o.spin });
+  current = { key, engine };
   return { engine, loadMs: performance.now() - t0 };
 }
 
@@ -39,6 +40,8 @@ export async function generate(o: PageGenerateOptions): Promise<PageGenerateResu
       maxTokens: o.maxTokens, temperature: o.temperature, topP: o.topP, seed: o.seed, ignoreEos: o.ignoreEos,
     })) {
       if (chunk.token >= 0) tokens.push(chunk.token);
+      // Per-step stats are about decode: drop what prefill accumulated once the first token is out.
+      if (tokens.length === 1) await engine.resetStats();
       text += chunk.text;
       if (o.stream && chunk.text) window.tpEmit?.(chunk.text);
       if (chunk.stats) {
@@ -51,8 +54,19 @@ export async function generate(o: PageGenerateOptions): Promise<PageGenerateResu
   }
 }
 
+/** Loads an engine without generating (tests that inspect what loading did). */
+export async function load(o: PageGenerateOptions): Promise<{ tp: number; loadMs: number } | { error: SerializedError }> {
+  try {
+    const { engine, loadMs } = await engineFor(o);
+    return { tp: engine.tensorParallel, loadMs };
+  } catch (e) {
+    return { error: serializeError(e) };
+  }
+}
+
 /** Disposes every engine the page created. */
 export async function disposeAll(): Promise<void> {
-  await Promise.all([...engines.values()].map((e) => e.dispose()));
-  engines.clear();
+  const e = current?.engine;
+  current = undefined;
+  await e?.dispose();
 }

@@ -17,6 +17,8 @@ export interface PageGenerateOptions {
   /** Call `window.tpEmit(text)` for each piece (the CLI streams it). */
   stream?: boolean;
   maxRows?: number;
+  /** Collective spin iterations (default: the engine's). */
+  spin?: number;
   /** Feed the prompt one token per step instead of batched prefill (tests compare both). */
   noPrefillBatch?: boolean;
 }

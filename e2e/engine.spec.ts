@@ -1,0 +1,62 @@
+import { test, expect } from './fixtures.js';
+import { readFileSync } from 'node:fs';
+import { runGenerate } from '../src/cli/generate.js';
+import type { PageGenerateOptions } from '../src/harness/types.js';
+
+// The oracle's tokens (src/model/reference.ts, checked against llama2.c's run.c): BOS first.
+const greedy = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
+const seeded = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-seeded.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
+
+const base: PageGenerateOptions = {
+  model: '/models/stories260K.bin',
+  tokenizer: '/models/tok512.bin',
+  tp: 1,
+  prompt: '',
+  maxTokens: 256,
+  temperature: 0,
+  topP: 0.9,
+  seed: 1,
+};
+
+test.describe.configure({ mode: 'serial' });
+
+for (const tp of [1, 2, 4, 8]) {
+  test(`greedy stories260K at TP=${tp} is llama2.c's documented sample, token for token`, async ({ harness }) => {
+    const r = await runGenerate(harness, { ...base, tp });
+    expect(r.tp).toBe(tp);
+    expect(r.prompt_tokens).toEqual([1]);
+    expect(r.tokens).toEqual(greedy.tokens.slice(1));
+    expect(r.text.startsWith('Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.')).toBe(true);
+    expect(r.text.endsWith('Her mom said, "Don\'t worry, Lily. We can help you.')).toBe(true);
+  });
+}
+
+for (const tp of [1, 2]) {
+  test(`seeded sample (T=1.0, top-p 0.9, seed 133742) at TP=${tp} is llama2.c's`, async ({ harness }) => {
+    const r = await runGenerate(harness, { ...base, tp, temperature: 1.0, topP: 0.9, seed: 133742 });
+    expect(r.tokens).toEqual(seeded.tokens.slice(1));
+    expect(r.text.startsWith('Once upon a time, there was a little boy named Timmy. Timmy loved to play with his toys and eat sandwiches.')).toBe(true);
+  });
+}
+
+test('batched prefill gives the same tokens as feeding the prompt one token at a time', async ({ harness }) => {
+  const prompt = 'Once upon a time, a little dog named Max wanted to find the biggest bone in the whole town';
+  const batched = await runGenerate(harness, { ...base, tp: 2, prompt, maxTokens: 48, maxRows: 64 });
+  const single = await runGenerate(harness, { ...base, tp: 2, prompt, maxTokens: 48, noPrefillBatch: true });
+  expect(batched.prompt_tokens.length).toBeGreaterThan(16);
+  expect(batched.tokens).toEqual(single.tokens);
+  // Prefill in chunks smaller than the prompt crosses chunk boundaries too.
+  const chunked = await runGenerate(harness, { ...base, tp: 2, prompt, maxTokens: 48, maxRows: 5 });
+  expect(chunked.tokens).toEqual(single.tokens);
+});
+
+test('an invalid degree raises PlanError naming the valid ones', async ({ harness }) => {
+  const err = await runGenerate(harness, { ...base, tp: 3 }).then(
+    () => null,
+    (e: Error & { code?: string }) => e,
+  );
+  expect(err).not.toBeNull();
+  expect(err!.name).toBe('PlanError');
+  expect(err!.code).toBe('PLAN');
+  expect(err!.message).toContain('1, 2, 4 or 8');
+});

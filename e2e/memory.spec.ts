@@ -1,0 +1,115 @@
+/**
+ * What each rank uploads, counted from outside the engine: an init script wraps every Worker
+ * the page creates with a prelude that wraps GPUDevice.createBuffer and GPUQueue.writeBuffer
+ * and reports the bytes over a BroadcastChannel. The count is compared with a formula from
+ * the model's config, not with the engine's own report.
+ */
+import { test as base, expect } from '@playwright/test';
+import { openHarness, type Harness } from '../src/cli/browser.js';
+
+const PRELUDE = `
+const ch = new BroadcastChannel('tp-upload-count');
+const rank = self.name;
+const post = (bytes, usage) => ch.postMessage({ rank, bytes, uniform: (usage & GPUBufferUsage.UNIFORM) !== 0 });
+const create = GPUDevice.prototype.createBuffer;
+GPUDevice.prototype.createBuffer = function (desc) {
+  const b = create.call(this, desc);
+  if (desc.mappedAtCreation) post(desc.size, desc.usage);
+  return b;
+};
+const write = GPUQueue.prototype.writeBuffer;
+GPUQueue.prototype.writeBuffer = function (buffer, offset, data, dataOffset, size) {
+  const el = ArrayBuffer.isView(data) ? data.BYTES_PER_ELEMENT || 1 : 1;
+  const total = ArrayBuffer.isView(data) ? data.byteLength : data.byteLength;
+  const bytes = size !== undefined ? size * el : total - (dataOffset ?? 0) * el;
+  post(bytes, buffer.usage);
+  return write.apply(this, arguments);
+};
+`;
+
+// Runs in the page before any app code: every module Worker first imports the prelude.
+const INIT = `
+(() => {
+  const prelude = URL.createObjectURL(new Blob([${JSON.stringify(PRELUDE)}], { type: 'text/javascript' }));
+  const Native = Worker;
+  window.__uploads = {};
+  new BroadcastChannel('tp-upload-count').onmessage = (e) => {
+    const u = (window.__uploads[e.data.rank] ??= { storage: 0, uniform: 0 });
+    u[e.data.uniform ? 'uniform' : 'storage'] += e.data.bytes;
+  };
+  window.Worker = class extends Native {
+    constructor(url, opts) {
+      if (opts && opts.type === 'module') {
+        const abs = new URL(url, location.href).href;
+        const boot = 'import ' + JSON.stringify(prelude) + '; import ' + JSON.stringify(abs) + ';';
+        url = URL.createObjectURL(new Blob([boot], { type: 'text/javascript' }));
+      }
+      super(url, opts);
+    }
+  };
+})();
+`;
+
+const test = base.extend<object, { counted: Harness }>({
+  counted: [
+    async ({}, use) => {
+      const h = await openHarness({ initScript: INIT });
+      try {
+        await use(h);
+      } finally {
+        await h.close();
+      }
+    },
+    { scope: 'worker', timeout: 120_000 },
+  ],
+});
+
+// stories260K: dim 64, hidden 172, 5 layers, 8 heads, 4 KV heads (head size 8), vocab 512, seq 512.
+const c = { dim: 64, hidden: 172, layers: 5, heads: 8, kvHeads: 4, hs: 8, vocab: 512, seq: 512 };
+const pad4 = (k: number) => Math.ceil(k / 4) * 4;
+
+/** Bytes a rank uploads at degree tp: weights (rows padded to vec4) and its RoPE table. */
+function expectedBytes(tp: number, rank: number): number {
+  const q = (c.heads / tp) * c.hs;
+  const kvHeads = tp <= c.kvHeads ? c.kvHeads / tp : 1;
+  const kv = kvHeads * c.hs;
+  const hid = Math.floor(c.hidden / tp) + (rank < c.hidden % tp ? 1 : 0);
+  const voc = Math.floor(c.vocab / tp) + (rank < c.vocab % tp ? 1 : 0);
+  const perLayer =
+    2 * c.dim + // attention_norm, ffn_norm
+    (q + 2 * kv) * pad4(c.dim) + // wq|wk|wv rows of its heads
+    c.dim * pad4(q) + // wo: its columns
+    2 * hid * pad4(c.dim) + // w1|w3 rows of its hidden units
+    c.dim * pad4(hid); // w2: its columns
+  const floats = c.vocab * pad4(c.dim) + c.layers * perLayer + c.dim + voc * pad4(c.dim) + c.seq * c.hs; // + rope (seq, hs/2) × (cos, sin)
+  return floats * 4;
+}
+
+test.describe.configure({ mode: 'serial' });
+
+for (const tp of [1, 2, 4]) {
+  test(`each rank uploads its shard, not the model, at TP=${tp} (counted by wrapping WebGPU)`, async ({ counted }) => {
+    await counted.page.evaluate(() => {
+      (window as unknown as { __uploads: object }).__uploads = {};
+    });
+    const r = await counted.page.evaluate(
+      (o) => window.tp.engine.load(o),
+      { model: '/models/stories260K.bin', tokenizer: '/models/tok512.bin', tp, prompt: '', maxTokens: 1, temperature: 0, topP: 0.9, seed: 1 },
+    );
+    expect('error' in r ? r.error : null).toBeNull();
+    // BroadcastChannel messages may trail the load's completion by a task or two.
+    await counted.page.waitForTimeout(300);
+    const uploads = await counted.page.evaluate(() => (window as unknown as { __uploads: Record<string, { storage: number; uniform: number }> }).__uploads);
+    const ranks = Object.keys(uploads).filter((k) => k.startsWith('webgpu-tp rank')).sort();
+    expect(ranks.length).toBe(tp);
+    for (let rank = 0; rank < tp; rank++) {
+      const got = uploads[`webgpu-tp rank ${rank}`]!.storage;
+      const want = expectedBytes(tp, rank);
+      // Weights and tables are exact; the rest is per-op step data and, on the page's first
+      // engine, kernel tuning's inputs: a few hundred bytes, far below one shard's split part.
+      expect(got).toBeGreaterThanOrEqual(want);
+      expect(got - want).toBeLessThan(4096);
+    }
+    await counted.page.evaluate(() => window.tp.engine.disposeAll());
+  });
+}

@@ -1,0 +1,150 @@
+import { describe, it, expect, beforeAll } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { loadLlama2c } from '../model/formats/llama2c.js';
+import { Tokenizer } from '../model/tokenizer/tokenizer.js';
+import { modelsDir, readArrayBuffer } from '../model/fixtures/paths.js';
+import { ReferenceBackend } from './reference-backend.js';
+import { assembleEngine, type Engine } from './engine.js';
+import type { GenerateChunk } from './types.js';
+import { AbortedError, InvalidArgumentError, DisposedError } from '../errors.js';
+
+const greedy = JSON.parse(readFileSync(new URL('../model/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
+
+let engine: Engine;
+let tokenizer: Tokenizer;
+
+function makeEngine(opts: { maxRows?: number; contextLength?: number } = {}): Engine {
+  const m = loadLlama2c(readArrayBuffer(resolve(modelsDir, 'stories260K.bin')));
+  const backend = new ReferenceBackend({ config: m.config, weights: m.weights }, opts);
+  return assembleEngine(m.config, 1, backend, tokenizer, async () => [], async () => {});
+}
+
+/** A backend whose greedy choices follow a script: step i's logits are one-hot at script[i]. */
+function scripted(script: number[]): Engine {
+  let i = 0;
+  const backend = {
+    maxRows: 64,
+    contextLength: 512,
+    async step(_rows: unknown[], logitsFor: number[]) {
+      return logitsFor.map(() => {
+        const l = new Float32Array(512);
+        l[script[Math.min(i++, script.length - 1)]!] = 1;
+        return l;
+      });
+    },
+  };
+  const m = loadLlama2c(readArrayBuffer(resolve(modelsDir, 'stories260K.bin')));
+  return assembleEngine(m.config, 1, backend, tokenizer, async () => [], async () => {});
+}
+
+async function collect(it: AsyncIterable<GenerateChunk>): Promise<GenerateChunk[]> {
+  const out: GenerateChunk[] = [];
+  for await (const c of it) out.push(c);
+  return out;
+}
+
+beforeAll(() => {
+  tokenizer = Tokenizer.parse(readFileSync(resolve(modelsDir, 'tok512.bin')), 512);
+  engine = makeEngine();
+});
+
+describe('Scheduler over the CPU oracle', () => {
+  it('streams the greedy sample, one chunk per token, then a final chunk with stats', async () => {
+    const chunks = await collect(engine.generate('', { maxTokens: 256, temperature: 0 }));
+    const last = chunks[chunks.length - 1]!;
+    expect(last.done).toBe(true);
+    expect(last.stats!.generatedTokens).toBe(256);
+    expect(last.stats!.finishReason).toBe('length');
+    expect(chunks.slice(0, -1).map((c) => c.token)).toEqual(greedy.tokens.slice(1));
+    expect(chunks.map((c) => c.text).join('')).toBe(greedy.text);
+  });
+
+  it('prefills in chunks: the prompt\'s rows cross maxRows boundaries with the same result', async () => {
+    const prompt = 'Once upon a time, there was a big dog who liked to run';
+    const a = await collect(makeEngine({ maxRows: 3 }).generate(prompt, { maxTokens: 20, temperature: 0 }));
+    const b = await collect(makeEngine({ maxRows: 64 }).generate(prompt, { maxTokens: 20, temperature: 0 }));
+    expect(a.map((c) => c.token)).toEqual(b.map((c) => c.token));
+  });
+
+  it('stops at a stop string, which is not part of the output', async () => {
+    const chunks = await collect(engine.generate('', { maxTokens: 256, temperature: 0, stop: ['red ball'] }));
+    const text = chunks.map((c) => c.text).join('');
+    expect(text).toBe('Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, ');
+    expect(chunks[chunks.length - 1]!.stats!.finishReason).toBe('stop');
+  });
+
+  it('stops when the model samples BOS or EOS, unless ignoreEos', async () => {
+    const stopped = await collect(scripted([300, 301, 1, 302]).generate('', { maxTokens: 10, temperature: 0 }));
+    expect(stopped.slice(0, -1).map((c) => c.token)).toEqual([300, 301]);
+    expect(stopped[stopped.length - 1]!.stats!.finishReason).toBe('stop');
+    const eos = await collect(scripted([300, 2]).generate('', { maxTokens: 10, temperature: 0 }));
+    expect(eos.slice(0, -1).map((c) => c.token)).toEqual([300]);
+    const ignored = await collect(scripted([300, 301, 1, 302]).generate('', { maxTokens: 4, temperature: 0, ignoreEos: true }));
+    expect(ignored.slice(0, -1).map((c) => c.token)).toEqual([300, 301, 1, 302]);
+  });
+
+  it('caps maxTokens at the context and says so', async () => {
+    const small = makeEngine({ contextLength: 20 });
+    const chunks = await collect(small.generate('Once upon a time', { maxTokens: 1000, temperature: 0, ignoreEos: true }));
+    const stats = chunks[chunks.length - 1]!.stats!;
+    expect(stats.promptTokens + stats.generatedTokens).toBe(20);
+    expect(stats.finishReason).toBe('length');
+  });
+
+  it('rejects a prompt longer than the context with a typed error that names the limit', async () => {
+    const small = makeEngine({ contextLength: 8 });
+    await expect(collect(small.generate('Once upon a time there was a little girl named Lily', { maxTokens: 4 }))).rejects.toThrow(InvalidArgumentError);
+    await expect(collect(small.generate('Once upon a time there was a little girl named Lily', { maxTokens: 4 }))).rejects.toThrow(/context holds 8/);
+  });
+
+  it('aborts promptly with AbortedError and runs the next request normally', async () => {
+    const ac = new AbortController();
+    const got: number[] = [];
+    const run = (async () => {
+      for await (const c of engine.generate('', { maxTokens: 256, temperature: 0, signal: ac.signal })) {
+        got.push(c.token);
+        if (got.length === 5) ac.abort();
+      }
+    })();
+    await expect(run).rejects.toThrow(AbortedError);
+    expect(got.length).toBe(5);
+    const next = await collect(engine.generate('', { maxTokens: 8, temperature: 0 }));
+    expect(next.slice(0, -1).map((c) => c.token)).toEqual(greedy.tokens.slice(1, 9));
+  });
+
+  it('breaking out of the loop releases the engine for the next request', async () => {
+    for await (const c of engine.generate('', { maxTokens: 256, temperature: 0 })) if (c.token >= 0) break;
+    const next = await collect(engine.generate('', { maxTokens: 4, temperature: 0 }));
+    expect(next.slice(0, -1).map((c) => c.token)).toEqual(greedy.tokens.slice(1, 5));
+  });
+
+  it('starts concurrent requests in arrival order, each stream with only its own tokens', async () => {
+    const order: string[] = [];
+    const run = async (name: string, prompt: string) => {
+      const toks: number[] = [];
+      for await (const c of engine.generate(prompt, { maxTokens: 6, temperature: 0 })) {
+        if (toks.length === 0) order.push(name);
+        if (c.token >= 0) toks.push(c.token);
+      }
+      return toks;
+    };
+    const [a, b] = await Promise.all([run('a', ''), run('b', 'Lily and Ben')]);
+    expect(order).toEqual(['a', 'b']);
+    expect(a).toEqual(greedy.tokens.slice(1, 7));
+    const alone = await run('c', 'Lily and Ben');
+    expect(b).toEqual(alone);
+  });
+
+  it('never splits a UTF-8 character across chunks (byte-fallback tokens are held back)', async () => {
+    // "é" is 0xC3 0xA9: byte-fallback ids <0xC3> = 3 + 0xC3 and <0xA9> = 3 + 0xA9 in llama2.c vocabularies.
+    const chunks = await collect(scripted([3 + 0xc3, 3 + 0xa9, 3 + 0xc3]).generate('', { maxTokens: 3, temperature: 0 }));
+    expect(chunks.map((c) => c.text)).toEqual(['', 'é', '', '\uFFFD']);
+  });
+
+  it('refuses to run after dispose', async () => {
+    const e = makeEngine();
+    await e.dispose();
+    expect(() => e.generate('', {})).toThrow(DisposedError);
+  });
+});

@@ -1,0 +1,20 @@
+/**
+ * webgpu-tp: tensor-parallel LLM inference in the browser over WebGPU.
+ *
+ * ```ts
+ * import { createEngine } from 'webgpu-tp';
+ * const engine = await createEngine({ model: '/models/stories260K.bin', tokenizer: '/models/tok512.bin', tensorParallel: 2 });
+ * for await (const chunk of engine.generate('Once upon a time', { maxTokens: 64 })) console.log(chunk.text);
+ * ```
+ */
+export { createEngine, type Engine, type EngineOptions } from './engine/engine.js';
+export type { LoadProgress } from './engine/worker-group.js';
+export type {
+  GenerateOptions, GenerateChunk, GenerationStats, FinishReason, EngineStats, RankStats, StepBreakdown,
+} from './engine/types.js';
+export type { ModelConfig } from './model/config.js';
+export {
+  WebGpuTpError, WebGpuUnavailableError, NotIsolatedError, ModelFormatError, TokenizerFormatError, PlanError,
+  CollectiveTimeoutError, DeviceLostError, WorkerFailedError, AbortedError, InvalidArgumentError, DisposedError,
+  type ErrorCode,
+} from './errors.js';
