@@ -35,3 +35,41 @@ fn gemv_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     }
   }
 }
+
+// As gemv_sg with 8 rows of W per group (one x load per 8 W loads instead of per 4).
+@compute @workgroup_size(WG)
+fn gemv_sg8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) tid: u32) {
+  let k4n = (P.K + 3u) / 4u;
+  let nLast = P.N - 1u;
+  for (var g = 0u; g < RPW; g++) {
+    let n0 = (linearWg(wid, nwg) * RPW + g) * 8u;
+    if (n0 >= P.N) { break; }
+    let w0 = n0 * P.kStride4;
+    let w1 = min(n0 + 1u, nLast) * P.kStride4;
+    let w2 = min(n0 + 2u, nLast) * P.kStride4;
+    let w3 = min(n0 + 3u, nLast) * P.kStride4;
+    let w4 = min(n0 + 4u, nLast) * P.kStride4;
+    let w5 = min(n0 + 5u, nLast) * P.kStride4;
+    let w6 = min(n0 + 6u, nLast) * P.kStride4;
+    let w7 = min(n0 + 7u, nLast) * P.kStride4;
+    var a = vec4<f32>(0.0);
+    var b = vec4<f32>(0.0);
+    var ss = 0.0;
+    for (var k4 = tid; k4 < k4n; k4 += WG) {
+      let raw = xRaw4(0u, k4 * 4u);
+      if (MODE == 1u) { ss += dot(raw, raw); }
+      let x = xEff4(0u, k4 * 4u, raw);
+      a += vec4<f32>(dot(W[w0 + k4], x), dot(W[w1 + k4], x), dot(W[w2 + k4], x), dot(W[w3 + k4], x));
+      b += vec4<f32>(dot(W[w4 + k4], x), dot(W[w5 + k4], x), dot(W[w6 + k4], x), dot(W[w7 + k4], x));
+    }
+    a = subgroupAdd(a);
+    b = subgroupAdd(b);
+    var scale = 1.0;
+    if (MODE == 1u) { scale = rowScale(subgroupAdd(ss)); }
+    if (tid < 4u) {
+      if (n0 + tid < P.N) { storeY(0u, n0 + tid, a[tid] * scale); }
+      if (n0 + 4u + tid < P.N) { storeY(0u, n0 + 4u + tid, b[tid] * scale); }
+    }
+  }
+}

@@ -19,6 +19,8 @@ export interface KernelBenchReport {
   /** Kernel variants this adapter uses, and the timings that chose them. */
   choices: { gemm: string; gemv: string; measured: Record<string, number> };
   results: KernelBenchRow[];
+  /** Every matmul variant the adapter can run, on the same shapes. */
+  variants: KernelBenchRow[];
   baselines: { js: KernelBenchRow[]; tfjs: KernelBenchRow[] };
   /** Submit → data of 8 KB after a tiny dispatch, through the readback helper (median ms). */
   readback_ms: number;
@@ -40,13 +42,18 @@ export interface ReadbackFigures {
 export interface KernelBenchOptions {
   /** Tiny sizes and few repetitions: checks the wiring, not the speed. */
   smoke?: boolean;
+  /**
+   * Kernels only (the chosen and every available variant): no JS, tfjs or readback figures.
+   * Defaults to the environment's TP_BENCH_KERNELS_QUICK=1.
+   */
+  quick?: boolean;
 }
 
 export async function benchKernels(opts: KernelBenchOptions = {}): Promise<KernelBenchReport> {
   const h = await openHarness({ bench: true });
   try {
-    const smoke = !!opts.smoke;
-    return await h.page.evaluate((s) => (window as unknown as { tp: { kernels: { bench(o: { smoke: boolean }): Promise<KernelBenchReport> } } }).tp.kernels.bench({ smoke: s }), smoke);
+    const o = { smoke: !!opts.smoke, quick: opts.quick ?? process.env.TP_BENCH_KERNELS_QUICK === '1' };
+    return await h.page.evaluate((x) => (window as unknown as { tp: { kernels: { bench(o: { smoke: boolean; quick: boolean }): Promise<KernelBenchReport> } } }).tp.kernels.bench(x), o);
   } catch (e) {
     const tail = h.console.slice(-20).join('\n');
     throw new Error(`${(e as Error).message}${tail ? `\npage console:\n${tail}` : ''}`);

@@ -42,10 +42,17 @@ export interface GpuAdapterInfo {
   description: string;
 }
 
-/** m = 1 matmul: vec4 loads reduced through workgroup memory ('tree') or one subgroup ('subgroup'), or scalar loads with lanes along K ('sequential', SwiftShader's fast path). */
-export type GemvKind = 'tree' | 'subgroup' | 'sequential';
-/** m > 1 matmul: 4×4 register blocks per invocation, shared-memory tiles, or a 4×4 block per subgroup with lanes along K. */
-export type GemmKind = 'regblock' | 'tiled' | 'sequential';
+/**
+ * m = 1 matmul: vec4 loads reduced through workgroup memory ('tree') or one subgroup, 4 rows
+ * ('subgroup') or 8 rows ('subgroup8') per x load, or scalar loads with lanes along K ('sequential').
+ */
+export type GemvKind = 'tree' | 'subgroup' | 'subgroup8' | 'sequential';
+/**
+ * m > 1 matmul: 4×4 register blocks per invocation, shared-memory tiles, a 4×4 block per
+ * subgroup with lanes along K ('sequential'), or an 8×16 ('broadcast') or 16×16 ('broadcast16')
+ * block per 4-lane subgroup sharing x through subgroupBroadcast.
+ */
+export type GemmKind = 'regblock' | 'tiled' | 'sequential' | 'broadcast' | 'broadcast16';
 
 /** Kernel variants picked for this adapter (by measurement where it matters), for reports. */
 export interface KernelChoices {
@@ -174,8 +181,10 @@ export async function createGpuContext(opts: GpuContextOptions = {}): Promise<Gp
  */
 export function defaultChoices(f: GpuFeatures, info: GpuAdapterInfo): KernelChoices {
   const cpu = /swiftshader|llvmpipe|lavapipe|warp|cpu/i.test(`${info.vendor} ${info.architecture} ${info.description}`);
+  const sg4 = f.subgroups && f.subgroupMinSize === 4 && f.subgroupMaxSize === 4;
   return {
-    gemm: cpu ? 'regblock' : 'tiled',
+    // 4-lane subgroups on a CPU (SwiftShader): x shared by subgroupBroadcast, ~2× regblock.
+    gemm: cpu ? (sg4 ? 'broadcast16' : 'regblock') : 'tiled',
     gemv: f.subgroups && f.subgroupMinSize >= 4 && f.subgroupMinSize <= 128 ? 'subgroup' : 'tree',
     measured: {},
   };

@@ -13,6 +13,7 @@ import gemvSgSrc from '../../shaders/matmul_gemv_sg.wgsl?raw';
 import regblockSrc from '../../shaders/matmul_regblock.wgsl?raw';
 import tiledSrc from '../../shaders/matmul_tiled.wgsl?raw';
 import seqSrc from '../../shaders/matmul_seq.wgsl?raw';
+import bcastSrc from '../../shaders/matmul_bcast.wgsl?raw';
 import { InvalidArgumentError } from '../errors.js';
 import type { GemmKind, GemvKind, GpuContext } from './device.js';
 import type { Matrix, StepParams } from './buffers.js';
@@ -71,13 +72,18 @@ const SEQ_WG = 64;
 export function availableGemv(ctx: GpuContext): GemvKind[] {
   const f = ctx.features;
   const out: GemvKind[] = ['tree'];
-  if (f.subgroups && f.subgroupMinSize >= 4 && f.subgroupMinSize <= 128) out.push('subgroup');
+  if (f.subgroups && f.subgroupMinSize >= 4 && f.subgroupMinSize <= 128) out.push('subgroup', 'subgroup8');
   if (f.subgroups && f.subgroupId && f.subgroupMinSize >= 4 && f.subgroupMinSize === f.subgroupMaxSize && SEQ_WG % (4 * f.subgroupMinSize) === 0) out.push('sequential');
   return out;
 }
 
 export function availableGemm(ctx: GpuContext): GemmKind[] {
-  return availableGemv(ctx).includes('sequential') ? ['regblock', 'tiled', 'sequential'] : ['regblock', 'tiled'];
+  const f = ctx.features;
+  const out: GemmKind[] = ['regblock', 'tiled'];
+  if (availableGemv(ctx).includes('sequential')) out.push('sequential');
+  // gemm_bcast broadcasts from lanes 0..3 of a 4-invocation workgroup: subgroups of exactly 4.
+  if (f.subgroups && f.subgroupMinSize === 4 && f.subgroupMaxSize === 4) out.push('broadcast', 'broadcast16');
+  return out;
 }
 
 function gemvVariant(ctx: GpuContext, kind: GemvKind, constants: Record<string, number>, xSrc: string): Variant {
@@ -87,11 +93,13 @@ function gemvVariant(ctx: GpuContext, kind: GemvKind, constants: Record<string, 
     const rowsPerWg = (SEQ_WG / ctx.features.subgroupMinSize) * 4;
     return { pipeline, grid: (rows) => [...grid2d(Math.ceil(rows / rowsPerWg)), 1] };
   }
-  if (kind === 'subgroup') {
+  if (kind === 'subgroup' || kind === 'subgroup8') {
     const wg = ctx.features.subgroupMinSize;
+    const rowsPerGroup = kind === 'subgroup8' ? 8 : 4;
+    const entry = kind === 'subgroup8' ? 'gemv_sg8' : 'gemv_sg';
     const code = wgsl(gemvSgSrc, commonSrc, matmulCommonSrc, xSrc);
-    const pipeline = ctx.pipelines.get(code, 'gemv_sg', { ...constants, WG: wg, RPW: GEMV_SG_RPW }, 'gemv_sg');
-    return { pipeline, grid: (rows) => [...grid2d(Math.ceil(rows / 4 / GEMV_SG_RPW)), 1] };
+    const pipeline = ctx.pipelines.get(code, entry, { ...constants, WG: wg, RPW: GEMV_SG_RPW }, entry);
+    return { pipeline, grid: (rows) => [...grid2d(Math.ceil(rows / rowsPerGroup / GEMV_SG_RPW)), 1] };
   }
   const code = wgsl(commonSrc, matmulCommonSrc, xSrc, gemvSrc);
   const pipeline = ctx.pipelines.get(code, 'gemv_wg', { ...constants, WG: GEMV_WG }, 'gemv_wg');
@@ -108,6 +116,19 @@ function gemmVariant(ctx: GpuContext, kind: GemmKind, constants: Record<string, 
       grid: (rows, m) => {
         const [x, z] = grid2d(Math.ceil(rows / 16));
         return [x, Math.ceil(m / rowsPerWg), z];
+      },
+    };
+  }
+  if (kind === 'broadcast' || kind === 'broadcast16') {
+    const rm = kind === 'broadcast16' ? 16 : 8;
+    const entry = kind === 'broadcast16' ? 'gemm_bcast16' : 'gemm_bcast';
+    const code = wgsl(bcastSrc, commonSrc, matmulCommonSrc, xSrc);
+    const pipeline = ctx.pipelines.get(code, entry, constants, entry);
+    return {
+      pipeline,
+      grid: (rows, m) => {
+        const [x, z] = grid2d(Math.ceil(rows / 16));
+        return [x, Math.ceil(m / rm), z];
       },
     };
   }

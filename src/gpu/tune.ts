@@ -4,7 +4,7 @@
  * barriers) and real GPUs (shared-memory tiles). Candidates run in interleaved rounds and the
  * fastest round counts, so a burst of load from other processes does not decide the choice.
  */
-import type { GpuContext } from './device.js';
+import type { GemmKind, GemvKind, GpuContext } from './device.js';
 import { createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams } from './buffers.js';
 import { availableGemm, availableGemv, createMatmul } from './matmul.js';
 import type { BoundOp } from './op.js';
@@ -38,6 +38,21 @@ async function fastest<T extends string>(ctx: GpuContext, ops: [T, BoundOp][], m
   return choice;
 }
 
+/**
+ * The variants worth timing (each costs a pipeline compile, ~0.3–1 s on SwiftShader). Never
+ * measured fastest, so left out (still selectable explicitly): 'sequential' anywhere, and on CPU
+ * adapters the workgroup-memory ones ('tree', 'tiled': barriers are slow there, 2–10× behind).
+ * 'subgroup8' is within noise of 'subgroup' on SwiftShader (±15% either way), so not worth a compile.
+ */
+export function tuneCandidates(ctx: GpuContext): { gemv: GemvKind[]; gemm: GemmKind[] } {
+  const i = ctx.adapterInfo;
+  const cpu = /swiftshader|llvmpipe|lavapipe|warp|cpu/i.test(`${i.vendor} ${i.architecture} ${i.description}`);
+  const skip = new Set<string>(cpu ? ['sequential', 'tree', 'tiled', 'subgroup8'] : ['sequential', 'subgroup8']);
+  const gemv = availableGemv(ctx).filter((v) => !skip.has(v));
+  const gemm = availableGemm(ctx).filter((v) => !skip.has(v));
+  return { gemv: gemv.length ? gemv : availableGemv(ctx), gemm: gemm.length ? gemm : availableGemm(ctx) };
+}
+
 export async function tuneGpuContext(ctx: GpuContext): Promise<void> {
   const M = 32;
   const K = 512;
@@ -50,8 +65,9 @@ export async function tuneGpuContext(ctx: GpuContext): Promise<void> {
   const ops: BoundOp[] = [];
   try {
     const measured: Record<string, number> = {};
-    const gemm = availableGemm(ctx).map((v) => [v, createMatmul(ctx, step, { x, w, y, maxM: M, gemm: v })] as [typeof v, BoundOp]);
-    const gemv = availableGemv(ctx).map((v) => [v, createMatmul(ctx, step, { x, w, y, maxM: 1, gemv: v })] as [typeof v, BoundOp]);
+    const cand = tuneCandidates(ctx);
+    const gemm = cand.gemm.map((v) => [v, createMatmul(ctx, step, { x, w, y, maxM: M, gemm: v })] as [typeof v, BoundOp]);
+    const gemv = cand.gemv.map((v) => [v, createMatmul(ctx, step, { x, w, y, maxM: 1, gemv: v })] as [typeof v, BoundOp]);
     ops.push(...gemm.map((g) => g[1]), ...gemv.map((g) => g[1]));
     ctx.choices.gemm = await fastest(ctx, gemm, M, 1, 2, measured, 'gemm');
     ctx.choices.gemv = await fastest(ctx, gemv, 1, 4, 2, measured, 'gemv');

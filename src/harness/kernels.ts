@@ -673,8 +673,12 @@ type BenchRow = KernelBenchRow;
 const gflops = (m: number, k: number, n: number, ms: number) => +((2 * m * k * n) / (ms * 1e6)).toFixed(3);
 const round = (x: number) => +x.toFixed(4);
 
-/** The matmul benchmark of `webgpu-tp bench kernels` (see src/cli/bench-kernels.ts). */
-export async function bench(o: { smoke?: boolean } = {}): Promise<KernelBenchReport> {
+/**
+ * The matmul benchmark of `webgpu-tp bench kernels` (see src/cli/bench-kernels.ts). `quick`
+ * times only the kernels (the adapter's choice and every available variant), skipping the JS,
+ * tfjs and readback figures.
+ */
+export async function bench(o: { smoke?: boolean; quick?: boolean } = {}): Promise<KernelBenchReport> {
   const ctx = await context();
   const smoke = !!o.smoke;
   const shapes: [number, number, number][] = smoke
@@ -685,6 +689,24 @@ export async function bench(o: { smoke?: boolean } = {}): Promise<KernelBenchRep
   for (const [m, k, n] of shapes) {
     const { gpuMs } = await benchMatmulRaw({ m, k, n, reps });
     results.push({ kernel: m === 1 ? `gemv_${ctx.choices.gemv}` : `gemm_${ctx.choices.gemm}`, m, k, n, median_ms: round(gpuMs), gflops: gflops(m, k, n, gpuMs) });
+  }
+  // Every variant this adapter can run, on the same shapes (the chosen one included).
+  const variantRows: BenchRow[] = [];
+  for (const [m, k, n] of shapes) {
+    const kinds: string[] = m === 1 ? availableGemv(ctx) : availableGemm(ctx);
+    for (const kind of kinds) {
+      const { gpuMs } = await benchMatmulRaw(m === 1 ? { m, k, n, reps, gemv: kind as GemvKind } : { m, k, n, reps: smoke ? 2 : 3, gemm: kind as GemmKind });
+      variantRows.push({ kernel: `${m === 1 ? 'gemv' : 'gemm'}_${kind}`, m, k, n, median_ms: round(gpuMs), gflops: gflops(m, k, n, gpuMs) });
+    }
+  }
+  const choices = { gemm: ctx.choices.gemm, gemv: ctx.choices.gemv, measured: Object.fromEntries(Object.entries(ctx.choices.measured).map(([a, b]) => [a, round(b)])) };
+  const adapter = { vendor: ctx.adapterInfo.vendor, architecture: ctx.adapterInfo.architecture };
+  if (o.quick) {
+    const none = { median_ms: 0, p90_ms: 0, pokes_per_read: 0 };
+    return {
+      adapter, choices, results, variants: variantRows, baselines: { js: [], tfjs: [] }, readback_ms: 0,
+      readback: { tiny: { helper: none, plain: none }, long: { helper: none, learnt: none, plain: none, gpu_ms: 0 }, worker_tiny_ms: 0 },
+    };
   }
   const js: BenchRow[] = [];
   for (const [m, k, n] of shapes) {
@@ -706,9 +728,10 @@ export async function bench(o: { smoke?: boolean } = {}): Promise<KernelBenchRep
   const longPlain = await benchReadback({ work: longN, mode: 'plain', reps: rr });
   const inWorker = await testInWorker(rr);
   return {
-    adapter: { vendor: ctx.adapterInfo.vendor, architecture: ctx.adapterInfo.architecture },
-    choices: { gemm: ctx.choices.gemm, gemv: ctx.choices.gemv, measured: Object.fromEntries(Object.entries(ctx.choices.measured).map(([a, b]) => [a, round(b)])) },
+    adapter,
+    choices,
     results,
+    variants: variantRows,
     baselines: { js, tfjs },
     readback_ms: round(tinyHelper.median),
     readback: {
