@@ -15,7 +15,8 @@ Usage:
   webgpu-tp synth --shape stories15M|stories42M|stories110M [--seed S] --out DIR
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--json]
   webgpu-tp bench kernels [--json]
-  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--json]
+  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--spin N] [--json]
+  webgpu-tp bench all [--out DIR] [--max-tokens N]   (all of the above on synth models; writes DIR/<date>.json)
 
 Chromium: CHROME_PATH, else /usr/bin/chromium (Debian: apt-get install -y chromium).`;
 
@@ -86,6 +87,8 @@ async function main(argv: string[]): Promise<number> {
         tokenizer: { type: 'string' },
         tp: { type: 'string' },
         'max-tokens': { type: 'string', default: '64' },
+        spin: { type: 'string' },
+        out: { type: 'string' },
         json: { type: 'boolean', default: false },
       },
     });
@@ -104,9 +107,13 @@ async function main(argv: string[]): Promise<number> {
         tokenizer: values.tokenizer,
         tp: list(values.tp, [1, 2]),
         maxTokens: Number(values['max-tokens']),
+        spin: values.spin === undefined ? undefined : Number(values.spin),
       });
+    } else if (what === 'all') {
+      const { benchAll } = await import('./bench-all.js');
+      report = await benchAll({ out: values.out ?? 'bench/results', maxTokens: Number(values['max-tokens']) });
     } else {
-      throw new UsageError('bench needs allreduce, kernels or generate');
+      throw new UsageError('bench needs allreduce, kernels, generate or all');
     }
     console.log(JSON.stringify(report, null, values.json ? 0 : 2));
     return 0;

@@ -1,0 +1,34 @@
+/**
+ * `webgpu-tp bench all` (`npm run bench`): every benchmark in one run, on synthetic checkpoints
+ * of real shape (written once to a cache directory, never committed), saved as JSON.
+ */
+import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { benchAllReduce } from './bench-allreduce.js';
+import { benchKernels } from './bench-kernels.js';
+import { benchGenerate } from './bench-generate.js';
+import { synthCommand } from './synth.js';
+
+export async function benchAll(o: { out: string; maxTokens: number }): Promise<{ file: string }> {
+  const synthDir = process.env.WEBGPU_TP_SYNTH_DIR ?? join(tmpdir(), 'webgpu-tp-synth');
+  const models: Record<string, { model: string; tokenizer: string }> = {};
+  for (const shape of ['stories15M', 'stories110M'] as const) {
+    const model = join(synthDir, `${shape}-synth.bin`);
+    const tokenizer = join(synthDir, 'tok32000-synth.bin');
+    models[shape] = existsSync(model) && existsSync(tokenizer) ? { model, tokenizer } : await synthCommand({ shape, seed: 1, out: synthDir });
+  }
+  const report = {
+    date: new Date().toISOString(),
+    allreduce: await benchAllReduce({ workers: [2, 4], sizes: [2048, 65536, 4194304] }),
+    kernels: await benchKernels({}),
+    generate: {
+      stories15M: await benchGenerate({ ...models.stories15M!, tp: [1, 2], maxTokens: o.maxTokens }),
+      stories110M: await benchGenerate({ ...models.stories110M!, tp: [1, 2, 4], maxTokens: o.maxTokens }),
+    },
+  };
+  mkdirSync(o.out, { recursive: true });
+  const file = join(o.out, `${report.date.slice(0, 10)}.json`);
+  writeFileSync(file, JSON.stringify(report, null, 2));
+  return { file };
+}
