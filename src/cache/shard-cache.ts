@@ -47,7 +47,8 @@ export async function getShard(key: string, expectedBytes: number, store: UseSto
 
 /** Stores a shard (a structured clone of `bytes`; the caller may transfer its buffer afterwards). */
 export async function putShard(key: string, bytes: Uint8Array, store: UseStore = defaultShardStore()): Promise<void> {
-  const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes.buffer : bytes.slice().buffer;
+  const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
+  const own: ArrayBuffer = whole ? (bytes.buffer as ArrayBuffer) : bytes.slice().buffer;
   await set(key, { bytes: own, sha256: await sha256Hex(bytes) } satisfies CachedShard, store);
 }
 

@@ -75,6 +75,8 @@ export interface StaticServer {
   mountFile(urlPath: string, file: string): string;
   /** Counts of requests per URL path, for tests that must see no weight requests. */
   requests: Map<string, number>;
+  /** Every request in order, with its Range header, for tests that must see no weight requests. */
+  log: { path: string; range?: string }[];
   close(): Promise<void>;
 }
 
@@ -92,6 +94,7 @@ export async function serveStatic(opts: ServeOptions = {}): Promise<StaticServer
   const mounts = new Map<string, string>(Object.entries(opts.mounts ?? {}));
   const files = new Map<string, string>();
   const requests = new Map<string, number>();
+  const log: { path: string; range?: string }[] = [];
   const headers = {
     'Cross-Origin-Opener-Policy': 'same-origin',
     'Cross-Origin-Embedder-Policy': opts.coep ?? 'require-corp',
@@ -112,6 +115,7 @@ export async function serveStatic(opts: ServeOptions = {}): Promise<StaticServer
   const handler = (req: IncomingMessage, res: ServerResponse) => {
     const urlPath = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
     requests.set(urlPath, (requests.get(urlPath) ?? 0) + 1);
+    log.push({ path: urlPath, range: req.headers.range });
     const path = resolvePath(urlPath);
     if (!path || !existsSync(path) || !statSync(path).isFile()) {
       res.writeHead(404, headers).end('not found');
@@ -155,6 +159,7 @@ export async function serveStatic(opts: ServeOptions = {}): Promise<StaticServer
     url,
     server,
     requests,
+    log,
     mountFile(urlPath, file) {
       files.set(urlPath, resolve(file));
       return urlPath;

@@ -3,7 +3,8 @@
  * streams the text (or prints one JSON object with --json).
  */
 import { existsSync } from 'node:fs';
-import { basename, resolve } from 'node:path';
+import { basename, resolve, join } from 'node:path';
+import { homedir } from 'node:os';
 import { openHarness, type Harness } from './browser.js';
 import { reviveError, type SerializedError } from '../errors.js';
 import type { PageGenerateOptions, PageGenerateResult } from '../harness/types.js';
@@ -19,6 +20,14 @@ export interface GenerateCommandOptions {
   seed: number;
   ignoreEos: boolean;
   json: boolean;
+  /** Keep shards in a persistent browser profile's IndexedDB (default true). */
+  cache: boolean;
+}
+
+/** The CLI's persistent Chromium profile, where the shard cache lives between runs. */
+export function profileDir(): string {
+  const base = process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache');
+  return join(base, 'webgpu-tp', 'chromium-profile');
 }
 
 /** A local path is served by the harness's server; a URL is passed through. */
@@ -38,14 +47,14 @@ export async function runGenerate(h: Harness, o: PageGenerateOptions): Promise<P
 }
 
 export async function generateCommand(o: GenerateCommandOptions): Promise<void> {
-  const h = await openHarness();
+  const h = await openHarness(o.cache ? { userDataDir: profileDir() } : {});
   try {
     const model = mountInput(h, 'model', o.model);
     const tokenizer = mountInput(h, 'tokenizer', o.tokenizer);
     if (!o.json) await h.page.exposeFunction('tpEmit', (text: string) => void process.stdout.write(text));
     const r = await runGenerate(h, {
       model, tokenizer, tp: o.tp, prompt: o.prompt, maxTokens: o.maxTokens, temperature: o.temperature,
-      topP: o.topP, seed: o.seed, ignoreEos: o.ignoreEos, stream: !o.json,
+      topP: o.topP, seed: o.seed, ignoreEos: o.ignoreEos, stream: !o.json, cache: o.cache,
     });
     if (o.json) {
       const { stats: _stats, ...out } = r;

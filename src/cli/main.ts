@@ -11,7 +11,7 @@ const USAGE = `webgpu-tp — tensor-parallel LLM inference over WebGPU, in headl
 Usage:
   webgpu-tp generate --model PATH|URL --tokenizer PATH|URL [--tp N] [--prompt TEXT]
                      [--max-tokens N] [--temperature T] [--top-p P] [--seed S]
-                     [--ignore-eos] [--json]
+                     [--ignore-eos] [--no-cache] [--json]
   webgpu-tp synth --shape stories15M|stories42M|stories110M [--seed S] --out DIR
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--json]
   webgpu-tp bench kernels [--json]
@@ -42,6 +42,7 @@ async function main(argv: string[]): Promise<number> {
         'top-p': { type: 'string', default: '0.9' },
         seed: { type: 'string' },
         'ignore-eos': { type: 'boolean', default: false },
+        'no-cache': { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
       },
     });
@@ -58,6 +59,7 @@ async function main(argv: string[]): Promise<number> {
       seed: values.seed === undefined ? Date.now() : Number(values.seed),
       ignoreEos: values['ignore-eos'] ?? false,
       json: values.json ?? false,
+      cache: !values['no-cache'],
     });
     return 0;
   }

@@ -27,6 +27,8 @@ export interface EngineOptions {
   maxRows?: number;
   onProgress?: (p: LoadProgress) => void;
   signal?: AbortSignal;
+  /** Keep each rank's shard in IndexedDB so the next load needs no download (default true). */
+  cache?: boolean;
   /** Spin iterations before a rank sleeps in a collective (default tuned by the decode benchmark). */
   spin?: number;
   /** Longest wait in a collective before it names the missing rank (ms, default 30 000). */
@@ -73,6 +75,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     onProgress: options.onProgress,
     signal: options.signal,
+    cache: options.cache ?? true,
   });
   const loadMs = performance.now() - t0;
   const engine = assembleEngine(config, plan.world, group, tokenizer, async () => group.stats(), () => group.dispose(), () => group.resetStats());
@@ -80,7 +83,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     ...engine,
     async stats() {
       const s = await engine.stats();
-      return { ...s, loadMs };
+      return { ...s, loadMs, warnings: [...group.warnings, ...s.warnings] };
     },
   };
 }

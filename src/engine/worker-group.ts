@@ -16,6 +16,7 @@ import type { StepBackend, StepRow } from './scheduler.js';
 import type { RankStats } from './types.js';
 import { ModelFormatError, reviveError, WorkerFailedError, AbortedError, WebGpuTpError } from '../errors.js';
 import type { ShardWorker, ShardInitResult } from '../../workers/shard.worker.js';
+import { getShard, putShard, shardKey } from '../cache/shard-cache.js';
 
 installErrorTransfer();
 
@@ -41,6 +42,8 @@ export interface WorkerGroupOptions {
   timeoutMs: number;
   onProgress?: (p: LoadProgress) => void;
   signal?: AbortSignal;
+  /** Keep each rank's packed shard in IndexedDB and reuse it (default true). */
+  cache?: boolean;
 }
 
 interface Rank {
@@ -63,6 +66,8 @@ export class WorkerGroup implements StepBackend {
   private readonly maxLogitRows: number;
   private readonly logitStride: number;
   private disposed = false;
+  /** Load-time problems that did not stop the load (e.g. the cache was unavailable). */
+  readonly warnings: string[] = [];
 
   private constructor(
     private readonly o: WorkerGroupOptions,
@@ -110,14 +115,14 @@ export class WorkerGroup implements StepBackend {
         if (first) await initRank(first);
         await Promise.all(plan.ranks.filter((rp) => rp !== first).map(initRank));
       })();
-      const shards = await routeShards(o);
+      const shards = await loadShards(o, group.warnings);
       await inits;
       await Promise.all(
         plan.ranks.map(async (rp, i) => {
-          const buf = shards[i]!.buffer as ArrayBuffer;
+          const buf = shards[i]!.bytes.buffer as ArrayBuffer;
           const l = await ranks[rp.rank]!.api.load(Comlink.transfer(buf, [buf]));
           ranks[rp.rank]!.load = l;
-          o.onProgress?.({ rank: rp.rank, loadedBytes: rp.byteLength, totalBytes: rp.byteLength, fromCache: false });
+          o.onProgress?.({ rank: rp.rank, loadedBytes: rp.byteLength, totalBytes: rp.byteLength, fromCache: shards[i]!.fromCache });
         }),
       );
       for (const r of ranks) await r.api.start();
@@ -197,12 +202,56 @@ export class WorkerGroup implements StepBackend {
 }
 
 /**
+ * Each rank's packed shard (its slices one after the other in plan order, each dense): from
+ * the cache where an entry is valid, else from one streamed pass over the model that fills
+ * every missing rank at once. Fresh shards are stored before they are handed to the workers.
+ */
+async function loadShards(o: WorkerGroupOptions, warnings: string[]): Promise<{ bytes: Uint8Array; fromCache: boolean }[]> {
+  const ranks = o.plan.ranks;
+  const identity = o.cache === false ? undefined : await o.source.identity();
+  const keys = identity ? ranks.map((rp) => shardKey(identity, rp)) : [];
+  let cached: (ArrayBuffer | undefined)[] = ranks.map(() => undefined);
+  let cacheUsable = !!identity;
+  if (identity) {
+    try {
+      cached = await Promise.all(ranks.map((rp, i) => getShard(keys[i]!, rp.byteLength)));
+    } catch (e) {
+      cacheUsable = false;
+      warnings.push(`shard cache unavailable, loading without it: ${(e as Error).message}`);
+    }
+  }
+  const missing = ranks.map((_, i) => i).filter((i) => !cached[i]);
+  const fresh = missing.length ? await routeShards(o, missing) : [];
+  const out = ranks.map((rp, i) => {
+    const hit = cached[i];
+    if (hit) {
+      o.onProgress?.({ rank: rp.rank, loadedBytes: rp.byteLength, totalBytes: rp.byteLength, fromCache: true });
+      return { bytes: new Uint8Array(hit), fromCache: true };
+    }
+    return { bytes: fresh[missing.indexOf(i)]!, fromCache: false };
+  });
+  if (cacheUsable) {
+    for (const i of missing) {
+      try {
+        await putShard(keys[i]!, out[i]!.bytes);
+      } catch (e) {
+        // Quota or a private-mode IndexedDB: the model still loads, only the next load is slower.
+        warnings.push(`could not cache rank ${i}'s shard (${(e as Error).name}: ${(e as Error).message}); the next load downloads again`);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+/**
  * Streams the model once and copies each rank's slices into that rank's packed buffer
  * (its slices one after the other in plan order, each dense).
  */
-async function routeShards(o: WorkerGroupOptions): Promise<Uint8Array[]> {
+async function routeShards(o: WorkerGroupOptions, which: number[]): Promise<Uint8Array[]> {
   const size = await o.source.size();
-  const targets = o.plan.ranks.map((rp) => {
+  const chosen = which.map((i) => o.plan.ranks[i]!);
+  const targets = chosen.map((rp) => {
     const runs: ByteRun[] = [];
     let base = 0;
     for (const s of rp.slices) {
@@ -218,7 +267,7 @@ async function routeShards(o: WorkerGroupOptions): Promise<Uint8Array[]> {
     router.push(chunk);
     if (o.onProgress && (router.offset - lastReport > 8 << 20 || router.offset === size)) {
       lastReport = router.offset;
-      o.plan.ranks.forEach((rp, i) => {
+      chosen.forEach((rp, i) => {
         const p = router.progress(i);
         o.onProgress!({ rank: rp.rank, loadedBytes: p.copied, totalBytes: p.needed, fromCache: false });
       });

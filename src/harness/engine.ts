@@ -4,6 +4,7 @@
  * Playwright would flatten them to a message.
  */
 import { createEngine, type Engine } from '../engine/engine.js';
+import { clearShardCache } from '../cache/shard-cache.js';
 import { serializeError, type SerializedError } from '../errors.js';
 import type { PageGenerateOptions, PageGenerateResult } from './types.js';
 export type { PageGenerateOptions, PageGenerateResult };
@@ -19,11 +20,15 @@ let current: { key: string; engine: Engine } | undefined;
 
 async function engineFor(o: PageGenerateOptions): Promise<{ engine: Engine; loadMs: number }> {
   const maxRows = o.noPrefillBatch ? 1 : o.maxRows;
-  const key = JSON.stringify([o.model, o.tokenizer, o.tp, maxRows, o.spin]);
+  const key = JSON.stringify([o.model, o.tokenizer, o.tp, maxRows, o.spin, o.cache]);
   if (current?.key === key) return { engine: current.engine, loadMs: 0 };
   await disposeAll();
   const t0 = performance.now();
-  const engine = await createEngine({ model: o.model, tokenizer: o.tokenizer, tensorParallel: o.tp, maxRows, spin: o.spin });
+  const engine = await createEngine({ model: o.model, tokenizer: o.tokenizer, tensorParallel: o.tp, maxRows, spin: o.spin, cache: o.cache,
+    onProgress: (p) => {
+      if (p.loadedBytes === p.totalBytes) o.onProgressLog?.push({ rank: p.rank, fromCache: p.fromCache });
+    },
+  });
   current = { key, engine };
   return { engine, loadMs: performance.now() - t0 };
 }
@@ -62,6 +67,11 @@ export async function load(o: PageGenerateOptions): Promise<{ tp: number; loadMs
   } catch (e) {
     return { error: serializeError(e) };
   }
+}
+
+/** Empties the shard cache. */
+export async function clearCache(): Promise<void> {
+  await clearShardCache();
 }
 
 /** Disposes every engine the page created. */

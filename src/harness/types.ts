@@ -17,6 +17,10 @@ export interface PageGenerateOptions {
   /** Call `window.tpEmit(text)` for each piece (the CLI streams it). */
   stream?: boolean;
   maxRows?: number;
+  /** Load progress events are pushed here (tests). */
+  onProgressLog?: { rank: number; fromCache: boolean }[];
+  /** Use the IndexedDB shard cache (default true). */
+  cache?: boolean;
   /** Collective spin iterations (default: the engine's). */
   spin?: number;
   /** Feed the prompt one token per step instead of batched prefill (tests compare both). */
