@@ -1,0 +1,38 @@
+import { test, expect } from '@playwright/test';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { repoRoot, sharedModelsDir } from '../src/cli/browser.js';
+
+const run = promisify(execFile);
+const cli = resolve(repoRoot, 'dist/cli/main.js');
+const greedy = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
+const model = resolve(sharedModelsDir, 'stories260K.bin');
+const tokenizer = resolve(sharedModelsDir, 'tok512.bin');
+
+test('`webgpu-tp generate` streams llama2.c\'s documented greedy sample at --tp 2', async () => {
+  const { stdout, stderr } = await run('node', [cli, 'generate', '--model', model, '--tokenizer', tokenizer, '--tp', '2', '--max-tokens', '256', '--temperature', '0', '--no-cache'], { timeout: 240_000 });
+  expect(stdout).toBe(`${greedy.text}\n`);
+  expect(stderr).toMatch(/tp=2 .*decode [\d.]+ tok\/s/);
+});
+
+test('`webgpu-tp generate --json` prints the documented shape', async () => {
+  const { stdout } = await run('node', [cli, 'generate', '--model', model, '--tokenizer', tokenizer, '--tp', '1', '--max-tokens', '16', '--temperature', '0', '--json', '--no-cache'], { timeout: 240_000 });
+  const r = JSON.parse(stdout) as Record<string, unknown>;
+  expect(Object.keys(r).sort()).toEqual(['prompt_tokens', 'text', 'timings', 'tokens', 'tp']);
+  expect(r.prompt_tokens).toEqual([1]);
+  expect(r.tokens).toEqual(greedy.tokens.slice(1, 17));
+  expect(Object.keys(r.timings as object).sort()).toEqual(['decode_tokens_per_s', 'load_ms', 'prefill_tokens_per_s']);
+});
+
+test('`webgpu-tp generate --tp 3` fails with the PlanError and its remedy', async () => {
+  const err = await run('node', [cli, 'generate', '--model', model, '--tokenizer', tokenizer, '--tp', '3', '--no-cache'], { timeout: 120_000 }).then(
+    () => null,
+    (e: { stderr: string; code: number }) => e,
+  );
+  expect(err).not.toBeNull();
+  expect(err!.code).toBe(1);
+  expect(err!.stderr).toContain('error [PLAN]');
+  expect(err!.stderr).toContain('1, 2, 4 or 8');
+});
