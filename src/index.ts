@@ -6,6 +6,11 @@
  * const engine = await createEngine({ model: '/models/stories260K.bin', tokenizer: '/models/tok512.bin', tensorParallel: 2 });
  * for await (const chunk of engine.generate('Once upon a time', { maxTokens: 64 })) console.log(chunk.text);
  * ```
+ *
+ * The page must be cross-origin isolated (COOP `same-origin`, COEP `require-corp` or
+ * `credentialless`): without it there is no SharedArrayBuffer and `createEngine` throws
+ * `NotIsolatedError`. The shard worker ships inside this module and starts from a Blob URL, so
+ * there is no worker file to serve; see README.md, "Embed it".
  */
 export { createEngine, type Engine, type EngineOptions } from './engine/engine.js';
 export type { LoadProgress } from './engine/worker-group.js';

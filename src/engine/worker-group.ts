@@ -17,6 +17,15 @@ import type { RankStats } from './types.js';
 import { ModelFormatError, reviveError, WorkerFailedError, AbortedError, WebGpuTpError } from '../errors.js';
 import type { ShardWorker, ShardInitResult } from '../../workers/shard.worker.js';
 import { getShard, putShard, shardKey } from '../cache/shard-cache.js';
+// The shard worker is bundled inline (Vite `?worker&inline`): its code, dependencies included,
+// is a string in the built module and starts as a module worker from a Blob URL. A
+// `new URL('…worker.ts', import.meta.url)` worker would be a second file beside the library,
+// and a consumer's dev server breaks it: dependency pre-bundling moves the library into
+// node_modules/.vite/deps, where that relative URL is a 404. Inline costs one copy of the
+// worker's code in the library, and needs no bundler or server setup; a Blob worker takes the
+// page's COEP (require-corp or credentialless). It stays a module worker named
+// `webgpu-tp rank N` (e2e/memory.spec.ts relies on both). The app build takes the same path.
+import ShardWorkerCtor from '../../workers/shard.worker.ts?worker&inline';
 
 installErrorTransfer();
 
@@ -53,6 +62,8 @@ interface Rank {
   load?: { uploadMs: number; buildMs: number };
   /** Set when the worker raised an uncaught error or failed to load. */
   dead?: string;
+  /** Settles when the worker dies: every control call races it, so none can hang. */
+  died: Promise<never>;
 }
 
 export class WorkerGroup implements StepBackend {
@@ -101,31 +112,38 @@ export class WorkerGroup implements StepBackend {
       // tuning compiles several pipelines, seconds on a CPU adapter, so N ranks must not repeat it.
       const first = tunedChoices ? undefined : plan.ranks[0]!;
       const initRank = async (rp: (typeof plan.ranks)[number]) => {
-        const worker = new Worker(new URL('../../workers/shard.worker.ts', import.meta.url), { type: 'module', name: `webgpu-tp rank ${rp.rank}` });
-        const rank: Rank = { worker, api: Comlink.wrap<ShardWorker>(worker), info: { adapter: '', kernels: '', initMs: 0, choices: { gemm: 'regblock', gemv: 'tree' } } };
-        worker.addEventListener('error', (e) => (rank.dead = e.message || 'uncaught error in the worker'));
+        const worker = new ShardWorkerCtor({ name: `webgpu-tp rank ${rp.rank}` });
+        let die!: (e: Error) => void;
+        const died = new Promise<never>((_, reject) => (die = reject));
+        died.catch(() => {});
+        const rank: Rank = { worker, api: Comlink.wrap<ShardWorker>(worker), died, info: { adapter: '', kernels: '', initMs: 0, choices: { gemm: 'regblock', gemv: 'tree' } } };
+        worker.addEventListener('error', (e) => {
+          rank.dead = e.message || 'the worker failed to start or raised an uncaught error';
+          die(new WorkerFailedError(rp.rank, rank.dead));
+        });
         ranks[rp.rank] = rank;
-        rank.info = await rank.api.init({
+        rank.info = await alive(rank, rank.api.init({
           rank: rp.rank, world, config: c, plan: rp, collective, logits, logitStride, maxRows: o.maxRows, maxLogitRows,
           contextLength: o.contextLength, slots: 1, spin: o.spin, timeoutMs: o.timeoutMs, choices: tunedChoices,
-        });
+        }));
         tunedChoices ??= rank.info.choices;
       };
       const inits = (async () => {
         if (first) await initRank(first);
         await Promise.all(plan.ranks.filter((rp) => rp !== first).map(initRank));
       })();
+      inits.catch(() => {}); // awaited below; this only keeps an early load failure from leaving it unhandled
       const shards = await loadShards(o, group.warnings);
       await inits;
       await Promise.all(
         plan.ranks.map(async (rp, i) => {
           const buf = shards[i]!.bytes.buffer as ArrayBuffer;
-          const l = await ranks[rp.rank]!.api.load(Comlink.transfer(buf, [buf]));
+          const l = await alive(ranks[rp.rank]!, ranks[rp.rank]!.api.load(Comlink.transfer(buf, [buf])));
           ranks[rp.rank]!.load = l;
           o.onProgress?.({ rank: rp.rank, loadedBytes: rp.byteLength, totalBytes: rp.byteLength, fromCache: shards[i]!.fromCache });
         }),
       );
-      for (const r of ranks) await r.api.start();
+      for (const r of ranks) await alive(r, r.api.start());
       return group;
     } catch (e) {
       await group.dispose();
@@ -151,7 +169,8 @@ export class WorkerGroup implements StepBackend {
     });
     const t0 = performance.now();
     const seq = this.ctrl.postStep(this.words.subarray(0, live));
-    await this.ctrl.waitAllDone(seq, this.o.timeoutMs * 2);
+    // A dead worker fails the step at once instead of after the timeout.
+    await Promise.race([this.ctrl.waitAllDone(seq, this.o.timeoutMs * 2), ...this.ranks.map((r) => r.died)]);
     this.lastStepMs = performance.now() - t0;
     for (let r = 0; r < this.ranks.length; r++) {
       if (this.ctrl.status(r) !== 0) throw await this.rankError(r);
@@ -199,6 +218,11 @@ export class WorkerGroup implements StepBackend {
       }),
     );
   }
+}
+
+/** `p`, unless the rank's worker dies first: then its WorkerFailedError. */
+function alive<T>(rank: Rank, p: Promise<T>): Promise<T> {
+  return Promise.race([p, rank.died]);
 }
 
 /**
