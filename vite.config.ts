@@ -1,6 +1,9 @@
 import { defineConfig, type Plugin } from 'vite';
 import { existsSync, createReadStream, statSync } from 'node:fs';
-import { resolve, join, normalize } from 'node:path';
+import { resolve, join, normalize, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = dirname(fileURLToPath(import.meta.url));
 
 /** Cross-origin isolation: without it there is no SharedArrayBuffer, so no collectives. */
 const isolationHeaders = {
@@ -14,19 +17,34 @@ const isolationHeaders = {
  * models, never copied into the repo), else from ./models/. Weights stay out of the build.
  */
 function serveModels(): Plugin {
-  const dirs = [resolve(__dirname, '../shared/models'), resolve(__dirname, 'models')];
+  const dirs = [resolve(root, '../shared/models'), resolve(root, 'models')];
   return {
     name: 'webgpu-tp-models',
     configureServer(server) {
-      server.middlewares.use('/models/', (req, res, next) => {
-        const name = normalize(decodeURIComponent((req.url ?? '/').split('?')[0])).replace(/^([/\\.])+/, '');
-        const dir = dirs.find((d) => existsSync(join(d, name)));
-        if (!dir || !name) return next();
+      server.middlewares.use('/models/', (req, res) => {
+        const name = normalize(decodeURIComponent((req.url ?? '/').split('?')[0]!)).replace(/^([/\\.])+/, '');
+        const dir = name ? dirs.find((d) => existsSync(join(d, name))) : undefined;
+        if (!dir) {
+          // A real 404: the SPA fallback would answer with index.html and status 200.
+          res.statusCode = 404;
+          res.end('model not found: put it in ./models/ (see README)');
+          return;
+        }
         const path = join(dir, name);
         const size = statSync(path).size;
         res.setHeader('Content-Type', 'application/octet-stream');
-        res.setHeader('Content-Length', String(size));
         res.setHeader('Accept-Ranges', 'bytes');
+        const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
+        if (range) {
+          const start = Number(range[1]);
+          const end = range[2] ? Math.min(Number(range[2]), size - 1) : size - 1;
+          res.statusCode = 206;
+          res.setHeader('Content-Range', `bytes ${start}-${end}/${size}`);
+          res.setHeader('Content-Length', String(end - start + 1));
+          createReadStream(path, { start, end }).pipe(res);
+          return;
+        }
+        res.setHeader('Content-Length', String(size));
         createReadStream(path).pipe(res);
       });
     },
@@ -43,8 +61,8 @@ export default defineConfig({
     target: 'es2022',
     rollupOptions: {
       input: {
-        index: resolve(__dirname, 'index.html'),
-        harness: resolve(__dirname, 'harness.html'),
+        index: resolve(root, 'index.html'),
+        harness: resolve(root, 'harness.html'),
       },
     },
   },

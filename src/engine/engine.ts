@@ -12,6 +12,8 @@ import { Sampler } from '../model/sampler.js';
 import { makePlan } from '../parallel/plan.js';
 import type { ModelConfig } from '../model/config.js';
 import { DEFAULT_SPIN } from '../collective/index.js';
+import { createCompletions, type Completions } from './completions.js';
+import { clearShardCache } from '../cache/shard-cache.js';
 import { InvalidArgumentError, NotIsolatedError, WebGpuUnavailableError, DisposedError } from '../errors.js';
 
 export interface EngineOptions {
@@ -19,8 +21,12 @@ export interface EngineOptions {
   model: ModelSource;
   /** The matching llama2.c tokenizer.bin: URL, File/Blob or ArrayBuffer. */
   tokenizer: ModelSource;
-  /** Ranks to split the model over (default 1). Must divide the query heads. */
-  tensorParallel?: number;
+  /**
+   * Ranks to split the model over (default 1). Must divide the query heads. `"auto"` places
+   * one rank per distinct adapter: with one adapter (as in most machines and in headless
+   * Chromium) that is 1, since ranks sharing an adapter only add round trips.
+   */
+  tensorParallel?: number | 'auto';
   /** Positions of KV cache to allocate (default: the model's seq_len). */
   maxContext?: number;
   /** Prompt rows per prefill pass (default 64). */
@@ -43,11 +49,15 @@ export interface Engine {
   generate(prompt: string, opts?: GenerateOptions): AsyncIterable<GenerateChunk>;
   /** Generation from token ids (the prompt's BOS included). */
   generateTokens(promptTokens: number[], opts?: GenerateOptions): AsyncIterable<GenerateChunk>;
+  /** The OpenAI completions shape: `await engine.completions.create({prompt, max_tokens, stream})`. */
+  readonly completions: Completions;
   /** Token ids of `text` as the engine would encode a prompt (BOS first). */
   encode(text: string): number[];
   stats(): Promise<EngineStats>;
   /** Clears the per-step timings of `stats()`. */
   resetStats(): Promise<void>;
+  /** Empties the IndexedDB shard cache (every model's). */
+  clearCache(): Promise<void>;
   /** Frees every device and worker. */
   dispose(): Promise<void>;
 }
@@ -64,7 +74,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const [size, head, tokBytes] = await Promise.all([source.size(), source.head(28), readAll(options.tokenizer)]);
   const { config, tensors } = parseLlama2cHeader(head, size);
   const tokenizer = Tokenizer.parse(tokBytes, config.vocabSize);
-  const plan = makePlan(config, { tensorParallel: options.tensorParallel ?? 1 }, tensors);
+  const tp = options.tensorParallel === 'auto' ? 1 : (options.tensorParallel ?? 1);
+  const plan = makePlan(config, { tensorParallel: tp }, tensors);
   const contextLength = options.maxContext ?? config.seqLen;
   if (!Number.isInteger(contextLength) || contextLength < 2) throw new InvalidArgumentError(`maxContext must be a whole number ≥ 2, got ${contextLength}`);
   const maxRows = Math.min(options.maxRows ?? 64, contextLength);
@@ -78,7 +89,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     cache: options.cache ?? true,
   });
   const loadMs = performance.now() - t0;
-  const engine = assembleEngine(config, plan.world, group, tokenizer, async () => group.stats(), () => group.dispose(), () => group.resetStats());
+  const engine = assembleEngine(config, plan.world, group, tokenizer, async () => group.stats(), () => group.dispose(), () => group.resetStats(), source.name);
   return {
     ...engine,
     async stats() {
@@ -97,6 +108,7 @@ export function assembleEngine(
   rankStats: () => Promise<EngineStats['ranks']>,
   disposeBackend: () => Promise<void>,
   resetBackendStats: () => Promise<void> = async () => {},
+  modelName = 'webgpu-tp',
 ): Engine {
   const makeSampler: SamplerFactory = ({ temperature, topP, seed }) =>
     new Sampler(config.vocabSize, { temperature, topp: topP, seed });
@@ -105,13 +117,16 @@ export function assembleEngine(
   const guard = () => {
     if (disposed) throw new DisposedError();
   };
+  const generate = (prompt: string, opts?: GenerateOptions) => {
+    guard();
+    return scheduler.generate(prompt, opts);
+  };
   return {
     config,
     tensorParallel,
-    generate(prompt, opts) {
-      guard();
-      return scheduler.generate(prompt, opts);
-    },
+    generate,
+    completions: createCompletions(generate, modelName),
+    clearCache: () => clearShardCache(),
     generateTokens(tokens, opts) {
       guard();
       return scheduler.generateTokens(tokens, opts);

@@ -142,6 +142,24 @@ describe('Scheduler over the CPU oracle', () => {
     expect(chunks.map((c) => c.text)).toEqual(['', 'é', '', '\uFFFD']);
   });
 
+  it('completions.create returns the OpenAI completion shape, whole or streamed', async () => {
+    const whole = await engine.completions.create({ prompt: '', max_tokens: 12, temperature: 0 });
+    expect(whole.object).toBe('text_completion');
+    expect(whole.choices[0]!.text).toBe(tokenizer.decodeText(greedy.tokens.slice(1, 13)));
+    expect(whole.choices[0]!.finish_reason).toBe('length');
+    expect(whole.usage).toEqual({ prompt_tokens: 1, completion_tokens: 12, total_tokens: 13 });
+    const stream = await engine.completions.create({ prompt: '', max_tokens: 12, temperature: 0, stream: true });
+    const chunks = [];
+    for await (const c of stream) chunks.push(c);
+    expect(chunks.map((c) => c.choices[0]!.text).join('')).toBe(whole.choices[0]!.text);
+    expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
+    expect(chunks[chunks.length - 1]!.choices[0]!.finish_reason).toBe('length');
+    expect(chunks[chunks.length - 1]!.usage).toEqual(whole.usage);
+    const stopped = await engine.completions.create({ prompt: '', max_tokens: 64, temperature: 0, stop: ' named' });
+    expect(stopped.choices[0]!.text).toBe('Once upon a time, there was a little girl');
+    expect(stopped.choices[0]!.finish_reason).toBe('stop');
+  });
+
   it('refuses to run after dispose', async () => {
     const e = makeEngine();
     await e.dispose();

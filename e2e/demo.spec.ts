@@ -1,0 +1,162 @@
+/**
+ * The demo page (index.html, src/demo/) driven as a user would: pick TP, type a prompt,
+ * generate, stop, reload and generate from the shard cache; plus its error panels.
+ */
+import { test, expect } from '@playwright/test';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openHarness, repoRoot, sharedModelsDir, type Harness } from '../src/cli/browser.js';
+
+const MODEL = '/models/stories260K.bin';
+const MODEL_SIZE = 1056540;
+const GREEDY = 'Once upon a time, there was a little girl named Lily.';
+
+/** Bytes a request asked for: the whole file without a Range, else the range's length. */
+function requestedBytes(range: string | undefined, size: number): number {
+  const m = /^bytes=(\d+)-(\d*)$/.exec(range ?? '');
+  if (!m) return size;
+  const end = m[2] ? Number(m[2]) : size - 1;
+  return end - Number(m[1]) + 1;
+}
+
+let h: Harness;
+test.describe.configure({ mode: 'serial' });
+
+test.beforeAll(async () => {
+  h = await openHarness({ path: '/index.html' });
+  await h.page.setViewportSize({ width: 1280, height: 800 });
+});
+
+test.afterAll(async () => {
+  await h?.close();
+});
+
+async function generateWith(o: { tp?: string; prompt?: string; temperature?: string; maxTokens?: string }) {
+  const page = h.page;
+  if (o.tp) await page.selectOption('#tp', o.tp);
+  if (o.prompt !== undefined) await page.fill('#prompt', o.prompt);
+  if (o.temperature !== undefined) await page.fill('#temperature', o.temperature);
+  if (o.maxTokens !== undefined) await page.fill('#max-tokens', o.maxTokens);
+  await page.click('#generate');
+}
+
+async function waitForState(state: string | RegExp) {
+  await expect(h.page.locator('body')).toHaveAttribute('data-state', state, { timeout: 180_000 });
+}
+
+test('TP=2, greedy: the page streams the prompt and its continuation, with tokens/s and per-rank charts', async () => {
+  const page = h.page;
+  await expect(page.locator('#env-webgpu')).toHaveClass(/ok/);
+  await expect(page.locator('#env-isolated')).toHaveClass(/ok/);
+  await expect(page.locator('#default-status')).toContainText('Available');
+  await generateWith({ tp: '2', prompt: 'Once upon a time', temperature: '0', maxTokens: '48' });
+  await waitForState('done');
+
+  const shown = (await page.locator('#output').textContent()) ?? '';
+  expect(shown.startsWith(GREEDY), shown).toBe(true);
+  await expect(page.locator('#output-prompt')).toHaveText('Once upon a time');
+  await expect(page.locator('#tps')).toHaveText(/^\d+(\.\d)?$/);
+  await expect(page.locator('#token-count')).toHaveText(/^[1-9]\d*$/);
+  await expect(page.locator('#cache-status')).toContainText('0/2 cache hits');
+  await expect(page.locator('#engine-info')).toContainText('TP=2');
+  await expect(page.locator('#error-panel')).toBeHidden();
+  // Every chart has data: its placeholder is gone.
+  for (const id of ['steps', 'memory', 'load']) await expect(page.locator(`#chart-${id}-empty`)).toBeHidden();
+
+  mkdirSync(join(repoRoot, 'test-results'), { recursive: true });
+  await page.screenshot({ path: join(repoRoot, 'test-results', 'demo.png') });
+});
+
+test('Stop aborts a long generation and the page stays usable', async () => {
+  const page = h.page;
+  await generateWith({ tp: '2', prompt: 'Once upon a time', temperature: '1', maxTokens: '400' });
+  await expect(page.locator('#token-count')).toHaveText(/^([3-9]|\d\d+)$/, { timeout: 120_000 });
+  await page.click('#stop');
+  await waitForState('stopped');
+  const stoppedAt = Number(await page.locator('#token-count').textContent());
+  expect(stoppedAt).toBeLessThan(400);
+  await expect(page.locator('#generate')).toBeEnabled();
+  await expect(page.locator('#stop')).toBeDisabled();
+  await expect(page.locator('#error-panel')).toBeHidden();
+
+  // Same model and split: the engine is reused and generates again.
+  await generateWith({ temperature: '0', maxTokens: '24' });
+  await waitForState('done');
+  expect(((await page.locator('#output').textContent()) ?? '').startsWith(GREEDY)).toBe(true);
+});
+
+test('after a reload the shards come from the cache: hits are shown and no weight requests go out', async () => {
+  const page = h.page;
+  const mark = h.server.log.length;
+  await page.reload();
+  await expect(page.locator('#env-webgpu')).toHaveClass(/ok/);
+  await generateWith({ tp: '2', prompt: 'Once upon a time', temperature: '0', maxTokens: '24' });
+  await waitForState('done');
+
+  await expect(page.locator('#cache-status')).toContainText('2/2 cache hits');
+  await expect(page.locator('#cache-status')).toHaveAttribute('data-cache', 'hit');
+  expect(((await page.locator('#output').textContent()) ?? '').startsWith(GREEDY)).toBe(true);
+  // Only the 28-byte header and the probes (size, availability) may touch the weights.
+  const weightBytes = h.server.log.slice(mark).filter((r) => r.path === MODEL).reduce((a, r) => a + requestedBytes(r.range, MODEL_SIZE), 0);
+  expect(weightBytes).toBeLessThanOrEqual(64);
+});
+
+test('a bad model file shows the typed error with its remedy; a missing URL says how to get the model', async () => {
+  const page = h.page;
+  await page.click('#source-file');
+  await page.setInputFiles('#model-files', [
+    { name: 'broken.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(4096, 7) },
+    { name: 'tok512.bin', mimeType: 'application/octet-stream', buffer: readFileSync(join(sharedModelsDir, 'tok512.bin')) },
+  ]);
+  await expect(page.locator('#file-model')).toContainText('broken.bin');
+  await expect(page.locator('#file-tokenizer')).toContainText('tok512.bin');
+  await page.click('#generate');
+  await waitForState('error');
+  await expect(page.locator('#error-panel')).toBeVisible();
+  await expect(page.locator('#error-code')).toHaveText('MODEL_FORMAT');
+  await expect(page.locator('#error-message')).toContainText('llama2.c header');
+  await expect(page.locator('#error-remedy')).toContainText('llama2.c checkpoint');
+  await expect(page.locator('#generate')).toBeEnabled();
+
+  await page.click('#source-url');
+  await page.fill('#model-url', '/models/no-such-model.bin');
+  await page.click('#generate');
+  await waitForState('error');
+  await expect(page.locator('#error-code')).toHaveText('MODEL_MISSING');
+  await expect(page.locator('#model-help')).toBeVisible();
+  await expect(page.locator('#model-help')).toContainText('stories260K');
+});
+
+test('without WebGPU or cross-origin isolation the page says so and how to fix it', async () => {
+  const context = h.browser.context;
+  const noGpu = await context.newPage();
+  try {
+    await noGpu.addInitScript(() => {
+      delete (Navigator.prototype as { gpu?: unknown }).gpu;
+    });
+    await noGpu.goto(`${h.server.url}/index.html`);
+    await expect(noGpu.locator('#error-code')).toHaveText('NO_WEBGPU');
+    await expect(noGpu.locator('#error-remedy')).toContainText('WebGPU');
+    await expect(noGpu.locator('#generate')).toBeDisabled();
+  } finally {
+    await noGpu.close();
+  }
+
+  const open = await context.newPage();
+  try {
+    // The same page served without COOP/COEP: no SharedArrayBuffer.
+    await open.route('**/index.html', async (route) => {
+      const response = await route.fetch();
+      const headers = { ...response.headers() };
+      delete headers['cross-origin-opener-policy'];
+      delete headers['cross-origin-embedder-policy'];
+      await route.fulfill({ response, headers });
+    });
+    await open.goto(`${h.server.url}/index.html`);
+    await expect(open.locator('#error-code')).toHaveText('NOT_ISOLATED');
+    await expect(open.locator('#error-remedy')).toContainText('Cross-Origin-Opener-Policy');
+    await expect(open.locator('#generate')).toBeDisabled();
+  } finally {
+    await open.close();
+  }
+});

@@ -1,0 +1,173 @@
+/**
+ * The demo's live charts (Chart.js, registered piecemeal so only bar and line charts ship):
+ * a per-rank timeline of the mean decode step, throughput over time, shard memory per rank,
+ * and load progress per rank split into downloaded and cache-hit bytes.
+ */
+import {
+  Chart, BarController, BarElement, LineController, LineElement, PointElement, CategoryScale, LinearScale,
+  Legend, Tooltip, Filler, type ChartConfiguration,
+} from 'chart.js';
+import { formatBytes, formatMsShort } from './format.js';
+
+Chart.register(BarController, BarElement, LineController, LineElement, PointElement, CategoryScale, LinearScale, Legend, Tooltip, Filler);
+Chart.defaults.font.family = getComputedStyle(document.documentElement).fontFamily;
+Chart.defaults.font.size = 11;
+Chart.defaults.color = '#6b7387';
+Chart.defaults.borderColor = '#eceef4';
+Chart.defaults.animation = false;
+Chart.defaults.maintainAspectRatio = false;
+Chart.defaults.plugins.legend.labels.boxWidth = 10;
+Chart.defaults.plugins.legend.labels.boxHeight = 10;
+
+/** One decode step of one rank, split by where the time went (ms). */
+export interface StepSegments {
+  compute: number;
+  readback: number;
+  allreduce: number;
+  upload: number;
+  scheduler: number;
+  idle: number;
+}
+
+const SEGMENTS: { key: keyof StepSegments; label: string; color: string }[] = [
+  { key: 'compute', label: 'compute', color: '#4f46e5' },
+  { key: 'readback', label: 'readback', color: '#0ea5e9' },
+  { key: 'allreduce', label: 'all-reduce', color: '#f59e0b' },
+  { key: 'upload', label: 'upload', color: '#10b981' },
+  { key: 'scheduler', label: 'scheduler', color: '#a855f7' },
+  { key: 'idle', label: 'idle', color: '#cbd2e1' },
+];
+
+const rankLabels = (n: number) => Array.from({ length: n }, (_, r) => `rank ${r}`);
+
+function show(emptyId: string, hasData: boolean): void {
+  document.getElementById(emptyId)!.hidden = hasData;
+}
+
+function horizontalStacked(unit: (v: number) => string, max?: number): ChartConfiguration<'bar'>['options'] {
+  return {
+    indexAxis: 'y',
+    responsive: true,
+    scales: {
+      x: { stacked: true, beginAtZero: true, max, ticks: { callback: (v) => unit(Number(v)), maxTicksLimit: 6 } },
+      y: { stacked: true, grid: { display: false } },
+    },
+    plugins: {
+      legend: { position: 'bottom' },
+      tooltip: { callbacks: { label: (c) => `${c.dataset.label}: ${unit(Number(c.raw))}` } },
+    },
+  };
+}
+
+export class DemoCharts {
+  private readonly steps: Chart<'bar'>;
+  private readonly tps: Chart<'line'>;
+  private readonly memory: Chart<'bar'>;
+  private readonly load: Chart<'bar'>;
+  /** Bytes of each rank's shard, for the load chart's tooltips. */
+  private loadTotals: number[] = [];
+
+  constructor() {
+    const ms = formatMsShort;
+    this.steps = new Chart(document.getElementById('chart-steps') as HTMLCanvasElement, {
+      type: 'bar',
+      data: { labels: [], datasets: SEGMENTS.map((s) => ({ label: s.label, data: [], backgroundColor: s.color, barPercentage: 0.75, categoryPercentage: 0.9 })) },
+      options: horizontalStacked(ms),
+    });
+    this.tps = new Chart(document.getElementById('chart-tps') as HTMLCanvasElement, {
+      type: 'line',
+      data: {
+        labels: [],
+        datasets: [{
+          label: 'tokens/s', data: [], borderColor: '#4f46e5', backgroundColor: 'rgba(79, 70, 229, 0.12)',
+          fill: true, tension: 0.3, pointRadius: 0, borderWidth: 2,
+        }],
+      },
+      options: {
+        responsive: true,
+        scales: {
+          x: { title: { display: true, text: 'seconds' }, ticks: { maxTicksLimit: 8 }, grid: { display: false } },
+          y: { beginAtZero: true, ticks: { maxTicksLimit: 5 } },
+        },
+        plugins: { legend: { display: false } },
+      },
+    });
+    this.memory = new Chart(document.getElementById('chart-memory') as HTMLCanvasElement, {
+      type: 'bar',
+      data: {
+        labels: [],
+        datasets: [
+          { label: 'weights', data: [], backgroundColor: '#4f46e5', barPercentage: 0.75, categoryPercentage: 0.9 },
+          { label: 'KV cache + activations', data: [], backgroundColor: '#94a3b8', barPercentage: 0.75, categoryPercentage: 0.9 },
+        ],
+      },
+      options: horizontalStacked(formatBytes),
+    });
+    const pct = (v: number) => `${Math.round(v)}%`;
+    const loadOptions = horizontalStacked(pct, 100)!;
+    loadOptions.plugins!.tooltip = {
+      callbacks: { label: (c) => `${c.dataset.label}: ${pct(Number(c.raw))} of ${formatBytes(this.loadTotals[c.dataIndex] ?? 0)}` },
+    };
+    this.load = new Chart(document.getElementById('chart-load') as HTMLCanvasElement, {
+      type: 'bar',
+      data: {
+        labels: [],
+        datasets: [
+          { label: 'downloaded', data: [], backgroundColor: '#4f46e5', barPercentage: 0.75, categoryPercentage: 0.9 },
+          { label: 'from cache', data: [], backgroundColor: '#10b981', barPercentage: 0.75, categoryPercentage: 0.9 },
+        ],
+      },
+      options: loadOptions,
+    });
+  }
+
+  /** One stacked bar per rank: the mean decode step from compute to idle. */
+  setSteps(perRank: StepSegments[]): void {
+    this.steps.data.labels = rankLabels(perRank.length);
+    SEGMENTS.forEach((s, i) => (this.steps.data.datasets[i]!.data = perRank.map((p) => p[s.key])));
+    this.steps.update();
+    show('chart-steps-empty', perRank.length > 0);
+  }
+
+  resetThroughput(): void {
+    this.tps.data.labels = [];
+    this.tps.data.datasets[0]!.data = [];
+    this.tps.update();
+    show('chart-tps-empty', false);
+  }
+
+  addThroughput(seconds: number, tokensPerS: number): void {
+    (this.tps.data.labels as string[]).push(seconds.toFixed(1));
+    (this.tps.data.datasets[0]!.data as number[]).push(tokensPerS);
+    this.tps.update();
+    show('chart-tps-empty', true);
+  }
+
+  setMemory(perRank: { weightBytes: number; workBytes: number }[]): void {
+    this.memory.data.labels = rankLabels(perRank.length);
+    this.memory.data.datasets[0]!.data = perRank.map((r) => r.weightBytes);
+    this.memory.data.datasets[1]!.data = perRank.map((r) => r.workBytes);
+    this.memory.update();
+    show('chart-memory-empty', perRank.length > 0);
+  }
+
+  /** Starts a load of `ranks` shards: empty bars, memory cleared. */
+  resetLoad(ranks: number): void {
+    this.loadTotals = Array(ranks).fill(0);
+    this.load.data.labels = rankLabels(ranks);
+    this.load.data.datasets[0]!.data = Array(ranks).fill(0);
+    this.load.data.datasets[1]!.data = Array(ranks).fill(0);
+    this.load.update();
+    show('chart-load-empty', true);
+    this.setMemory([]);
+    this.setSteps([]);
+  }
+
+  setLoad(rank: number, loadedBytes: number, totalBytes: number, fromCache: boolean): void {
+    const p = totalBytes > 0 ? (100 * loadedBytes) / totalBytes : 0;
+    this.loadTotals[rank] = totalBytes;
+    (this.load.data.datasets[0]!.data as number[])[rank] = fromCache ? 0 : p;
+    (this.load.data.datasets[1]!.data as number[])[rank] = fromCache ? p : 0;
+    this.load.update();
+  }
+}
