@@ -1,0 +1,18 @@
+import { test, expect } from '@playwright/test';
+import { benchAllReduce } from '../src/cli/bench-allreduce.js';
+
+// Smoke pass of `bench allreduce`: tiny sizes, few samples; checks the JSON shape, never timings.
+test('bench allreduce (smoke) returns the documented JSON shape', async () => {
+  const r = await benchAllReduce({ workers: [2], sizes: [64, 1000], smoke: true });
+  expect(r.results).toHaveLength(2 * 4);
+  for (const x of r.results) {
+    expect(Object.keys(x)).toEqual(expect.arrayContaining(['workers', 'floats', 'algorithm', 'median_us', 'busbw_gbs']));
+    expect(x.workers).toBe(2);
+    expect(['one-shot', 'ring', 'direct', 'auto']).toContain(x.algorithm);
+    expect(x.median_us).toBeGreaterThan(0);
+    expect(Number.isFinite(x.busbw_gbs)).toBe(true);
+  }
+  expect(r.baselines.memcpy_gbs).toBeGreaterThan(0);
+  expect(r.baselines.postmessage.map((p) => [p.workers, p.floats])).toEqual([[2, 64], [2, 1000]]);
+  expect(JSON.parse(JSON.stringify(r))).toEqual(r);
+});

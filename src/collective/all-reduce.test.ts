@@ -1,0 +1,66 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCollectiveBuffer } from './layout.js';
+import { pickAllReduce, type AllReduceChoice } from './all-reduce.js';
+import { RankPool } from './testing/pool.js';
+import { firstBitDifference, randomFloats, rankOrderSum, referenceSum } from './testing/data.js';
+import type { RankOp } from './testing/ops.js';
+
+const WORLDS = [1, 2, 3, 4, 8];
+const ALGORITHMS: AllReduceChoice[] = ['one-shot', 'ring', 'direct', 'auto'];
+const MAX = 2 ** 20;
+
+let pool: RankPool;
+beforeAll(async () => {
+  pool = await RankPool.create(8);
+});
+afterAll(() => pool?.close());
+
+describe.each(WORLDS)('allReduce over %i ranks', (world) => {
+  const lengths = [...new Set([1, Math.max(world - 1, 1), 2048, 65537, MAX])];
+  let sab: SharedArrayBuffer;
+  beforeAll(() => {
+    sab = createCollectiveBuffer({ world, slotFloats: MAX });
+  });
+
+  it.each(lengths)('%i floats: every algorithm gives the documented-order sum, bitwise on every rank', async (len) => {
+    const seed = world * 1000 + len;
+    const ops: RankOp[] = ALGORITHMS.map((algorithm) => ({ kind: 'allReduce', len, algorithm, seed }));
+    // The same algorithms again back to back, through the zero-copy slot and into a separate output.
+    if (len < MAX) {
+      for (const algorithm of ALGORITHMS) ops.push({ kind: 'allReduce', len, algorithm, seed, zeroCopy: true });
+      ops.push({ kind: 'allReduce', len, algorithm: 'ring', seed, outOfPlace: true });
+    }
+    const results = await pool.runAll(sab, world, ops, { timeoutMs: 30_000 });
+    const expected = referenceSum(Array.from({ length: world }, (_, r) => randomFloats(len, seed, r)));
+    ops.forEach((op, k) => {
+      const want = op.kind === 'allReduce' && op.algorithm !== 'auto' ? op.algorithm : pickAllReduce(len, world);
+      for (let r = 0; r < world; r++) {
+        const got = results[r][k];
+        expect(got.algorithm, `op ${k} rank ${r}`).toBe(want);
+        expect(firstBitDifference(got.data!, expected), `op ${k} (${JSON.stringify(op)}) rank ${r} vs reference`).toBe(-1);
+        expect(firstBitDifference(got.data!, results[0][k].data!), `op ${k} rank ${r} vs rank 0`).toBe(-1);
+      }
+    });
+  });
+});
+
+describe('summation order', () => {
+  it('the test data is order-sensitive: rank order and the documented order differ beyond chunk 0', () => {
+    const inputs = [0, 1, 2].map((r) => randomFloats(4096, 7, r));
+    expect(firstBitDifference(referenceSum(inputs), rankOrderSum(inputs))).toBeGreaterThan(0);
+  });
+
+  it('with two ranks the documented order is plain rank order', () => {
+    const inputs = [0, 1].map((r) => randomFloats(4096, 7, r));
+    expect(firstBitDifference(referenceSum(inputs), rankOrderSum(inputs))).toBe(-1);
+  });
+});
+
+describe('auto', () => {
+  it('picks one-shot for decode-sized vectors and a bandwidth algorithm for large ones', () => {
+    for (const world of [2, 3, 4, 8]) {
+      expect(pickAllReduce(288, world)).toBe('one-shot');
+      expect(pickAllReduce(4 * 2 ** 20, world)).not.toBe('one-shot');
+    }
+  });
+});

@@ -1,0 +1,176 @@
+/**
+ * All-reduce (sum) of Float32Arrays over the ranks of a group, three ways behind one call:
+ *
+ * - `one-shot`: each rank writes its slot, one barrier, every rank sums all slots itself. One sync,
+ *   N× the reads: the choice for small, latency-bound vectors (decode).
+ * - `ring`: N−1 reduce-scatter + N−1 all-gather steps (see ring-schedule.ts), each rank syncing
+ *   only with its neighbours through their progress counters. Moves the optimal 2(N−1)/N·bytes.
+ * - `direct`: each rank reduces its 1/N chunk straight from all slots, a barrier, then copies every
+ *   chunk. Two barriers, and less memory traffic than the ring over shared memory.
+ *
+ * All three produce exactly the sums of `summationOrder` (layout.ts), so results are
+ * bitwise-identical on every rank and across algorithms.
+ */
+import { InvalidArgumentError } from '../errors.js';
+import type { Communicator } from './communicator.js';
+import { ringOwnedChunk, ringSchedule } from './ring-schedule.js';
+
+export type AllReduceAlgorithm = 'one-shot' | 'ring' | 'direct';
+export type AllReduceChoice = AllReduceAlgorithm | 'auto';
+export const ALL_REDUCE_ALGORITHMS: readonly AllReduceAlgorithm[] = ['one-shot', 'ring', 'direct'];
+
+/**
+ * Largest vector (floats) `auto` sends one-shot, per world size; above it, `direct`.
+ * PLACEHOLDER until measured.
+ */
+const ONE_SHOT_MAX_FLOATS: Record<number, number> = { 2: 65536, 4: 16384 };
+const ONE_SHOT_MAX_DEFAULT = 16384;
+
+/** The algorithm `auto` uses for `floats` floats over `world` ranks (the same on every rank). */
+export function pickAllReduce(floats: number, world: number): AllReduceAlgorithm {
+  return floats <= (ONE_SHOT_MAX_FLOATS[world] ?? ONE_SHOT_MAX_DEFAULT) ? 'one-shot' : 'direct';
+}
+
+/**
+ * All-reduce (sum): `out` (default `input`, i.e. in place) receives the sum of every rank's
+ * `input`, identical to the last bit on every rank. Returns the algorithm that ran, so callers
+ * can record what `auto` picked. Zero-copy input: pass (a prefix of) `comm.slot()`, already
+ * filled, with a separate `out`.
+ */
+export function allReduce(
+  comm: Communicator, input: Float32Array, algorithm: AllReduceChoice = 'auto', out: Float32Array = input,
+): AllReduceAlgorithm {
+  const len = input.length;
+  const algo = algorithm === 'auto' ? pickAllReduce(len, comm.world) : algorithm;
+  if (comm.world === 1) {
+    if (out !== input) out.set(input);
+    return algo;
+  }
+  if (!ALL_REDUCE_ALGORITHMS.includes(algo)) {
+    throw new InvalidArgumentError(`allReduce: expected one of auto, ${ALL_REDUCE_ALGORITHMS.join(', ')}; got ${String(algorithm)}`);
+  }
+  if (out.length < len) throw new InvalidArgumentError(`allReduce: expected an output of at least ${len} floats, got ${out.length}`);
+  comm.checkLength(len, 'allReduce');
+  comm.checkOutput(out, 'allReduce');
+  if (len === 0) return algo;
+  if (algo === 'one-shot') oneShot(comm, input, out);
+  else if (algo === 'ring') ring(comm, input, out);
+  else direct(comm, input, out);
+  return algo;
+}
+
+/**
+ * dst[i] = sum over k of src[k][i] for i in [a, b), left to right, rounding to float32 after
+ * every addition. A double holds the sum of two floats closely enough that rounding it to float32
+ * equals float32 addition (53 ≥ 2·24+2), so Math.fround gives IEEE float32 results. `dst` may be
+ * `src[0]` (in place): each element is read before it is written.
+ */
+function sumInto(dst: Float32Array, src: readonly Float32Array[], a: number, b: number): void {
+  const n = src.length;
+  const x = src[0];
+  const y = src[1];
+  if (n === 2) {
+    for (let i = a; i < b; i++) dst[i] = Math.fround(x[i] + y[i]);
+    return;
+  }
+  const z = src[2];
+  if (n === 3) {
+    for (let i = a; i < b; i++) dst[i] = Math.fround(Math.fround(x[i] + y[i]) + z[i]);
+    return;
+  }
+  const w = src[3];
+  for (let i = a; i < b; i++) dst[i] = Math.fround(Math.fround(Math.fround(x[i] + y[i]) + z[i]) + w[i]);
+  for (let k = 4; k < n; k++) {
+    const v = src[k];
+    for (let i = a; i < b; i++) dst[i] = Math.fround(dst[i] + v[i]);
+  }
+}
+
+/** Write slot, barrier, every rank sums every chunk in its rotated order. */
+function oneShot(comm: Communicator, input: Float32Array, out: Float32Array): void {
+  const bounds = comm.chunks(input.length);
+  const t = comm.begin('allReduce');
+  comm.writeOwnSlot(input);
+  comm.publish(t + 1);
+  comm.waitAll(t + 1);
+  for (let c = 0; c < comm.world; c++) {
+    if (bounds[c] < bounds[c + 1]) sumInto(out, comm.chunkOrders[c], bounds[c], bounds[c + 1]);
+  }
+  comm.publish(t + 2);
+  comm.exposeSlot(comm.otherRanks, t + 2);
+  comm.end(t + 2);
+}
+
+/** Reduce own chunk from all slots into own slot, barrier, copy every chunk. */
+function direct(comm: Communicator, input: Float32Array, out: Float32Array): void {
+  const bounds = comm.chunks(input.length);
+  const r = comm.rank;
+  const t = comm.begin('allReduce');
+  comm.writeOwnSlot(input);
+  comm.publish(t + 1);
+  comm.waitAll(t + 1);
+  // Rank r owns chunk r; its order starts at r, so the first source is the destination itself.
+  if (bounds[r] < bounds[r + 1]) sumInto(comm.slots[r], comm.chunkOrders[r], bounds[r], bounds[r + 1]);
+  comm.publish(t + 2);
+  comm.waitAll(t + 2);
+  for (let c = 0; c < comm.world; c++) {
+    if (bounds[c] < bounds[c + 1]) out.set(comm.slots[c].subarray(bounds[c], bounds[c + 1]), bounds[c]);
+  }
+  comm.publish(t + 3);
+  comm.exposeSlot(comm.otherRanks, t + 3);
+  comm.end(t + 3);
+}
+
+/**
+ * The ring over shared memory. A rank's slot is its send buffer: at reduce-scatter step s it
+ * replaces its chunk (r−s−1) with left's partial + its own values and publishes tick t+2+s; the
+ * right neighbour reads it at its step s+1. All-gather step s copies chunk (r−s) from left's
+ * slot into its own (for the right neighbour) and into `out`.
+ *
+ * Only left is waited for. Overwriting chunk (r−s) at all-gather step s is safe because right
+ * read it at its reduce-scatter step s, and every tick X ≥ t+2 a rank publishes implies its left
+ * had reached X−1: left at t+n+s implies, N−2 hops round the ring, right at t+s+2.
+ */
+function ring(comm: Communicator, input: Float32Array, out: Float32Array): void {
+  const n = comm.world;
+  const r = comm.rank;
+  const left = (r + n - 1) % n;
+  const right = (r + 1) % n;
+  const bounds = comm.chunks(input.length);
+  const mine = comm.slots[r];
+  const lefts = comm.slots[left];
+  const pair = [lefts, mine];
+  const t = comm.begin('allReduce');
+  comm.writeOwnSlot(input);
+  comm.publish(t + 1);
+  let s = 0;
+  for (const step of ringSchedule(r, n)) {
+    const a = bounds[step.recv];
+    const b = bounds[step.recv + 1];
+    if (step.phase === 'reduce-scatter') {
+      comm.waitRank(left, t + 1 + s);
+      sumInto(mine, pair, a, b);
+      comm.publish(t + 2 + s);
+      if (s === n - 2) {
+        const own = ringOwnedChunk(r, n);
+        out.set(mine.subarray(bounds[own], bounds[own + 1]), bounds[own]);
+      }
+    } else {
+      const g = s - (n - 1);
+      comm.waitRank(left, t + n + g);
+      if (g < n - 2) {
+        mine.set(lefts.subarray(a, b), a);
+        comm.publish(t + n + 1 + g);
+        out.set(mine.subarray(a, b), a);
+      } else {
+        // Last step: nobody reads this chunk from our slot, so copy straight to out.
+        out.set(lefts.subarray(a, b), a);
+        comm.publish(t + n + 1 + g);
+      }
+    }
+    s++;
+  }
+  const end = t + 2 * n - 1;
+  comm.exposeSlot([right], end);
+  comm.end(end);
+}

@@ -1,0 +1,51 @@
+/** The report of `bench allreduce` (shared by the browser harness and the Node CLI; types only). */
+import type { AllReduceAlgorithm, AllReduceChoice } from './all-reduce.js';
+
+export interface AllReduceBenchOptions {
+  /** World sizes to measure, e.g. [2, 4]. */
+  workers: number[];
+  /** Vector lengths in floats, e.g. [2048, 65536, 4194304]. */
+  sizes: number[];
+  /** Algorithms to time; default all three and `auto`. */
+  algorithms?: AllReduceChoice[];
+  /** Timed samples per case (median reported); default 20. */
+  samples?: number;
+  /** Spin iterations of the communicators (default: the library default). */
+  spin?: number;
+  /** Tiny and quick, for the test suite: 3 samples, small batches; numbers are meaningless. */
+  smoke?: boolean;
+}
+
+export interface AllReduceBenchResult {
+  workers: number;
+  floats: number;
+  /** What was asked for (`auto` included). */
+  algorithm: AllReduceChoice;
+  /** What ran (differs from `algorithm` only for `auto`). */
+  picked: AllReduceAlgorithm;
+  /** Median over samples of the time per all-reduce, input array to result array, slowest rank. */
+  median_us: number;
+  /** nccl-tests bus bandwidth: (floats·4 B / time) · 2(N−1)/N, in GB/s (1e9 B/s). */
+  busbw_gbs: number;
+  /** All-reduces timed back to back per sample (the 5 µs timer resolution needs ≥ 1000 for small ones). */
+  batch: number;
+  samples: number;
+}
+
+export interface PostMessageBaseline {
+  workers: number;
+  floats: number;
+  median_us: number;
+}
+
+export interface AllReduceBenchReport {
+  results: AllReduceBenchResult[];
+  baselines: {
+    /** Single-thread SharedArrayBuffer → SharedArrayBuffer Float32Array.set, GB/s of bytes copied. */
+    memcpy_gbs: number;
+    /** All-reduce by postMessage: ranks post to rank 0 over MessageChannels, it sums and posts back. */
+    postmessage: PostMessageBaseline[];
+  };
+  /** Spin iterations used, hardware threads of the machine, and notes. */
+  meta: { spin: number; hardwareConcurrency: number; note: string };
+}

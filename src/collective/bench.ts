@@ -1,0 +1,101 @@
+/**
+ * Rank-side loops of `bench allreduce`, timed as a caller sees an all-reduce: from an input
+ * Float32Array to the result array, copies into and out of the slots included. Each sample is a
+ * batch of back-to-back all-reduces between two barriers, because performance.now() in an
+ * isolated page is clamped to 5 µs.
+ */
+import type { Communicator } from './communicator.js';
+import type { AllReduceAlgorithm, AllReduceChoice } from './all-reduce.js';
+import { randomFloats } from './testing/data.js';
+
+/** Times `samples` batches of `batch` all-reduces after `warmup` untimed ones; µs per all-reduce. */
+export function timeAllReduce(
+  comm: Communicator, floats: number, algorithm: AllReduceChoice, batch: number, samples: number, warmup = 2,
+): { timesUs: number[]; picked: AllReduceAlgorithm } {
+  const input = randomFloats(floats, 1, comm.rank);
+  const out = new Float32Array(floats);
+  let picked = comm.allReduce(input, algorithm, out);
+  const timesUs: number[] = [];
+  for (let s = 0; s < warmup + samples; s++) {
+    comm.barrier();
+    const t0 = performance.now();
+    for (let b = 0; b < batch; b++) picked = comm.allReduce(input, algorithm, out);
+    const t1 = performance.now();
+    if (s >= warmup) timesUs.push(((t1 - t0) * 1000) / batch);
+  }
+  return { timesUs, picked };
+}
+
+/** Single-thread SAB → SAB copy bandwidth in GB/s (median of `samples`). */
+export function timeMemcpy(floats: number, reps: number, samples: number): number {
+  const src = new Float32Array(new SharedArrayBuffer(floats * 4));
+  const dst = new Float32Array(new SharedArrayBuffer(floats * 4));
+  src.set(randomFloats(floats, 2, 0));
+  const gbs: number[] = [];
+  for (let s = 0; s < samples + 1; s++) {
+    const t0 = performance.now();
+    for (let k = 0; k < reps; k++) dst.set(src);
+    const t1 = performance.now();
+    if (s > 0) gbs.push((floats * 4 * reps) / ((t1 - t0) * 1e6));
+  }
+  return median(gbs);
+}
+
+/** Messages arriving on one port, awaited in order. */
+class Inbox {
+  private queue: Float32Array[] = [];
+  private waiting: ((x: Float32Array) => void) | undefined;
+  constructor(port: MessagePort) {
+    port.onmessage = (e: MessageEvent<Float32Array>) => {
+      const w = this.waiting;
+      this.waiting = undefined;
+      if (w) w(e.data);
+      else this.queue.push(e.data);
+    };
+  }
+  next(): Promise<Float32Array> {
+    const x = this.queue.shift();
+    if (x) return Promise.resolve(x);
+    return new Promise((r) => (this.waiting = r));
+  }
+}
+
+/**
+ * The postMessage baseline: rank j ≥ 1 posts its input to rank 0 (`ports[0]`), rank 0 (one port
+ * per rank j, `ports[j−1]`) sums in rank order and posts the sum back to each; structured clone
+ * copies every message.
+ */
+export async function timePostMessageAllReduce(
+  comm: Communicator, ports: MessagePort[], floats: number, batch: number, samples: number, warmup = 2,
+): Promise<number[]> {
+  const inboxes = ports.map((p) => new Inbox(p));
+  const input = randomFloats(floats, 1, comm.rank);
+  const out = new Float32Array(floats);
+  const once = async () => {
+    if (comm.rank === 0) {
+      const parts = await Promise.all(inboxes.map((b) => b.next()));
+      out.set(input);
+      for (const p of parts) for (let i = 0; i < floats; i++) out[i] += p[i];
+      for (const port of ports) port.postMessage(out);
+    } else {
+      ports[0].postMessage(input);
+      out.set(await inboxes[0].next());
+    }
+  };
+  const timesUs: number[] = [];
+  for (let s = 0; s < warmup + samples; s++) {
+    comm.barrier();
+    const t0 = performance.now();
+    for (let b = 0; b < batch; b++) await once();
+    const t1 = performance.now();
+    if (s >= warmup) timesUs.push(((t1 - t0) * 1000) / batch);
+  }
+  for (const p of ports) p.onmessage = null;
+  return timesUs;
+}
+
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}

@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AbortedError, CollectiveTimeoutError, DisposedError, InvalidArgumentError } from '../errors.js';
+import { createCollectiveBuffer } from './layout.js';
+import { ControlBlock } from './control.js';
+import { RankPool } from './testing/pool.js';
+
+let pool: RankPool;
+beforeAll(async () => {
+  pool = await RankPool.create(3);
+});
+afterAll(() => pool?.close());
+
+const after = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('control block', () => {
+  it('posts steps, workers wake with the words, the main thread awaits every rank done', async () => {
+    const sab = createCollectiveBuffer({ world: 3, slotFloats: 0 });
+    const ctrl = new ControlBlock(sab);
+    const served = pool.runAll(sab, 3, [{ kind: 'steps', steps: 3, lastSeq: 0 }]);
+    for (let k = 1; k <= 3; k++) {
+      const words = new Int32Array(64);
+      words[0] = k;
+      const seq = ctrl.postStep(words);
+      expect(seq).toBe(k);
+      await ctrl.waitAllDone(seq, 5000);
+      expect([0, 1, 2].map((r) => ctrl.reply(r)[0])).toEqual([k * 10, k * 10 + 1, k * 10 + 2]);
+      expect(ctrl.status(1)).toBe(0);
+    }
+    expect((await served).map((r) => r[0].note)).toEqual(['3', '3', '3']);
+  });
+
+  it('times out naming the rank that did not finish the step', async () => {
+    const sab = createCollectiveBuffer({ world: 3, slotFloats: 0 });
+    const ctrl = new ControlBlock(sab);
+    const served = Promise.all([0, 1].map((r) => pool.run(r, { sab, rank: r, ops: [{ kind: 'steps', steps: 1, lastSeq: 0 }] })));
+    const seq = ctrl.postStep([7]);
+    const t0 = performance.now();
+    const err = await ctrl.waitAllDone(seq, 300).catch((e: unknown) => e);
+    expect(performance.now() - t0).toBeLessThan(2000);
+    expect(err).toBeInstanceOf(CollectiveTimeoutError);
+    expect((err as CollectiveTimeoutError).missingRanks).toEqual([2]);
+    expect((err as CollectiveTimeoutError).seq).toBe(seq);
+    expect((err as Error).message).toMatch(/step #1 timed out after 300 ms waiting for rank 2/);
+    await served;
+  });
+
+  it('wakes a worker waiting for a step on abort, then on reset lets it resume', async () => {
+    const sab = createCollectiveBuffer({ world: 1, slotFloats: 0 });
+    const ctrl = new ControlBlock(sab);
+    const waiting = pool.run(0, { sab, rank: 0, ops: [{ kind: 'waitStep', lastSeq: 0 }] });
+    await after(100);
+    ctrl.abort();
+    await expect(waiting).rejects.toBeInstanceOf(AbortedError);
+    expect(ctrl.resetGroup()).toBe(1);
+    expect(ctrl.aborted).toBe(false);
+    const next = pool.run(0, { sab, rank: 0, ops: [{ kind: 'steps', steps: 1, lastSeq: 0 }] });
+    await ctrl.waitAllDone(ctrl.postStep([1]), 5000);
+    await next;
+  });
+
+  it('wakes a waiting worker and the main thread on dispose', async () => {
+    const sab = createCollectiveBuffer({ world: 2, slotFloats: 0 });
+    const ctrl = new ControlBlock(sab);
+    const waiting = pool.run(0, { sab, rank: 0, ops: [{ kind: 'waitStep', lastSeq: 0 }] });
+    const mainWait = ctrl.waitAllDone(1, 10_000).catch((e: unknown) => e);
+    await after(100);
+    ctrl.dispose();
+    await expect(waiting).rejects.toBeInstanceOf(DisposedError);
+    expect(await mainWait).toBeInstanceOf(DisposedError);
+    expect(() => ctrl.postStep([1])).toThrow(DisposedError);
+  });
+
+  it('resolves null when no step comes within the timeout, and rejects oversized commands', async () => {
+    const sab = createCollectiveBuffer({ world: 1, slotFloats: 0, commandWords: 64 });
+    const [res] = await pool.run(0, { sab, rank: 0, ops: [{ kind: 'waitStep', lastSeq: 0, timeoutMs: 50 }] });
+    expect(res.note).toBe('timeout');
+    expect(() => new ControlBlock(sab).postStep(new Int32Array(65))).toThrow(InvalidArgumentError);
+  });
+});

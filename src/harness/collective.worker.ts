@@ -1,0 +1,52 @@
+/**
+ * One rank of the harness's collective checks and benchmark, in a real dedicated Web Worker.
+ * Messages: a test job (the same `runJob` the Node tests use) or a benchmark loop.
+ */
+import { serializeError } from '../errors.js';
+import { attachCommunicator, type Communicator } from '../collective/communicator.js';
+import type { AllReduceChoice } from '../collective/all-reduce.js';
+import { runJob, type RankJob } from '../collective/testing/ops.js';
+import { timeAllReduce, timeMemcpy, timePostMessageAllReduce } from '../collective/bench.js';
+
+export type RankRequest =
+  | { kind: 'job'; job: RankJob }
+  | { kind: 'bench'; sab: SharedArrayBuffer; group: number; rank: number; spin?: number; floats: number; algorithm: AllReduceChoice; batch: number; samples: number }
+  | { kind: 'memcpy'; floats: number; reps: number; samples: number }
+  | { kind: 'ports'; ports: MessagePort[] }
+  | { kind: 'postmessage'; sab: SharedArrayBuffer; group: number; rank: number; floats: number; batch: number; samples: number };
+
+let ports: MessagePort[] = [];
+let comm: { group: number; comm: Communicator } | undefined;
+
+/**
+ * One communicator per group, kept across requests as a shard worker keeps it across steps
+ * (every message brings a new SharedArrayBuffer object, so groups are told apart by id).
+ */
+function communicator(sab: SharedArrayBuffer, group: number, rank: number, spin?: number): Communicator {
+  if (!comm || comm.group !== group) comm = { group, comm: attachCommunicator(sab, rank) };
+  if (spin !== undefined) comm.comm.spin = spin;
+  return comm.comm;
+}
+
+async function handle(m: RankRequest): Promise<unknown> {
+  switch (m.kind) {
+    case 'job':
+      return runJob(m.job);
+    case 'bench':
+      return timeAllReduce(communicator(m.sab, m.group, m.rank, m.spin), m.floats, m.algorithm, m.batch, m.samples);
+    case 'memcpy':
+      return timeMemcpy(m.floats, m.reps, m.samples);
+    case 'ports':
+      ports = m.ports;
+      return null;
+    case 'postmessage':
+      return timePostMessageAllReduce(communicator(m.sab, m.group, m.rank), ports, m.floats, m.batch, m.samples);
+  }
+}
+
+self.onmessage = (e: MessageEvent<RankRequest>) => {
+  handle(e.data).then(
+    (value) => self.postMessage({ ok: true, value }),
+    (err: unknown) => self.postMessage({ ok: false, error: serializeError(err) }),
+  );
+};
