@@ -57,9 +57,13 @@ describe('summation order', () => {
 });
 
 describe('auto', () => {
-  it('picks one-shot for decode-sized vectors and a bandwidth algorithm for large ones', () => {
-    for (const world of [2, 3, 4, 8]) {
+  it('follows the measured thresholds: direct at 2 ranks, one-shot for small vectors beyond', () => {
+    expect(pickAllReduce(288, 2)).toBe('direct');
+    expect(pickAllReduce(4 * 2 ** 20, 2)).toBe('direct');
+    for (const world of [3, 4, 8]) {
       expect(pickAllReduce(288, world)).toBe('one-shot');
+      expect(pickAllReduce(4096, world)).toBe('one-shot');
+      expect(pickAllReduce(4097, world)).toBe('direct');
       expect(pickAllReduce(4 * 2 ** 20, world)).not.toBe('one-shot');
     }
   });

@@ -21,10 +21,14 @@ export const ALL_REDUCE_ALGORITHMS: readonly AllReduceAlgorithm[] = ['one-shot',
 
 /**
  * Largest vector (floats) `auto` sends one-shot, per world size; above it, `direct`.
- * PLACEHOLDER until measured.
+ * Measured with `webgpu-tp bench allreduce --workers 2,4 --sizes 768,2048,8192,16384` (2 cores,
+ * headless Chromium, medians µs): at 2 ranks direct won at every size (768: 3.0 vs one-shot
+ * 4.0; 2048: 5.4 vs 7.2; 16384: 29.7 vs 39.3; ring 3.7/5.9/29.9); at 4 ranks one-shot won up to
+ * 2048 (70 vs direct 77) and direct from 8192 (104 vs 137). Ring never won over shared memory
+ * here; it is the schedule the point-to-point (tab) transport needs.
  */
-const ONE_SHOT_MAX_FLOATS: Record<number, number> = { 2: 65536, 4: 16384 };
-const ONE_SHOT_MAX_DEFAULT = 16384;
+const ONE_SHOT_MAX_FLOATS: Record<number, number> = { 2: 0 };
+const ONE_SHOT_MAX_DEFAULT = 4096;
 
 /** The algorithm `auto` uses for `floats` floats over `world` ranks (the same on every rank). */
 export function pickAllReduce(floats: number, world: number): AllReduceAlgorithm {
