@@ -41,3 +41,25 @@ test('a second load of the same model and split comes from the shard cache, with
   await harness.page.evaluate(() => window.tp.engine.disposeAll());
   await harness.page.evaluate(() => window.tp.engine.clearCache());
 });
+
+test('a full quota does not stop the load: it goes on without the cache and says so in stats()', async ({ harness }) => {
+  const opts = { model: '/models/stories260K.bin', tokenizer: '/models/tok512.bin', tp: 2, prompt: '', maxTokens: 24, temperature: 0, topP: 0.9, seed: 1, cache: true };
+  await harness.page.evaluate(() => window.tp.engine.clearCache());
+  await harness.page.evaluate(() => {
+    const put = IDBObjectStore.prototype.put;
+    (window as unknown as { restorePut: () => void }).restorePut = () => (IDBObjectStore.prototype.put = put);
+    IDBObjectStore.prototype.put = function () {
+      throw new DOMException('The quota has been exceeded.', 'QuotaExceededError');
+    };
+  });
+  try {
+    const out = await harness.page.evaluate((o) => window.tp.engine.generate(o), opts);
+    expect('error' in out ? out.error : null).toBeNull();
+    if ('error' in out) return;
+    expect(out.text.startsWith('Once upon a time, there was a little girl named Lily.')).toBe(true);
+    expect(out.stats.warnings.join('\n')).toMatch(/could not cache rank 0's shard \(QuotaExceededError/);
+  } finally {
+    await harness.page.evaluate(() => (window as unknown as { restorePut: () => void }).restorePut());
+    await harness.page.evaluate(() => window.tp.engine.disposeAll());
+  }
+});
