@@ -60,3 +60,17 @@ test('an invalid degree raises PlanError naming the valid ones', async ({ harnes
   expect(err!.code).toBe('PLAN');
   expect(err!.message).toContain('1, 2, 4 or 8');
 });
+
+test('concurrent requests are batched on TP=2 and each gets the tokens it gets alone', async ({ harness }) => {
+  const requests = [
+    { prompt: '', maxTokens: 24 },
+    { prompt: 'Lily and Ben went to the park', maxTokens: 16 },
+    { prompt: 'The cat sat', maxTokens: 20 },
+  ];
+  const together = await harness.page.evaluate(([o, r]) => window.tp.engine.generateConcurrent(o, r), [{ ...base, tp: 2 }, requests] as const);
+  expect('error' in together ? together.error : null).toBeNull();
+  const alone: number[][] = [];
+  for (const r of requests) alone.push((await runGenerate(harness, { ...base, tp: 2, prompt: r.prompt, maxTokens: r.maxTokens })).tokens);
+  expect(together).toEqual(alone);
+  expect(alone[0]).toEqual(greedy.tokens.slice(1, 25));
+});

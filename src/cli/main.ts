@@ -15,7 +15,7 @@ Usage:
   webgpu-tp synth --shape stories15M|stories42M|stories110M [--seed S] --out DIR
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--json]
   webgpu-tp bench kernels [--json]
-  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--spin N] [--json]
+  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--json]
   webgpu-tp bench all [--out DIR] [--max-tokens N]   (all of the above on synth models; writes DIR/<date>.json)
 
 Chromium: CHROME_PATH, else /usr/bin/chromium (Debian: apt-get install -y chromium).`;
@@ -90,6 +90,7 @@ async function main(argv: string[]): Promise<number> {
         tp: { type: 'string' },
         'max-tokens': { type: 'string', default: '64' },
         spin: { type: 'string' },
+        batch: { type: 'string' },
         out: { type: 'string' },
         json: { type: 'boolean', default: false },
       },
@@ -110,6 +111,7 @@ async function main(argv: string[]): Promise<number> {
         tp: list(values.tp, [1, 2]),
         maxTokens: Number(values['max-tokens']),
         spin: values.spin === undefined ? undefined : Number(values.spin),
+        batch: list(values.batch, [1]),
       });
     } else if (what === 'all') {
       const { benchAll } = await import('./bench-all.js');

@@ -31,6 +31,11 @@ export interface EngineOptions {
   maxContext?: number;
   /** Prompt rows per prefill pass (default 64). */
   maxRows?: number;
+  /**
+   * Requests decoded together (continuous batching; default 4). Each holds a KV cache of
+   * `maxContext` positions on every rank, so memory grows with it; 1 serves one at a time.
+   */
+  maxBatch?: number;
   onProgress?: (p: LoadProgress) => void;
   signal?: AbortSignal;
   /** Keep each rank's shard in IndexedDB so the next load needs no download (default true). */
@@ -79,9 +84,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const contextLength = options.maxContext ?? config.seqLen;
   if (!Number.isInteger(contextLength) || contextLength < 2) throw new InvalidArgumentError(`maxContext must be a whole number ≥ 2, got ${contextLength}`);
   const maxRows = Math.min(options.maxRows ?? 64, contextLength);
+  const maxBatch = options.maxBatch ?? 4;
+  if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new InvalidArgumentError(`maxBatch must be a whole number ≥ 1, got ${maxBatch}`);
 
   const group = await WorkerGroup.create({
-    config, plan, source, maxRows, contextLength,
+    config, plan, source, maxRows, contextLength, maxSlots: maxBatch,
     spin: options.spin ?? DEFAULT_SPIN,
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     onProgress: options.onProgress,

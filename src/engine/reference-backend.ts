@@ -9,11 +9,13 @@ import type { StepBackend, StepRow } from './scheduler.js';
 export class ReferenceBackend implements StepBackend {
   readonly maxRows: number;
   readonly contextLength: number;
+  readonly maxSlots: number;
   /** One KV cache per slot. */
   private readonly states = new Map<number, RunState>();
 
-  constructor(private readonly model: ReferenceModel, opts: { maxRows?: number; contextLength?: number } = {}) {
+  constructor(private readonly model: ReferenceModel, opts: { maxRows?: number; contextLength?: number; maxSlots?: number } = {}) {
     this.maxRows = opts.maxRows ?? 16;
+    this.maxSlots = opts.maxSlots ?? 4;
     this.contextLength = Math.min(opts.contextLength ?? model.config.seqLen, model.config.seqLen);
   }
 

@@ -136,6 +136,26 @@ describe('Scheduler over the CPU oracle', () => {
     expect(b).toEqual(alone);
   });
 
+  it('batches concurrent requests into shared steps, each with the tokens it gets alone', async () => {
+    const m = loadLlama2c(readArrayBuffer(resolve(modelsDir, 'stories260K.bin')));
+    const backend = new ReferenceBackend({ config: m.config, weights: m.weights }, { maxSlots: 3, maxRows: 8 });
+    const slotsPerStep: number[] = [];
+    const step = backend.step.bind(backend);
+    backend.step = (rows, logitsFor) => {
+      slotsPerStep.push(new Set(rows.map((r) => r.slot)).size);
+      return step(rows, logitsFor);
+    };
+    const batched = assembleEngine(m.config, 1, backend, tokenizer, async () => [], async () => {});
+    const prompts = ['', 'Lily and Ben went to the park', 'The cat sat', 'Once upon a time, a big fish'];
+    const run = async (e: Engine, p: string, n: number) => (await collect(e.generate(p, { maxTokens: n, temperature: 0 }))).filter((c) => !c.done).map((c) => c.token);
+    const together = await Promise.all(prompts.map((p, i) => run(batched, p, 10 + 3 * i)));
+    const alone = [];
+    for (const [i, p] of prompts.entries()) alone.push(await run(makeEngine(), p, 10 + 3 * i));
+    expect(together).toEqual(alone);
+    // Three slots: up to three sequences shared a step; the fourth joined when one left.
+    expect(Math.max(...slotsPerStep)).toBe(3);
+  });
+
   it('never splits a UTF-8 character across chunks (byte-fallback tokens are held back)', async () => {
     // "é" is 0xC3 0xA9: byte-fallback ids <0xC3> = 3 + 0xC3 and <0xA9> = 3 + 0xA9 in llama2.c vocabularies.
     const chunks = await collect(scripted([3 + 0xc3, 3 + 0xa9, 3 + 0xc3]).generate('', { maxTokens: 3, temperature: 0 }));

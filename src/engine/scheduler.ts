@@ -1,7 +1,8 @@
 /**
  * The scheduler: owns requests and drives steps. It runs on the main thread and never blocks:
  * each step is posted to the backend (the shard workers, or the in-thread oracle) and awaited.
- * Requests start in arrival order; each stream carries only its own tokens.
+ * Requests start in arrival order and are batched (see `Scheduler`); each stream carries only
+ * its own tokens.
  */
 import { AbortedError, InvalidArgumentError, DisposedError } from '../errors.js';
 import type { GenerateChunk, GenerateOptions, GenerationStats, FinishReason } from './types.js';
@@ -17,6 +18,8 @@ export interface StepRow {
 export interface StepBackend {
   /** Rows one step can carry (prefill is chunked to this). */
   readonly maxRows: number;
+  /** Sequences that can be in flight at once (KV-cache slots; default 1). */
+  readonly maxSlots?: number;
   /** Positions each KV-cache slot holds. */
   readonly contextLength: number;
   /** Runs one step; returns the logits of the rows listed in `logitsFor`, in that order. */
@@ -38,8 +41,41 @@ export type SamplerFactory = (opts: { temperature: number; topP: number; seed: n
 export const BOS = 1;
 export const EOS = 2;
 
+/** One request in flight: its prompt, where it is, and the stream its chunks go to. */
+interface Sequence {
+  prompt: number[];
+  /** Prompt tokens already fed. */
+  prefilled: number;
+  /** New tokens it may still produce at most (maxTokens capped by the context). */
+  budget: number;
+  generated: number[];
+  /** The token to feed next (the last sampled one) and its position. */
+  token: number;
+  pos: number;
+  slot: number;
+  sampler: SamplerLike;
+  decoder: TextDecoder;
+  stops: string[];
+  /** Text held back while it could still be the start of a stop string. */
+  pending: string;
+  ignoreEos: boolean;
+  out: ChunkQueue;
+  /** Set by the consumer (break) or an abort: the sequence leaves at the next step. */
+  cancelled: boolean;
+  t0: number;
+  tFirst: number;
+}
+
+/**
+ * Continuous batching: every step carries one row per decoding sequence plus prompt rows of
+ * the sequences still prefilling (up to `maxRows` in all), each row in its own KV-cache slot.
+ * Requests join at the next step in arrival order while a slot is free, and leave when done.
+ */
 export class Scheduler {
-  private queue: Promise<void> = Promise.resolve();
+  private readonly waiting: Sequence[] = [];
+  private readonly active: Sequence[] = [];
+  private readonly freeSlots: number[];
+  private running = false;
   private disposed = false;
   /** Main-thread time per step outside the backend (ms), for stats. */
   private schedulerMsSum = 0;
@@ -49,7 +85,9 @@ export class Scheduler {
     private readonly backend: StepBackend,
     private readonly tokenizer: TokenizerLike,
     private readonly makeSampler: SamplerFactory,
-  ) {}
+  ) {
+    this.freeSlots = Array.from({ length: backend.maxSlots ?? 1 }, (_, i) => i);
+  }
 
   get schedulerMs(): number {
     return this.steps ? this.schedulerMsSum / this.steps : 0;
@@ -57,6 +95,7 @@ export class Scheduler {
 
   dispose(): void {
     this.disposed = true;
+    for (const s of [...this.waiting, ...this.active]) s.out.fail(new DisposedError());
   }
 
   resetStats(): void {
@@ -83,105 +122,198 @@ export class Scheduler {
     if (!Number.isInteger(maxTokens) || maxTokens < 0) throw new InvalidArgumentError(`maxTokens must be a whole number ≥ 0, got ${maxTokens}`);
     const temperature = opts.temperature ?? 1.0;
     if (!(temperature >= 0)) throw new InvalidArgumentError(`temperature must be ≥ 0, got ${temperature}`);
-    const sampler = this.makeSampler({ temperature, topP: opts.topP ?? 0.9, seed: opts.seed ?? Date.now() });
-    const signal = opts.signal;
+    if (this.disposed) throw new DisposedError();
+    if (opts.signal?.aborted) throw new AbortedError('generation aborted');
 
-    // Wait for our turn: requests run one at a time, in arrival order.
-    let release!: () => void;
-    const turn = this.queue;
-    this.queue = new Promise<void>((r) => (release = r));
+    const seq: Sequence = {
+      prompt: promptTokens,
+      prefilled: 0,
+      budget: Math.min(maxTokens, ctx - promptTokens.length),
+      generated: [],
+      token: promptTokens[promptTokens.length - 1]!,
+      pos: promptTokens.length - 1,
+      slot: -1,
+      sampler: this.makeSampler({ temperature, topP: opts.topP ?? 0.9, seed: opts.seed ?? Date.now() }),
+      decoder: new TextDecoder('utf-8'),
+      stops: opts.stop?.filter((x) => x.length > 0) ?? [],
+      pending: '',
+      ignoreEos: opts.ignoreEos ?? false,
+      out: new ChunkQueue(),
+      cancelled: false,
+      t0: 0,
+      tFirst: 0,
+    };
+    const onAbort = () => {
+      seq.cancelled = true;
+      seq.out.fail(new AbortedError('generation aborted'));
+    };
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    this.waiting.push(seq);
+    this.pump();
     try {
-      await turn;
-      yield* this.run(promptTokens, Math.min(maxTokens, ctx - promptTokens.length), sampler, opts, signal);
+      for (;;) {
+        const chunk = await seq.out.next();
+        yield chunk;
+        if (chunk.done) return;
+      }
     } finally {
-      release();
+      // Breaking out of the loop (or an error) cancels the sequence; it leaves at the next step.
+      seq.cancelled = true;
+      opts.signal?.removeEventListener('abort', onAbort);
     }
   }
 
-  private async *run(
-    promptTokens: number[], budget: number, sampler: SamplerLike, opts: GenerateOptions, signal?: AbortSignal,
-  ): AsyncGenerator<GenerateChunk, void, undefined> {
-    const check = () => {
-      if (this.disposed) throw new DisposedError();
-      if (signal?.aborted) throw new AbortedError('generation aborted');
-    };
-    check();
-    const decoder = new TextDecoder('utf-8');
-    const stops = opts.stop?.filter((s) => s.length > 0) ?? [];
-    let pending = ''; // text held back while it could still be the start of a stop string
-    const t0 = performance.now();
+  private pump(): void {
+    if (this.running) return;
+    this.running = true;
+    void this.loop().finally(() => {
+      this.running = false;
+      if (this.waiting.length && !this.disposed) this.pump();
+    });
+  }
 
-    // Prefill: the prompt in chunks of maxRows, one batched pass each; logits of the last row.
-    let logits: Float32Array | undefined;
-    for (let start = 0; start < promptTokens.length; start += this.backend.maxRows) {
-      const rows = promptTokens.slice(start, start + this.backend.maxRows).map((token, i) => ({ token, position: start + i, slot: 0 }));
-      const last = start + rows.length >= promptTokens.length;
-      const out = await this.timedStep(rows, last ? [rows.length - 1] : []);
-      logits = out[0];
-      check();
-    }
-    const tPrefill = performance.now();
-
-    const generated: number[] = [];
-    let token = promptTokens[promptTokens.length - 1];
-    let pos = promptTokens.length - 1;
-    let finish: FinishReason = 'length';
-    while (generated.length < budget) {
-      const next = sampler.sample(logits!);
-      if (!opts.ignoreEos && (next === BOS || next === EOS)) {
-        finish = 'stop';
-        break;
+  private async loop(): Promise<void> {
+    while (!this.disposed) {
+      this.admit();
+      const live = this.active.filter((s) => !s.cancelled);
+      for (const s of [...this.active]) if (s.cancelled) this.release(s);
+      if (live.length === 0) {
+        if (this.waiting.length === 0) return;
+        continue;
       }
-      generated.push(next);
-      let text = decoder.decode(this.tokenizer.decodeBytes(token, next), { stream: true });
-      token = next;
-      pos++;
-      if (stops.length) {
-        pending += text;
-        const hit = firstStop(pending, stops);
-        if (hit >= 0) {
-          const out = pending.slice(0, hit);
-          pending = '';
-          if (out) yield { token: next, text: out, done: false };
-          finish = 'stop';
-          break;
+      const tBuild = performance.now();
+      const rows: StepRow[] = [];
+      const logitsFor: number[] = [];
+      const owners: Sequence[] = [];
+      let room = this.backend.maxRows;
+      for (const s of live) {
+        if (room === 0) break;
+        if (s.prefilled < s.prompt.length) {
+          const n = Math.min(room, s.prompt.length - s.prefilled);
+          for (let i = 0; i < n; i++) rows.push({ token: s.prompt[s.prefilled + i]!, position: s.prefilled + i, slot: s.slot });
+          s.prefilled += n;
+          room -= n;
+          if (s.prefilled === s.prompt.length) {
+            logitsFor.push(rows.length - 1);
+            owners.push(s);
+          }
+        } else {
+          rows.push({ token: s.token, position: s.pos, slot: s.slot });
+          logitsFor.push(rows.length - 1);
+          owners.push(s);
+          room--;
         }
-        const keep = stopPrefixLength(pending, stops);
-        text = pending.slice(0, pending.length - keep);
-        pending = pending.slice(pending.length - keep);
       }
-      yield { token: next, text, done: false };
-      if (generated.length >= budget) break;
-      check();
-      logits = (await this.timedStep([{ token, position: pos, slot: 0 }], [0]))[0];
-      check();
+      let logits: Float32Array[];
+      const tStep = performance.now();
+      try {
+        logits = await this.backend.step(rows, logitsFor);
+      } catch (e) {
+        // Every sequence in the batch shared the failed step: each fails with its error.
+        for (const s of [...this.active]) {
+          s.out.fail(e instanceof Error ? e : new Error(String(e)));
+          this.release(s);
+        }
+        continue;
+      }
+      const tDone = performance.now();
+      owners.forEach((s, i) => {
+        if (!s.cancelled) this.advance(s, logits[i]!);
+      });
+      this.steps++;
+      this.schedulerMsSum += tStep - tBuild + (performance.now() - tDone);
     }
+  }
+
+  /** Gives free slots to waiting sequences, in arrival order. */
+  private admit(): void {
+    while (this.waiting.length && this.freeSlots.length) {
+      const s = this.waiting.shift()!;
+      if (s.cancelled) continue;
+      s.slot = this.freeSlots.shift()!;
+      s.t0 = performance.now();
+      this.active.push(s);
+    }
+  }
+
+  private release(s: Sequence): void {
+    const i = this.active.indexOf(s);
+    if (i >= 0) {
+      this.active.splice(i, 1);
+      this.freeSlots.push(s.slot);
+      this.freeSlots.sort((a, b) => a - b);
+    }
+  }
+
+  /** Samples the sequence's next token from its logits, streams it, and ends it when due. */
+  private advance(s: Sequence, logits: Float32Array): void {
+    if (s.generated.length === 0) s.tFirst = performance.now();
+    if (s.generated.length >= s.budget) return this.finish(s, 'length');
+    const next = s.sampler.sample(logits);
+    if (!s.ignoreEos && (next === BOS || next === EOS)) return this.finish(s, 'stop');
+    s.generated.push(next);
+    let text = s.decoder.decode(this.tokenizer.decodeBytes(s.token, next), { stream: true });
+    s.token = next;
+    s.pos = s.prompt.length - 1 + s.generated.length;
+    if (s.stops.length) {
+      s.pending += text;
+      const hit = firstStop(s.pending, s.stops);
+      if (hit >= 0) {
+        const out = s.pending.slice(0, hit);
+        s.pending = '';
+        if (out) s.out.push({ token: next, text: out, done: false });
+        return this.finish(s, 'stop');
+      }
+      const keep = stopPrefixLength(s.pending, s.stops);
+      text = s.pending.slice(0, s.pending.length - keep);
+      s.pending = s.pending.slice(s.pending.length - keep);
+    }
+    s.out.push({ token: next, text, done: false });
+    if (s.generated.length >= s.budget) this.finish(s, 'length');
+  }
+
+  private finish(s: Sequence, reason: FinishReason): void {
     const tEnd = performance.now();
-    const tail = pending + decoder.decode();
-    const decoded = Math.max(generated.length - 1, 0);
+    const tail = s.pending + s.decoder.decode();
+    const decoded = Math.max(s.generated.length - 1, 0);
     const stats: GenerationStats = {
-      promptTokens: promptTokens.length,
-      generatedTokens: generated.length,
-      prefillMs: tPrefill - t0,
-      prefillTokensPerS: promptTokens.length / Math.max((tPrefill - t0) / 1000, 1e-9),
-      decodeMs: tEnd - tPrefill,
-      decodeTokensPerS: decoded / Math.max((tEnd - tPrefill) / 1000, 1e-9),
-      finishReason: finish,
+      promptTokens: s.prompt.length,
+      generatedTokens: s.generated.length,
+      prefillMs: s.tFirst - s.t0,
+      prefillTokensPerS: s.prompt.length / Math.max((s.tFirst - s.t0) / 1000, 1e-9),
+      decodeMs: tEnd - s.tFirst,
+      decodeTokensPerS: decoded / Math.max((tEnd - s.tFirst) / 1000, 1e-9),
+      finishReason: reason,
     };
-    yield { token: -1, text: tail, done: true, stats };
+    s.out.push({ token: -1, text: tail, done: true, stats });
+    this.release(s);
+  }
+}
+
+/** A single-consumer queue of chunks that can also carry one error. */
+class ChunkQueue {
+  private readonly items: GenerateChunk[] = [];
+  private error: Error | undefined;
+  private wake: (() => void) | undefined;
+
+  push(c: GenerateChunk): void {
+    this.items.push(c);
+    this.wake?.();
   }
 
-  private async timedStep(rows: StepRow[], logitsFor: number[]): Promise<Float32Array[]> {
-    const t = performance.now();
-    const out = await this.backend.step(rows, logitsFor);
-    this.steps++;
-    this.schedulerMsSum += Math.max(0, performance.now() - t - (this.backendMs(out) ?? 0));
-    return out;
+  fail(e: Error): void {
+    this.error ??= e;
+    this.wake?.();
   }
 
-  /** Backends may report the time they spent in a step; the rest is scheduler overhead. */
-  private backendMs(_out: Float32Array[]): number | undefined {
-    return (this.backend as Partial<{ lastStepMs: number }>).lastStepMs;
+  async next(): Promise<GenerateChunk> {
+    for (;;) {
+      if (this.error) throw this.error;
+      const c = this.items.shift();
+      if (c) return c;
+      await new Promise<void>((r) => (this.wake = r));
+      this.wake = undefined;
+    }
   }
 }
 

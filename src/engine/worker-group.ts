@@ -45,6 +45,8 @@ export interface WorkerGroupOptions {
   source: ByteSource;
   /** Rows per step (prefill chunk). */
   maxRows: number;
+  /** Sequences batched at once: KV-cache slots per rank. */
+  maxSlots: number;
   contextLength: number;
   spin: number;
   /** Longest a rank may wait in a collective, and the main thread for a step (ms). */
@@ -69,6 +71,7 @@ interface Rank {
 export class WorkerGroup implements StepBackend {
   readonly maxRows: number;
   readonly contextLength: number;
+  readonly maxSlots: number;
   /** Main-thread ms of the last step spent waiting for the ranks. */
   lastStepMs = 0;
   private readonly ctrl: ControlBlock;
@@ -90,6 +93,7 @@ export class WorkerGroup implements StepBackend {
   ) {
     this.maxRows = o.maxRows;
     this.contextLength = o.contextLength;
+    this.maxSlots = o.maxSlots;
     this.ctrl = new ControlBlock(collective);
     this.words = new Int32Array(commandWords(o.maxRows));
     this.logits = new Float32Array(logits);
@@ -100,7 +104,8 @@ export class WorkerGroup implements StepBackend {
   static async create(o: WorkerGroupOptions): Promise<WorkerGroup> {
     const { config: c, plan } = o;
     const world = plan.world;
-    const maxLogitRows = 1;
+    // Every sequence of a full batch may want its logits in the same step.
+    const maxLogitRows = Math.min(o.maxSlots, o.maxRows);
     const logitStride = Math.max(...plan.ranks.map((r) => r.vocab[1] - r.vocab[0]));
     const collective = createCollectiveBuffer({ world, slotFloats: o.maxRows * c.dim, commandWords: commandWords(o.maxRows) });
     const logits = new SharedArrayBuffer(world * maxLogitRows * logitStride * 4);
@@ -124,7 +129,7 @@ export class WorkerGroup implements StepBackend {
         ranks[rp.rank] = rank;
         rank.info = await alive(rank, rank.api.init({
           rank: rp.rank, world, config: c, plan: rp, collective, logits, logitStride, maxRows: o.maxRows, maxLogitRows,
-          contextLength: o.contextLength, slots: 1, spin: o.spin, timeoutMs: o.timeoutMs, choices: tunedChoices,
+          contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs, choices: tunedChoices,
         }));
         tunedChoices ??= rank.info.choices;
       };

@@ -6,7 +6,7 @@
 import { createEngine, type Engine } from '../engine/engine.js';
 import { clearShardCache } from '../cache/shard-cache.js';
 import { serializeError, type SerializedError } from '../errors.js';
-import type { PageGenerateOptions, PageGenerateResult } from './types.js';
+import type { PageGenerateOptions, PageGenerateResult, PageConcurrentResult } from './types.js';
 export type { PageGenerateOptions, PageGenerateResult };
 
 declare global {
@@ -20,11 +20,11 @@ let current: { key: string; engine: Engine } | undefined;
 
 async function engineFor(o: PageGenerateOptions): Promise<{ engine: Engine; loadMs: number }> {
   const maxRows = o.noPrefillBatch ? 1 : o.maxRows;
-  const key = JSON.stringify([o.model, o.tokenizer, o.tp, maxRows, o.spin, o.cache]);
+  const key = JSON.stringify([o.model, o.tokenizer, o.tp, maxRows, o.spin, o.cache, o.maxBatch]);
   if (current?.key === key) return { engine: current.engine, loadMs: 0 };
   await disposeAll();
   const t0 = performance.now();
-  const engine = await createEngine({ model: o.model, tokenizer: o.tokenizer, tensorParallel: o.tp, maxRows, spin: o.spin, cache: o.cache,
+  const engine = await createEngine({ model: o.model, tokenizer: o.tokenizer, tensorParallel: o.tp, maxRows, spin: o.spin, cache: o.cache, maxBatch: o.maxBatch,
     onProgress: (p) => {
       if (p.loadedBytes === p.totalBytes) o.onProgressLog?.push({ rank: p.rank, fromCache: p.fromCache });
     },
@@ -54,6 +54,44 @@ export async function generate(o: PageGenerateOptions): Promise<PageGenerateResu
       }
     }
     return { prompt_tokens: promptTokens, tokens, text, tp: engine.tensorParallel, timings, stats: await engine.stats() };
+  } catch (e) {
+    return { error: serializeError(e) };
+  }
+}
+
+/** Several requests at once on one engine (continuous batching); the tokens of each. */
+export async function generateConcurrent(o: PageGenerateOptions, requests: { prompt: string; maxTokens: number }[]): Promise<number[][] | { error: SerializedError }> {
+  const r = await timedConcurrent(o, requests);
+  return 'error' in r ? r : r.tokens;
+}
+
+/**
+ * Runs `requests` at once and times their decode together: from the moment every stream has
+ * its first token to the last token of all (the batch's steady state).
+ */
+export async function timedConcurrent(
+  o: PageGenerateOptions, requests: { prompt: string; maxTokens: number }[],
+): Promise<PageConcurrentResult | { error: SerializedError }> {
+  try {
+    const { engine } = await engineFor(o);
+    let firsts = 0;
+    let tStart = 0;
+    let decodeTokens = 0;
+    const tokens = await Promise.all(
+      requests.map(async (r) => {
+        const tokens: number[] = [];
+        for await (const c of engine.generate(r.prompt, { maxTokens: r.maxTokens, temperature: o.temperature, topP: o.topP, seed: o.seed, ignoreEos: o.ignoreEos })) {
+          if (c.token < 0) continue;
+          tokens.push(c.token);
+          if (tokens.length === 1 && ++firsts === requests.length) {
+            tStart = performance.now();
+            await engine.resetStats();
+          } else if (firsts === requests.length) decodeTokens++;
+        }
+        return tokens;
+      }),
+    );
+    return { tokens, decodeMs: performance.now() - tStart, decodeTokens, stats: await engine.stats() };
   } catch (e) {
     return { error: serializeError(e) };
   }

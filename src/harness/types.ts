@@ -19,6 +19,8 @@ export interface PageGenerateOptions {
   maxRows?: number;
   /** Load progress events are pushed here (tests). */
   onProgressLog?: { rank: number; fromCache: boolean }[];
+  /** Sequences batched at once (engine maxBatch). */
+  maxBatch?: number;
   /** Use the IndexedDB shard cache (default true). */
   cache?: boolean;
   /** Collective spin iterations (default: the engine's). */
@@ -36,3 +38,13 @@ export interface PageGenerateResult {
   stats: EngineStats;
 }
 
+
+/** Several streams timed together (continuous batching benchmark). */
+export interface PageConcurrentResult {
+  tokens: number[][];
+  /** ms from the moment every stream had its first token to the last token. */
+  decodeMs: number;
+  /** Tokens produced in that time, all streams together. */
+  decodeTokens: number;
+  stats: EngineStats;
+}
