@@ -9,15 +9,9 @@ import { openHarness, type Harness } from './browser.js';
 import { reviveError, type SerializedError } from '../errors.js';
 import type { PageGenerateOptions, PageGenerateResult } from '../harness/types.js';
 
-export interface GenerateCommandOptions {
-  model: string;
-  tokenizer: string;
-  tp: number;
-  prompt: string;
-  maxTokens: number;
-  temperature: number;
-  topP: number;
-  seed: number;
+/** The page's generation options (model and tokenizer as local paths or URLs), plus the CLI's own. */
+export interface GenerateCommandOptions
+  extends Pick<PageGenerateOptions, 'model' | 'tokenizer' | 'tp' | 'prompt' | 'maxTokens' | 'temperature' | 'topP' | 'seed'> {
   ignoreEos: boolean;
   json: boolean;
   /** Keep shards in a persistent browser profile's IndexedDB (default true). */
