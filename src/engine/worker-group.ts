@@ -180,13 +180,14 @@ export class WorkerGroup implements StepBackend {
     for (let r = 0; r < this.ranks.length; r++) {
       if (this.ctrl.status(r) !== 0) throw await this.rankError(r);
     }
-    // Each rank's logits are its vocabulary slice; the full row is their concatenation.
+    // Each rank's logits are its vocabulary slice; the full row is their concatenation. A rank
+    // writes its rows packed at its own slice width, from the start of its region.
     const c = this.o.config;
     return logitsFor.map((_, j) => {
       const out = new Float32Array(c.vocabSize);
       for (const rp of this.o.plan.ranks) {
         const n = rp.vocab[1] - rp.vocab[0];
-        const base = (rp.rank * this.maxLogitRows + j) * this.logitStride;
+        const base = rp.rank * this.maxLogitRows * this.logitStride + j * n;
         out.set(this.logits.subarray(base, base + n), rp.vocab[0]);
       }
       return out;
