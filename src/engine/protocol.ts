@@ -6,7 +6,6 @@
  */
 import * as Comlink from 'comlink';
 import { serializeError, reviveError, type SerializedError } from '../errors.js';
-import type { ModelConfig } from '../model/config.js';
 
 let installed = false;
 
@@ -26,4 +25,3 @@ export function installErrorTransfer(): void {
     },
   } as Comlink.TransferHandler<unknown, unknown>);
 }
-export type { ModelConfig };

@@ -5,6 +5,7 @@
  * its own tokens.
  */
 import { AbortedError, InvalidArgumentError, DisposedError } from '../errors.js';
+import { BOS, EOS } from '../model/tokenizer/tokenizer.js';
 import type { GenerateChunk, GenerateOptions, GenerationStats, FinishReason } from './types.js';
 
 /** One row of a step: `token` at `position` of KV-cache sequence `slot`. */
@@ -38,8 +39,6 @@ export interface SamplerLike {
 
 export type SamplerFactory = (opts: { temperature: number; topP: number; seed: number }) => SamplerLike;
 
-export const BOS = 1;
-export const EOS = 2;
 
 /** One request in flight: its prompt, where it is, and the stream its chunks go to. */
 interface Sequence {
