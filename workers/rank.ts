@@ -9,7 +9,7 @@
  * whole step is one submit with one readback (Megatron's single-rank shortcut, at step level).
  */
 import type { ModelConfig } from '../src/model/config.js';
-import type { RankPlan, TensorSlice } from '../src/parallel/plan.js';
+import type { RankPlan } from '../src/parallel/plan.js';
 import { ropeTables } from '../src/model/reference.js';
 import type { GpuContext } from '../src/gpu/device.js';
 import {
@@ -127,9 +127,6 @@ export function destroyShardWeights(w: ShardWeights): void {
   w.norm.destroy();
   destroyMatrix(w.output);
 }
-
-/** Bytes of a slice list, for checks against the plan. */
-export const slicesBytes = (s: TensorSlice[]): number => s.reduce((a, x) => a + x.byteLength, 0);
 
 /** Activations and caches for steps of up to `maxM` rows, and the ops bound to them. */
 export interface RunState {

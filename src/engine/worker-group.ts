@@ -61,7 +61,6 @@ interface Rank {
   worker: Worker;
   api: Comlink.Remote<ShardWorker>;
   info: ShardInitResult;
-  load?: { uploadMs: number; buildMs: number };
   /** Set when the worker raised an uncaught error or failed to load. */
   dead?: string;
   /** Settles when the worker dies: every control call races it, so none can hang. */
@@ -72,8 +71,6 @@ export class WorkerGroup implements StepBackend {
   readonly maxRows: number;
   readonly contextLength: number;
   readonly maxSlots: number;
-  /** Main-thread ms of the last step spent waiting for the ranks. */
-  lastStepMs = 0;
   private readonly ctrl: ControlBlock;
   private readonly words: Int32Array;
   private readonly logits: Float32Array;
@@ -143,8 +140,7 @@ export class WorkerGroup implements StepBackend {
       await Promise.all(
         plan.ranks.map(async (rp, i) => {
           const buf = shards[i]!.bytes.buffer as ArrayBuffer;
-          const l = await alive(ranks[rp.rank]!, ranks[rp.rank]!.api.load(Comlink.transfer(buf, [buf])));
-          ranks[rp.rank]!.load = l;
+          await alive(ranks[rp.rank]!, ranks[rp.rank]!.api.load(Comlink.transfer(buf, [buf])));
           o.onProgress?.({ rank: rp.rank, loadedBytes: rp.byteLength, totalBytes: rp.byteLength, fromCache: shards[i]!.fromCache });
         }),
       );
@@ -156,14 +152,6 @@ export class WorkerGroup implements StepBackend {
     }
   }
 
-  get world(): number {
-    return this.ranks.length;
-  }
-
-  adapters(): ShardInitResult[] {
-    return this.ranks.map((r) => r.info);
-  }
-
   async step(rows: StepRow[], logitsFor: number[]): Promise<Float32Array[]> {
     if (logitsFor.length > this.maxLogitRows) throw new RangeError(`at most ${this.maxLogitRows} logit rows per step`);
     const live = encodeStep(this.words, this.maxRows, {
@@ -172,11 +160,9 @@ export class WorkerGroup implements StepBackend {
       slots: rows.map((r) => r.slot),
       logitRows: logitsFor,
     });
-    const t0 = performance.now();
     const seq = this.ctrl.postStep(this.words.subarray(0, live));
     // A dead worker fails the step at once instead of after the timeout.
     await Promise.race([this.ctrl.waitAllDone(seq, this.o.timeoutMs * 2), ...this.ranks.map((r) => r.died)]);
-    this.lastStepMs = performance.now() - t0;
     for (let r = 0; r < this.ranks.length; r++) {
       if (this.ctrl.status(r) !== 0) throw await this.rankError(r);
     }
