@@ -1,24 +1,69 @@
 import { test, expect } from '@playwright/test';
-import { resolve } from 'node:path';
+import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { benchGenerate } from '../src/cli/bench-generate.js';
+import { writeReport, type BenchAllReport } from '../src/cli/bench-report.js';
 import { sharedModelsDir } from '../src/cli/browser.js';
 
 // Smoke pass of `bench generate` so the benchmark never rots: tiny model, few tokens, shape only.
-test('bench generate runs and reports every field per TP degree', async () => {
+test('bench generate runs and reports every field per TP degree and batch, with a kernel profile', async () => {
   const r = await benchGenerate({
     model: resolve(sharedModelsDir, 'stories260K.bin'),
     tokenizer: resolve(sharedModelsDir, 'tok512.bin'),
     tp: [1, 2],
+    batch: [1, 2],
     maxTokens: 4,
+    profile: true,
   });
-  expect(r.results.map((x) => x.tp)).toEqual([1, 2]);
+  expect(r.results.map((x) => [x.tp, x.batch])).toEqual([[1, 1], [1, 2], [2, 1], [2, 2]]);
   for (const x of r.results) {
-    expect(x.tokens).toBe(4);
-    for (const k of ['prefill_tokens_per_s', 'decode_tokens_per_s', 'allreduce_roundtrip_ms', 'load_ms'] as const) {
+    expect(x.tokens).toBe(4 * x.batch);
+    for (const k of ['prefill_tokens_per_s', 'decode_tokens_per_s', 'aggregate_tokens_per_s', 'allreduce_roundtrip_ms', 'load_ms'] as const) {
       expect(typeof x[k]).toBe('number');
     }
     expect(Object.keys(x.breakdown_ms).sort()).toEqual(['allreduce_ms', 'compute_ms', 'readback_ms', 'scheduler_ms', 'upload_ms']);
+    // Timestamp queries time every kernel kind of a decode step (5 layers summed per kind).
+    const p = x.profile!;
+    expect(p.steps).toBeGreaterThan(0);
+    for (const k of ['attention', 'matmul wqkv', 'matmul wo', 'matmul w13', 'matmul w2', 'matmul output', 'rope_kv', 'embed']) {
+      expect(p.kernels_ms_per_step[k], k).toBeGreaterThanOrEqual(0);
+    }
+    // TP=2 adds the residual adds after each all-reduce; TP=1 accumulates in the matmuls.
+    expect('add' in p.kernels_ms_per_step).toBe(x.tp === 2);
+    const sum = Object.values(p.kernels_ms_per_step).reduce((a, b) => a + b, 0);
+    expect(p.gpu_ms_per_step).toBeCloseTo(sum, 6);
+    expect(p.gpu_ms_per_step).toBeGreaterThan(0);
+    expect(p.matmul_gflops).toBeGreaterThan(0);
   }
-  // At TP=2 the sync points run: their round trips are measured.
-  expect(r.results[1]!.allreduce_roundtrip_ms).toBeGreaterThan(0);
+  expect(r.results.find((x) => x.tp === 2)!.allreduce_roundtrip_ms).toBeGreaterThan(0);
+
+  // The report renders from these figures: an HTML page with its data and charts, and a PNG.
+  const dir = mkdtempSync(join(tmpdir(), 'tp-report-'));
+  const report: BenchAllReport = {
+    date: '2026-01-01T00:00:00.000Z',
+    allreduce: {
+      results: [{ workers: 2, floats: 2048, algorithm: 'auto', picked: 'direct', median_us: 5, busbw_gbs: 1, batch: 1000, samples: 3 }],
+      baselines: { memcpy_gbs: 4, postmessage: [{ workers: 2, floats: 2048, median_us: 150 }] },
+      meta: { spin: 2000, hardwareConcurrency: 2, note: '' },
+    },
+    kernels: {
+      adapter: { vendor: 'google', architecture: 'swiftshader' },
+      choices: { gemm: 'regblock', gemv: 'tree', measured: {} },
+      results: [{ kernel: 'gemv', m: 1, k: 64, n: 64, median_ms: 0.1, gflops: 0.08 }],
+      variants: [],
+      baselines: { js: [], tfjs: [] },
+      readback_ms: 1,
+      readback: {} as BenchAllReport['kernels']['readback'],
+    },
+    generate: { stories15M: r },
+  };
+  await writeReport(report, join(dir, 'report.html'), join(dir, 'report.png'));
+  const html = readFileSync(join(dir, 'report.html'), 'utf8');
+  expect(html).toContain('Targets (issue #6)');
+  expect(html).not.toMatch(/<script src=/); // self-contained
+  expect(existsSync(join(dir, 'report.png'))).toBe(true);
+  const png = readFileSync(join(dir, 'report.png'));
+  expect(png.subarray(1, 4).toString()).toBe('PNG');
+  expect(statSync(join(dir, 'report.png')).size).toBeGreaterThan(20_000);
 });

@@ -15,7 +15,7 @@
 export { createEngine, type Engine, type EngineOptions } from './engine/engine.js';
 export type { LoadProgress } from './engine/worker-group.js';
 export type {
-  GenerateOptions, GenerateChunk, GenerationStats, FinishReason, EngineStats, RankStats, StepBreakdown,
+  GenerateOptions, GenerateChunk, GenerationStats, FinishReason, EngineStats, RankStats, StepBreakdown, KernelTiming,
 } from './engine/types.js';
 export type { ModelConfig } from './model/config.js';
 export {

@@ -23,6 +23,7 @@ import { createAttention } from '../src/gpu/attention.js';
 import { createAdd, createEmbed } from '../src/gpu/elementwise.js';
 import { createReadback, destroyReadback, type Readback } from '../src/gpu/readback.js';
 import type { BoundOp } from '../src/gpu/op.js';
+import type { KernelProfiler } from '../src/gpu/profiler.js';
 import { ModelFormatError } from '../src/errors.js';
 
 /** The weights of one rank, on its device. */
@@ -155,6 +156,8 @@ interface StepOps {
   /** One list per stretch between sync points; at tp = 1 a single list holds every layer. */
   stages: BoundOp[][];
   head: BoundOp; // final norm + classifier over xsel
+  /** `[head]`, so the head encodes like a stage without allocating per step. */
+  headOps: BoundOp[];
 }
 
 export interface RunStateOptions {
@@ -215,10 +218,12 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
       stages.push([createAdd(ctx, step, { x: { buffer: s.partial }, y: { buffer: s.x }, n: d.dim, maxM })]);
     }
   }
+  const head = createMatmul(ctx, headStep, { x: s.xsel, w: w.output, y: s.logits, maxM: o.maxLogitRows, input: { kind: 'rmsnorm', weight: w.norm, eps } });
   const ops: StepOps = {
     embed: createEmbed(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM }),
     stages,
-    head: createMatmul(ctx, headStep, { x: s.xsel, w: w.output, y: s.logits, maxM: o.maxLogitRows, input: { kind: 'rmsnorm', weight: w.norm, eps } }),
+    head,
+    headOps: [head],
   };
   const workBytes =
     4 * (maxM * (2 * d.dim + d.qkv + d.nHeads * d.headSize + 2 * d.hidden + 1) + o.maxLogitRows * (d.dim + d.vocab)) +
@@ -265,40 +270,63 @@ export type SyncPartial = (i: number, encoder: GPUCommandEncoder, m: number) => 
  * all-reduce → residual] → final norm and its vocabulary slice of the classifier. Returns this
  * rank's logits rows into `into`, which is exactly (logitRows.length, vocab/tp).
  */
-export async function forward(ctx: GpuContext, s: RunState, dim: number, input: StepInput, sync: SyncPartial, into: Float32Array): Promise<void> {
+export async function forward(
+  ctx: GpuContext, s: RunState, dim: number, input: StepInput, sync: SyncPartial, into: Float32Array, prof?: KernelProfiler,
+): Promise<void> {
   const { device } = ctx;
   const { m } = input;
   s.step.write(m, input.positions, input.slots);
   device.queue.writeBuffer(s.tokens, 0, input.tokens.buffer, input.tokens.byteOffset, m * 4);
   const nl = input.logitRows.length;
   if (nl > 0) s.headStep.write(nl, new Uint32Array(nl));
+  prof?.begin();
 
   let encoder = device.createCommandEncoder();
-  let pass = encoder.beginComputePass();
-  s.ops.embed.encode(pass, m);
+  // One pass per stage; profiling gives each op a timestamped pass of its own instead.
+  const encodeOps = (ops: BoundOp[], rows: number, first?: BoundOp): void => {
+    if (prof) {
+      if (first) encodeOne(prof, encoder, first, rows);
+      for (const op of ops) encodeOne(prof, encoder, op, rows);
+      return;
+    }
+    const pass = encoder.beginComputePass();
+    first?.encode(pass, rows);
+    for (const op of ops) op.encode(pass, rows);
+    pass.end();
+  };
   const stages = s.ops.stages;
   for (let i = 0; i < stages.length; i++) {
-    for (const op of stages[i]!) op.encode(pass, m);
+    encodeOps(stages[i]!, m, i === 0 ? s.ops.embed : undefined);
     if (i === stages.length - 1) break;
     // Sync point i: the partial sum of a row-parallel matmul is combined across ranks.
-    pass.end();
     await sync(i, encoder, m);
     encoder = device.createCommandEncoder();
-    pass = encoder.beginComputePass();
   }
-  pass.end();
   // The head runs only on the rows whose logits are wanted (the last prompt row in prefill).
   for (let j = 0; j < nl; j++) {
     encoder.copyBufferToBuffer(s.x, input.logitRows[j]! * dim * 4, s.xsel, j * dim * 4, dim * 4);
   }
   if (nl === 0) {
+    prof?.resolve(encoder);
     device.queue.submit([encoder.finish()]);
+    await prof?.collect();
     return;
   }
-  pass = encoder.beginComputePass();
-  s.ops.head.encode(pass, nl);
-  pass.end();
+  encodeOps(s.ops.headOps, nl);
   const ticket = s.readback.encodeCopy(encoder, s.logits, 0, into.byteLength);
+  prof?.resolve(encoder);
   device.queue.submit([encoder.finish()]);
   await s.readback.read(ticket, { into, key: `head:${m}` });
+  await prof?.collect();
+}
+
+function encodeOne(prof: KernelProfiler, encoder: GPUCommandEncoder, op: BoundOp, rows: number): void {
+  const pass = prof.pass(encoder, op.name);
+  op.encode(pass, rows);
+  pass.end();
+}
+
+/** Passes a profiled step of this state encodes at most (one per op). */
+export function opCount(s: RunState): number {
+  return 2 + s.ops.stages.reduce((n, st) => n + st.length, 0);
 }

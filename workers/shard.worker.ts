@@ -14,10 +14,11 @@ import { AbortedError, DeviceLostError, DisposedError, InvalidArgumentError, ser
 import type { ModelConfig } from '../src/model/config.js';
 import type { RankPlan } from '../src/parallel/plan.js';
 import {
-  createShardWeights, destroyShardWeights, createRunState, destroyRunState, forward, rankDims,
+  createShardWeights, destroyShardWeights, createRunState, destroyRunState, forward, rankDims, opCount,
   type ShardWeights, type RunState, type StepTimes,
 } from './rank.js';
 import type { RankStats } from '../src/engine/types.js';
+import { createKernelProfiler, type KernelProfiler } from '../src/gpu/profiler.js';
 
 installErrorTransfer();
 
@@ -38,6 +39,8 @@ export interface ShardInit {
   spin: number;
   timeoutMs: number;
   adapter?: GPURequestAdapterOptions;
+  /** Time every kernel on the GPU (timestamp queries; each op gets its own pass). */
+  profile?: boolean;
   /** Kernel variants measured earlier (by another rank or engine): skips tuning. */
   choices?: Pick<KernelChoices, 'gemm' | 'gemv'>;
 }
@@ -66,6 +69,7 @@ export class ShardWorker {
   private loopDone: Promise<void> = Promise.resolve();
   private warnings: string[] = [];
   private reduced?: Float32Array;
+  private profiler?: KernelProfiler;
 
   async init(o: ShardInit): Promise<ShardInitResult> {
     this.init_ = o;
@@ -95,6 +99,10 @@ export class ShardWorker {
     this.state = createRunState(ctx, o.config, o.plan, this.weights, {
       maxM: o.maxRows, maxLogitRows: o.maxLogitRows, contextLength: o.contextLength, slots: o.slots, world: o.world,
     });
+    if (o.profile) {
+      this.profiler = createKernelProfiler(ctx, opCount(this.state));
+      if (!this.profiler) this.warnings.push('profile: the adapter has no timestamp-query feature, so kernels are not timed');
+    }
     await ctx.device.queue.onSubmittedWorkDone();
     return { weightBytes: this.weightBytes, workBytes: this.state.workBytes, uploadMs: t1 - t0, buildMs: performance.now() - t1 };
   }
@@ -134,7 +142,7 @@ export class ShardWorker {
         const into = logitsAll.subarray(o.rank * o.maxLogitRows * o.logitStride, o.rank * o.maxLogitRows * o.logitStride + input.logitRows.length * d.vocab);
         const t0 = performance.now();
         const before = this.times.readback + this.times.allreduce + this.times.upload;
-        await forward(this.ctx!, this.state!, d.dim, input, (_i, encoder, m) => this.syncPartial(encoder, m), into);
+        await forward(this.ctx!, this.state!, d.dim, input, (_i, encoder, m) => this.syncPartial(encoder, m), into, this.profiler);
         this.times.compute += performance.now() - t0 - (this.times.readback + this.times.allreduce + this.times.upload - before);
         this.steps++;
         ctrl.signalDone(o.rank, step.seq, 0);
@@ -193,6 +201,9 @@ export class ShardWorker {
         scheduler_ms: 0,
       },
       allreduceRoundtripMs: rt.length ? rt[Math.floor(rt.length / 2)]! : 0,
+      ...(this.profiler && {
+        kernels: [...this.profiler.totals].map(([name, k]) => ({ name, calls: k.calls, gpuMs: k.ms })).sort((a, b) => b.gpuMs - a.gpuMs),
+      }),
       warnings: [...this.warnings],
     };
   }
@@ -200,6 +211,7 @@ export class ShardWorker {
   resetStats(): void {
     this.times = { compute: 0, readback: 0, allreduce: 0, upload: 0, roundtrips: [] };
     this.steps = 0;
+    this.profiler?.reset();
   }
 
   /** The error of the last failed step (status 1), for the main thread to rethrow typed. */
@@ -213,6 +225,7 @@ export class ShardWorker {
     this.stopped = true;
     await Promise.race([this.loopDone.catch(() => {}), new Promise((r) => setTimeout(r, 1000))]);
     if (this.ctx) {
+      this.profiler?.destroy();
       if (this.state) destroyRunState(this.state, this.ctx);
       if (this.weights) destroyShardWeights(this.weights);
       destroyGpuContext(this.ctx);

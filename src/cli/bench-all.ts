@@ -3,14 +3,19 @@
  * of real shape (written once to a cache directory, never committed), saved as JSON.
  */
 import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { benchAllReduce } from './bench-allreduce.js';
 import { benchKernels } from './bench-kernels.js';
 import { benchGenerate } from './bench-generate.js';
 import { synthCommand } from './synth.js';
+import { writeReport } from './bench-report.js';
 
-export async function benchAll(o: { out: string; maxTokens: number }): Promise<{ file: string }> {
+/**
+ * Runs everything and writes `<out>/<date>.json`, then `report.html` and `report.png` beside
+ * `out` (bench/results → bench/report.html).
+ */
+export async function benchAll(o: { out: string; maxTokens: number }): Promise<{ file: string; html: string; png: string }> {
   const synthDir = process.env.WEBGPU_TP_SYNTH_DIR ?? join(tmpdir(), 'webgpu-tp-synth');
   const models: Record<string, { model: string; tokenizer: string }> = {};
   for (const shape of ['stories15M', 'stories110M'] as const) {
@@ -23,12 +28,15 @@ export async function benchAll(o: { out: string; maxTokens: number }): Promise<{
     allreduce: await benchAllReduce({ workers: [2, 4], sizes: [2048, 65536, 4194304] }),
     kernels: await benchKernels({}),
     generate: {
-      stories15M: await benchGenerate({ ...models.stories15M!, tp: [1, 2], maxTokens: o.maxTokens }),
-      stories110M: await benchGenerate({ ...models.stories110M!, tp: [1, 2, 4], maxTokens: o.maxTokens }),
+      stories15M: await benchGenerate({ ...models.stories15M!, tp: [1, 2], batch: [1, 8], maxTokens: o.maxTokens, profile: true }),
+      stories110M: await benchGenerate({ ...models.stories110M!, tp: [1, 2, 4], batch: [1, 8], maxTokens: o.maxTokens, profile: true }),
     },
   };
   mkdirSync(o.out, { recursive: true });
   const file = join(o.out, `${report.date.slice(0, 10)}.json`);
   writeFileSync(file, JSON.stringify(report, null, 2));
-  return { file };
+  const html = join(dirname(o.out), 'report.html');
+  const png = join(dirname(o.out), 'report.png');
+  await writeReport(report, html, png);
+  return { file, html, png };
 }

@@ -4,7 +4,10 @@
  */
 import { openHarness } from './browser.js';
 import { mountInput, runGenerate } from './generate.js';
-import type { StepBreakdown } from '../engine/types.js';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import type { EngineStats, StepBreakdown } from '../engine/types.js';
+import type { ModelConfig } from '../model/config.js';
+import { LLAMA2C_HEADER_BYTES, parseLlama2cHeader } from '../model/formats/llama2c.js';
 import { reviveError, type SerializedError } from '../errors.js';
 import type { PageConcurrentResult, PageGenerateOptions } from '../harness/types.js';
 
@@ -23,6 +26,8 @@ export interface BenchGenerateOptions {
   spin?: number;
   /** Concurrent streams per run (continuous batching); default [1]. */
   batch?: number[];
+  /** Also run each case briefly with per-kernel GPU timing (timestamp queries). */
+  profile?: boolean;
 }
 
 export interface BenchGenerateResult {
@@ -40,6 +45,18 @@ export interface BenchGenerateResult {
   allreduce_roundtrip_ms: number;
   load_ms: number;
   adapter: string;
+  /** From a separate short profiled run (`--profile`): each kernel in its own timestamped pass. */
+  profile?: KernelProfileResult;
+}
+
+export interface KernelProfileResult {
+  /** Decode steps profiled. */
+  steps: number;
+  /** Rank 0's GPU ms per step, by kernel kind (every layer's together). */
+  kernels_ms_per_step: Record<string, number>;
+  gpu_ms_per_step: number;
+  /** Matmul FLOPs per step over the matmuls' GPU time: the arithmetic rate one device reached. */
+  matmul_gflops: number;
 }
 
 export interface BenchGenerateReport {
@@ -51,6 +68,7 @@ export interface BenchGenerateReport {
 const DEFAULT_PROMPT = 'Once upon a time, there was a little girl who loved to play in the park with her friends.';
 
 export async function benchGenerate(o: BenchGenerateOptions): Promise<BenchGenerateReport> {
+  const config = readConfig(o.model);
   const h = await openHarness({ bench: true });
   try {
     const model = mountInput(h, 'model', o.model);
@@ -58,38 +76,93 @@ export async function benchGenerate(o: BenchGenerateOptions): Promise<BenchGener
     const results: BenchGenerateResult[] = [];
     const batches = o.batch ?? [1];
     const maxBatch = Math.max(...batches);
+    const prompt = o.prompt ?? DEFAULT_PROMPT;
     for (const tp of o.tp) {
-      const prompt = o.prompt ?? DEFAULT_PROMPT;
-      const common = { model, tokenizer, tp, prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch };
-      // Warm-up: loads the engine and compiles every pipeline; the measured runs reuse it.
-      const warm = await runGenerate(h, { ...common, maxTokens: 4 });
-      for (const batch of batches) {
-        if (batch === 1) {
-          const r = await runGenerate(h, { ...common, maxTokens: o.maxTokens });
-          const r0 = r.stats.ranks[0]!;
+      for (const profile of o.profile ? [false, true] : [false]) {
+        const common: Omit<PageGenerateOptions, 'maxTokens'> = {
+          model, tokenizer, tp, prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch, profile,
+        };
+        // Warm-up: loads the engine and compiles every pipeline; the measured runs reuse it.
+        const warm = await runGenerate(h, { ...common, maxTokens: 4 });
+        for (const batch of batches) {
+          // The profiled pass is short: it only needs enough steps for stable per-kernel means.
+          const maxTokens = profile ? Math.min(o.maxTokens, 8) : o.maxTokens;
+          const run = await measure(h, common, batch, maxTokens);
+          if (profile) {
+            const target = results.find((r) => r.tp === tp && r.batch === batch);
+            if (target) target.profile = kernelProfile(config, tp, batch, run.stats);
+            continue;
+          }
+          const r0 = run.stats.ranks[0]!;
           results.push({
-            tp, batch, aggregate_tokens_per_s: r.timings.decode_tokens_per_s,
-            prompt_tokens: r.prompt_tokens.length, tokens: r.tokens.length,
-            prefill_tokens_per_s: r.timings.prefill_tokens_per_s, decode_tokens_per_s: r.timings.decode_tokens_per_s,
+            tp, batch, aggregate_tokens_per_s: run.aggregate,
+            prompt_tokens: run.promptTokens, tokens: run.tokens,
+            prefill_tokens_per_s: run.prefill, decode_tokens_per_s: run.aggregate / batch,
             breakdown_ms: r0.breakdown, allreduce_roundtrip_ms: r0.allreduceRoundtripMs, load_ms: warm.timings.load_ms, adapter: r0.adapter,
           });
-          continue;
         }
-        const requests = Array.from({ length: batch }, () => ({ prompt, maxTokens: o.maxTokens }));
-        const r = await h.page.evaluate(([opts, reqs]) => (window as unknown as PageWindow).tp.engine.timedConcurrent(opts, [...reqs]), [{ ...common, maxTokens: o.maxTokens }, requests] as const);
-        if ('error' in r) throw reviveError(r.error);
-        const aggregate = r.decodeTokens / Math.max(r.decodeMs / 1000, 1e-9);
-        const r0 = r.stats.ranks[0]!;
-        results.push({
-          tp, batch, aggregate_tokens_per_s: aggregate,
-          prompt_tokens: prompt.length, tokens: r.tokens.reduce((a, t) => a + t.length, 0),
-          prefill_tokens_per_s: 0, decode_tokens_per_s: aggregate / batch,
-          breakdown_ms: r0.breakdown, allreduce_roundtrip_ms: r0.allreduceRoundtripMs, load_ms: warm.timings.load_ms, adapter: r0.adapter,
-        });
       }
     }
     return { model: o.model, max_tokens: o.maxTokens, results };
   } finally {
     await h.close();
   }
+}
+
+/** One timed generation of `batch` concurrent streams (one stream: the plain generate path). */
+async function measure(
+  h: Awaited<ReturnType<typeof openHarness>>, common: Omit<PageGenerateOptions, 'maxTokens'>, batch: number, maxTokens: number,
+): Promise<{ aggregate: number; prefill: number; promptTokens: number; tokens: number; stats: EngineStats }> {
+  if (batch === 1) {
+    const r = await runGenerate(h, { ...common, maxTokens });
+    return { aggregate: r.timings.decode_tokens_per_s, prefill: r.timings.prefill_tokens_per_s, promptTokens: r.prompt_tokens.length, tokens: r.tokens.length, stats: r.stats };
+  }
+  const requests = Array.from({ length: batch }, () => ({ prompt: common.prompt, maxTokens }));
+  const r = await h.page.evaluate(([opts, reqs]) => (window as unknown as PageWindow).tp.engine.timedConcurrent(opts, [...reqs]), [{ ...common, maxTokens }, requests] as const);
+  if ('error' in r) throw reviveError(r.error);
+  return {
+    aggregate: r.decodeTokens / Math.max(r.decodeMs / 1000, 1e-9), prefill: 0,
+    promptTokens: common.prompt.length, tokens: r.tokens.reduce((a, t) => a + t.length, 0), stats: r.stats,
+  };
+}
+
+/** The header of a llama2.c checkpoint on disk (for the matmul FLOP count). */
+function readConfig(path: string): ModelConfig {
+  const fd = openSync(path, 'r');
+  try {
+    const head = new Uint8Array(LLAMA2C_HEADER_BYTES);
+    readSync(fd, head, 0, head.byteLength, 0);
+    return parseLlama2cHeader(head, fstatSync(fd).size).config;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Rank 0's GPU time per decode step by kernel kind, and the arithmetic rate its matmuls reached:
+ * 2·rows·N·K FLOPs per matmul over the matmuls' GPU time. With an even split every rank does
+ * rank 0's share, so this is the rate of one device.
+ */
+export function kernelProfile(c: ModelConfig, tp: number, batch: number, stats: EngineStats): KernelProfileResult | undefined {
+  const r0 = stats.ranks[0];
+  if (!r0?.kernels || r0.steps === 0) return undefined;
+  const steps = r0.steps;
+  const kernels_ms_per_step: Record<string, number> = {};
+  let gpu = 0;
+  let matmulMs = 0;
+  for (const k of r0.kernels) {
+    kernels_ms_per_step[k.name] = k.gpuMs / steps;
+    gpu += k.gpuMs / steps;
+    if (k.name.startsWith('matmul')) matmulMs += k.gpuMs / steps;
+  }
+  const q = c.nHeads * c.headSize;
+  const kv = c.nKvHeads * c.headSize;
+  const perLayer = (q + 2 * kv) * c.dim + c.dim * q + 3 * c.hiddenDim * c.dim;
+  const flops = (2 * batch * (c.nLayers * perLayer + c.vocabSize * c.dim)) / tp;
+  return {
+    steps,
+    kernels_ms_per_step,
+    gpu_ms_per_step: gpu,
+    matmul_gflops: matmulMs > 0 ? flops / (matmulMs * 1e6) : 0,
+  };
 }

@@ -15,8 +15,10 @@ Usage:
   webgpu-tp synth --shape stories15M|stories42M|stories110M [--seed S] --out DIR
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--json]
   webgpu-tp bench kernels [--json]
-  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--json]
-  webgpu-tp bench all [--out DIR] [--max-tokens N]   (all of the above on synth models; writes DIR/<date>.json)
+  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--json]
+  webgpu-tp bench all [--out DIR] [--max-tokens N]   (all of the above on synth models; writes DIR/<date>.json,
+                                                      and report.html + report.png beside DIR)
+  webgpu-tp bench report --from DIR/<date>.json [--out DIR]   (rebuilds report.html and report.png)
 
 Chromium: CHROME_PATH, else /usr/bin/chromium (Debian: apt-get install -y chromium).`;
 
@@ -91,7 +93,9 @@ async function main(argv: string[]): Promise<number> {
         'max-tokens': { type: 'string', default: '64' },
         spin: { type: 'string' },
         batch: { type: 'string' },
+        profile: { type: 'boolean', default: false },
         out: { type: 'string' },
+        from: { type: 'string' },
         json: { type: 'boolean', default: false },
       },
     });
@@ -112,12 +116,20 @@ async function main(argv: string[]): Promise<number> {
         maxTokens: Number(values['max-tokens']),
         spin: values.spin === undefined ? undefined : Number(values.spin),
         batch: list(values.batch, [1]),
+        profile: values.profile,
       });
     } else if (what === 'all') {
       const { benchAll } = await import('./bench-all.js');
       report = await benchAll({ out: values.out ?? 'bench/results', maxTokens: Number(values['max-tokens']) });
+    } else if (what === 'report') {
+      if (!values.from) throw new UsageError('bench report needs --from bench/results/<date>.json');
+      const { writeReport } = await import('./bench-report.js');
+      const { readFileSync } = await import('node:fs');
+      const out = values.out ?? 'bench';
+      report = { html: `${out}/report.html`, png: `${out}/report.png` };
+      await writeReport(JSON.parse(readFileSync(values.from, 'utf8')), `${out}/report.html`, `${out}/report.png`);
     } else {
-      throw new UsageError('bench needs allreduce, kernels, generate or all');
+      throw new UsageError('bench needs allreduce, kernels, generate, all or report');
     }
     console.log(JSON.stringify(report, null, values.json ? 0 : 2));
     return 0;

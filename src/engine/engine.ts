@@ -44,6 +44,12 @@ export interface EngineOptions {
   spin?: number;
   /** Longest wait in a collective before it names the missing rank (ms, default 30 000). */
   timeoutMs?: number;
+  /**
+   * Time every kernel on the GPU with timestamp queries, reported per kernel kind in
+   * `stats().ranks[i].kernels`. Each op then runs in its own compute pass, so steps are a little
+   * slower: a measuring mode (default false).
+   */
+  profile?: boolean;
 }
 
 /** A loaded model, ready to generate. One `Engine` interface for every backend. */
@@ -91,6 +97,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     config, plan, source, maxRows, contextLength, maxSlots: maxBatch,
     spin: options.spin ?? DEFAULT_SPIN,
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    profile: options.profile ?? false,
     onProgress: options.onProgress,
     signal: options.signal,
     cache: options.cache ?? true,

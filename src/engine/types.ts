@@ -63,7 +63,21 @@ export interface RankStats {
   breakdown: StepBreakdown;
   /** Median ms from one sync point's readback start to its upload done. */
   allreduceRoundtripMs: number;
+  /**
+   * GPU time per kernel kind since the last reset, slowest first; only with the engine's
+   * `profile` option on an adapter with `timestamp-query`.
+   */
+  kernels?: KernelTiming[];
   warnings: string[];
+}
+
+/** One kernel kind's GPU time (layers summed: `matmul wqkv` is every layer's). */
+export interface KernelTiming {
+  name: string;
+  /** Dispatches timed. */
+  calls: number;
+  /** Total GPU ms. */
+  gpuMs: number;
 }
 
 export interface EngineStats {

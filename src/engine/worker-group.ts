@@ -51,6 +51,8 @@ export interface WorkerGroupOptions {
   spin: number;
   /** Longest a rank may wait in a collective, and the main thread for a step (ms). */
   timeoutMs: number;
+  /** Time kernels with timestamp queries (see EngineOptions.profile). */
+  profile?: boolean;
   onProgress?: (p: LoadProgress) => void;
   signal?: AbortSignal;
   /** Keep each rank's packed shard in IndexedDB and reuse it (default true). */
@@ -126,7 +128,7 @@ export class WorkerGroup implements StepBackend {
         ranks[rp.rank] = rank;
         rank.info = await alive(rank, rank.api.init({
           rank: rp.rank, world, config: c, plan: rp, collective, logits, logitStride, maxRows: o.maxRows, maxLogitRows,
-          contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs, choices: tunedChoices,
+          contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs, profile: o.profile, choices: tunedChoices,
         }));
         tunedChoices ??= rank.info.choices;
       };

@@ -8,6 +8,8 @@ import { grid2d } from './layout.js';
 import { destroyParamBlock } from './buffers.js';
 
 export interface BoundOp {
+  /** What it computes, with the weight's label for matmuls (`matmul layers.3.wqkv`): profiles group by it. */
+  readonly name: string;
   /** Records this op for `m` rows (1 ≤ m ≤ the maxM it was created with) into `pass`. */
   encode(pass: GPUComputePassEncoder, m: number): void;
   /** Returns the op's parameter blocks to the pool; the bound buffers stay the caller's. */
@@ -45,6 +47,7 @@ export function makeOp(
   record: (pass: GPUComputePassEncoder, m: number) => void,
 ): BoundOp {
   return {
+    name,
     encode(pass, m) {
       checkM(name, m, maxM);
       record(pass, m);

@@ -25,6 +25,8 @@ export interface PageGenerateOptions {
   cache?: boolean;
   /** Collective spin iterations (default: the engine's). */
   spin?: number;
+  /** Time kernels on the GPU (engine `profile`). */
+  profile?: boolean;
   /** Feed the prompt one token per step instead of batched prefill (tests compare both). */
   noPrefillBatch?: boolean;
 }

@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { checkTargets, reportHtml, type BenchAllReport } from './bench-report.js';
+import type { BenchGenerateResult } from './bench-generate.js';
+
+const result = (tp: number, batch: number, aggregate: number, roundtrip = 1): BenchGenerateResult => ({
+  tp, batch, aggregate_tokens_per_s: aggregate, prompt_tokens: 10, tokens: 16 * batch, prefill_tokens_per_s: 50,
+  decode_tokens_per_s: aggregate / batch, allreduce_roundtrip_ms: tp > 1 ? roundtrip : 0, load_ms: 100, adapter: 'swiftshader',
+  breakdown_ms: { compute_ms: 1, readback_ms: 0.5, allreduce_ms: 0.01, upload_ms: 0.1, scheduler_ms: 0.05 },
+});
+
+function report(generate: BenchAllReport['generate']): BenchAllReport {
+  return {
+    date: '2026-11-29T00:00:00.000Z',
+    allreduce: { results: [], baselines: { memcpy_gbs: 4, postmessage: [] }, meta: { spin: 2000, hardwareConcurrency: 2, note: '' } },
+    kernels: {
+      adapter: { vendor: 'google', architecture: 'swiftshader' }, choices: { gemm: 'regblock', gemv: 'tree', measured: {} },
+      results: [], variants: [], baselines: { js: [], tfjs: [] }, readback_ms: 1, readback: {} as BenchAllReport['kernels']['readback'],
+    },
+    generate,
+  };
+}
+
+describe('bench report', () => {
+  it('checks issue #6 targets as ratios within one run', () => {
+    const r = report({
+      stories15M: { model: 's15', max_tokens: 16, results: [result(1, 1, 10), result(2, 1, 6, 0.4), result(2, 8, 30, 0.6)] },
+      stories110M: { model: 's110', max_tokens: 16, results: [result(1, 1, 2), result(2, 1, 1.8, 0.2), result(1, 8, 10), result(2, 8, 9, 0.3)] },
+    });
+    const t = checkTargets(r);
+    expect(t.map((x) => [x.measured, x.met])).toEqual([
+      ['5.00×', true], // 30 / 6
+      ['0.40 ms', true], // median of 0.4, 0.6, 0.2, 0.3 (upper middle)
+      ['0.90×', true], // 1.8 / 2
+      ['0.90×', false], // 9 / 10 < 0.95
+      ['0.10×', false], // 2 / 19.8
+    ]);
+  });
+
+  it('marks targets whose cases were not run instead of failing them', () => {
+    const t = checkTargets(report({ stories15M: { model: 's15', max_tokens: 4, results: [result(1, 1, 10)] } }));
+    expect(t.every((x) => x.met === null && x.measured === 'not run')).toBe(true);
+  });
+
+  it('embeds the data so that no text in it can close the script', () => {
+    const r = report({ stories15M: { model: 's15', max_tokens: 4, results: [{ ...result(1, 1, 10), adapter: '</script><img src=x>' }] } });
+    const html = reportHtml(r);
+    expect(html).not.toContain('</script><img');
+    expect(html).toContain('&#60;/script&#62;'); // the adapter name in the header, escaped
+  });
+});

@@ -1,0 +1,165 @@
+/**
+ * The benchmark report: one self-contained HTML page (Chart.js inlined, the data embedded) built
+ * from `bench all`'s JSON, and a PNG of it rendered by the same headless Chromium the benchmarks
+ * use. Self-contained so it can be attached to an issue or opened from disk with no server.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { launchChromium } from './browser.js';
+import type { AllReduceBenchReport } from '../collective/bench-types.js';
+import type { KernelBenchReport } from './bench-kernels.js';
+import type { BenchGenerateReport, BenchGenerateResult } from './bench-generate.js';
+
+export interface BenchAllReport {
+  date: string;
+  allreduce: AllReduceBenchReport;
+  kernels: KernelBenchReport;
+  generate: Record<string, BenchGenerateReport>;
+}
+
+/** llama2.c `run.c` -O3 on one thread, synth stories110M, measured on this machine (issue #4). */
+export const RUN_C_STORIES110M_TOKENS_PER_S = 19.8;
+
+export interface TargetCheck {
+  target: string;
+  goal: string;
+  measured: string;
+  met: boolean | null;
+}
+
+function find(r: BenchAllReport, model: string, tp: number, batch: number): BenchGenerateResult | undefined {
+  return r.generate[model]?.results.find((x) => x.tp === tp && x.batch === batch);
+}
+
+/** Issue #6's targets, checked against one report (`met: null` where a case was not run). */
+export function checkTargets(r: BenchAllReport): TargetCheck[] {
+  const ratio = (a?: number, b?: number) => (a !== undefined && b ? a / b : undefined);
+  const row = (target: string, goal: string, value: number | undefined, min: number | undefined, max: number | undefined, unit: string): TargetCheck => ({
+    target,
+    goal,
+    measured: value === undefined ? 'not run' : `${value.toFixed(2)}${unit}`,
+    met: value === undefined ? null : (min === undefined || value >= min) && (max === undefined || value <= max),
+  });
+  const s15 = (tp: number, b: number) => find(r, 'stories15M', tp, b)?.aggregate_tokens_per_s;
+  const s110 = (tp: number, b: number) => find(r, 'stories110M', tp, b)?.aggregate_tokens_per_s;
+  const roundtrips = Object.values(r.generate).flatMap((g) => g.results.filter((x) => x.tp > 1).map((x) => x.allreduce_roundtrip_ms)).sort((a, b) => a - b);
+  const rt = roundtrips.length ? roundtrips[Math.floor(roundtrips.length / 2)] : undefined;
+  return [
+    row('Batching: stories15M TP=2, batch 8 vs 1 (aggregate)', '≥ 4×', ratio(s15(2, 8), s15(2, 1)), 4, undefined, '×'),
+    row('Round trip: allreduce_roundtrip_ms, median over TP>1 cases', '≤ 0.5 ms', rt, undefined, 0.5, ' ms'),
+    row('TP cost, batch 1: stories110M TP=2 vs TP=1', '≥ 0.8×', ratio(s110(2, 1), s110(1, 1)), 0.8, undefined, '×'),
+    row('TP cost, batch 8: stories110M TP=2 vs TP=1', '≥ 0.95×', ratio(s110(2, 8), s110(1, 8)), 0.95, undefined, '×'),
+    row(`Single stream: stories110M TP=1 vs run.c (${RUN_C_STORIES110M_TOKENS_PER_S} tok/s)`, '≥ 1.0×', ratio(s110(1, 1), RUN_C_STORIES110M_TOKENS_PER_S), 1, undefined, '×'),
+  ];
+}
+
+const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+function table(headers: string[], rows: (string | number)[][]): string {
+  const cell = (v: string | number) => `<td>${escape(typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toPrecision(4)) : v)}</td>`;
+  return `<table><thead><tr>${headers.map((h) => `<th>${escape(h)}</th>`).join('')}</tr></thead><tbody>${rows.map((r) => `<tr>${r.map(cell).join('')}</tr>`).join('')}</tbody></table>`;
+}
+
+function chartJsSource(): string {
+  const require = createRequire(import.meta.url);
+  return readFileSync(join(dirname(require.resolve('chart.js')), 'chart.umd.min.js'), 'utf8');
+}
+
+/** The report page. Data goes in as JSON inside a script tag (`<` escaped so no text can end it). */
+export function reportHtml(r: BenchAllReport): string {
+  const cases = Object.entries(r.generate).flatMap(([model, g]) => g.results.map((x) => ({ model, ...x })));
+  const targets = checkTargets(r);
+  const data = JSON.stringify({ cases, date: r.date }).replace(/</g, '\\u003c');
+  const generateRows = cases.map((c) => [
+    c.model, c.tp, c.batch, c.decode_tokens_per_s, c.aggregate_tokens_per_s, c.prefill_tokens_per_s, c.allreduce_roundtrip_ms,
+    c.profile ? c.profile.gpu_ms_per_step : '—', c.profile ? c.profile.matmul_gflops : '—',
+  ]);
+  const ar = r.allreduce.results.filter((x) => x.algorithm === 'auto');
+  const pm = new Map(r.allreduce.baselines.postmessage.map((b) => [`${b.workers}/${b.floats}`, b.median_us]));
+  const arRows = ar.map((x) => [x.workers, x.floats, x.picked, x.median_us, x.busbw_gbs, pm.get(`${x.workers}/${x.floats}`) ?? '—']);
+  const kRows = r.kernels.results.map((x) => [x.kernel, x.m, x.k, x.n, x.median_ms, x.gflops]);
+  const bRows = [...r.kernels.baselines.js, ...r.kernels.baselines.tfjs].map((x) => [x.kernel, x.m, x.k, x.n, x.median_ms, x.gflops]);
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>webgpu-tp benchmark ${escape(r.date)}</title>
+<style>
+body{font:14px system-ui,sans-serif;margin:24px;max-width:1100px;color:#222}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px}
+table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f3f3f3}
+td:first-child,th:first-child{text-align:left}.met{color:#0a7d20}.missed{color:#b00020}
+.charts{display:grid;grid-template-columns:1fr 1fr;gap:16px}.charts div{height:340px}
+</style></head><body>
+<h1>webgpu-tp benchmark</h1>
+<p>${escape(r.date)} · adapter: ${escape(cases[0]?.adapter ?? r.kernels.adapter.architecture)} · ${r.allreduce.meta.hardwareConcurrency} hardware threads.
+Synthetic checkpoints (seeded random weights, real shapes). Absolute figures on a CPU adapter are noisy: read ratios within one run.</p>
+<h2>Targets (issue #6)</h2>
+${table(['target', 'goal', 'measured', 'met'], targets.map((t) => [t.target, t.goal, t.measured, t.met === null ? '—' : t.met ? 'yes' : 'no']))}
+<div class="charts">
+<div><canvas id="tps"></canvas></div>
+<div><canvas id="breakdown"></canvas></div>
+<div><canvas id="kernels"></canvas></div>
+<div><canvas id="gflops"></canvas></div>
+</div>
+<h2>Generation</h2>
+${table(['model', 'TP', 'batch', 'decode tok/s per stream', 'aggregate tok/s', 'prefill tok/s', 'round trip ms', 'GPU ms/step (profiled)', 'matmul GFLOP/s'], generateRows)}
+<h2>All-reduce (auto), SharedArrayBuffer vs postMessage</h2>
+${table(['workers', 'floats', 'algorithm', 'median µs', 'bus GB/s', 'postMessage µs'], arRows)}
+<p>memcpy baseline: ${r.allreduce.baselines.memcpy_gbs.toFixed(2)} GB/s.</p>
+<h2>Kernels</h2>
+${table(['kernel', 'm', 'k', 'n', 'median ms', 'GFLOP/s'], kRows)}
+<h3>Baselines</h3>
+${table(['kernel', 'm', 'k', 'n', 'median ms', 'GFLOP/s'], bRows)}
+<p>Readback, submit → data of 8 KB after a tiny dispatch: ${r.kernels.readback_ms.toFixed(2)} ms.</p>
+<script>${chartJsSource()}</script>
+<script id="data" type="application/json">${data}</script>
+<script>
+const d = JSON.parse(document.getElementById('data').textContent);
+Chart.defaults.animation = false;
+const label = (c) => c.model + ' TP' + c.tp;
+const groups = [...new Set(d.cases.map(label))];
+const batches = [...new Set(d.cases.map((c) => c.batch))].sort((a, b) => a - b);
+const palette = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
+new Chart(document.getElementById('tps'), { type: 'bar', data: { labels: groups, datasets: batches.map((b, i) => ({
+  label: 'batch ' + b, backgroundColor: palette[i],
+  data: groups.map((g) => d.cases.find((c) => label(c) === g && c.batch === b)?.aggregate_tokens_per_s ?? null) })) },
+  options: { maintainAspectRatio: false, plugins: { title: { display: true, text: 'Aggregate decode tokens/s by model, TP and batch' } } } });
+const caseLabel = (c) => label(c) + ' b' + c.batch;
+const parts = ['compute_ms', 'readback_ms', 'allreduce_ms', 'upload_ms', 'scheduler_ms'];
+new Chart(document.getElementById('breakdown'), { type: 'bar', data: { labels: d.cases.map(caseLabel), datasets: parts.map((p, i) => ({
+  label: p.replace('_ms', ''), backgroundColor: palette[i], data: d.cases.map((c) => c.breakdown_ms[p]) })) },
+  options: { maintainAspectRatio: false, scales: { x: { stacked: true }, y: { stacked: true, title: { display: true, text: 'ms per decode step (rank 0)' } } },
+    plugins: { title: { display: true, text: 'Where a decode step goes' } } } });
+const prof = d.cases.filter((c) => c.profile);
+const kinds = [...new Set(prof.flatMap((c) => Object.keys(c.profile.kernels_ms_per_step)))];
+new Chart(document.getElementById('kernels'), { type: 'bar', data: { labels: prof.map(caseLabel), datasets: kinds.map((k, i) => ({
+  label: k, backgroundColor: palette[i % palette.length], data: prof.map((c) => c.profile.kernels_ms_per_step[k] ?? 0) })) },
+  options: { maintainAspectRatio: false, scales: { x: { stacked: true }, y: { stacked: true, title: { display: true, text: 'GPU ms per decode step (rank 0)' } } },
+    plugins: { title: { display: true, text: 'GPU time by kernel (timestamp queries)' } } } });
+new Chart(document.getElementById('gflops'), { type: 'bar', data: { labels: prof.map(caseLabel), datasets: [{
+  label: 'matmul GFLOP/s', backgroundColor: palette[0], data: prof.map((c) => c.profile.matmul_gflops) }] },
+  options: { maintainAspectRatio: false, plugins: { title: { display: true, text: 'Arithmetic rate the matmuls reached (one device)' } } } });
+document.body.dataset.ready = '1';
+</script>
+</body></html>
+`;
+}
+
+/** Writes `html` and a full-page PNG of it. */
+export async function writeReport(r: BenchAllReport, htmlPath: string, pngPath: string): Promise<void> {
+  writeFileSync(htmlPath, reportHtml(r));
+  const browser = await launchChromium({});
+  try {
+    const page = await browser.context.newPage();
+    await page.setViewportSize({ width: 1200, height: 900 });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(pathToFileURL(htmlPath).href);
+    await page.waitForSelector('body[data-ready="1"]', { timeout: 30_000 }).catch(() => {
+      throw new Error(`the report page did not render: ${errors.join('; ') || 'no error reported'}`);
+    });
+    await page.screenshot({ path: pngPath, fullPage: true });
+  } finally {
+    await browser.close();
+  }
+}
