@@ -155,16 +155,22 @@ test('kv write and fused rope + kv write, across slots', async ({ harness }) => 
   expectWithin(await each(harness.page, 'testKvWrite', cases), cases);
 });
 
-test('attention: positions 0, 1, 300; GQA 1 and 2; decode and causal prefill', async ({ harness }) => {
+test('attention, every variant: positions 0, 1, 300; GQA 1 and 2; decode and causal prefill', async ({ harness }) => {
   const range = (a: number, b: number) => Array.from({ length: b - a }, (_, i) => a + i);
+  const kinds = await harness.page.evaluate(() => window.tp.kernels.attentionVariants(128));
+  // SwiftShader has subgroups: both variants must be checked, not only the default.
+  expect(kinds).toEqual(['subgroup', 'workgroup']);
   const cases = [];
-  for (const [nHeads, nKv] of [[4, 4], [4, 2]]) {
-    for (const p of [0, 1, 300]) cases.push({ nHeads, nKv, headSize: 32, positions: [p] });
-    cases.push({ nHeads, nKv, headSize: 16, positions: range(0, 17) });
-    cases.push({ nHeads, nKv, headSize: 64, positions: range(290, 301), slots: range(290, 301).map(() => 1) });
+  for (const kind of kinds) {
+    for (const [nHeads, nKv] of [[4, 4], [4, 2]]) {
+      for (const p of [0, 1, 300]) cases.push({ nHeads, nKv, headSize: 32, positions: [p], kind });
+      cases.push({ nHeads, nKv, headSize: 16, positions: range(0, 17), kind });
+      cases.push({ nHeads, nKv, headSize: 64, positions: range(290, 301), slots: range(290, 301).map(() => 1), kind });
+    }
+    cases.push({ nHeads: 2, nKv: 1, headSize: 128, positions: [300, 0, 1], slots: [0, 2, 1], kind });
+    cases.push({ nHeads: 2, nKv: 2, headSize: 8, positions: [1000], kind });
+    cases.push({ nHeads: 2, nKv: 2, headSize: 6, positions: [3, 40], slots: [0, 1], kind }); // hs not a multiple of the lanes
   }
-  cases.push({ nHeads: 2, nKv: 1, headSize: 128, positions: [300, 0, 1], slots: [0, 2, 1] });
-  cases.push({ nHeads: 2, nKv: 2, headSize: 8, positions: [1000] });
   expectWithin(await each(harness.page, 'testAttention', cases), cases);
 });
 

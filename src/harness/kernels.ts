@@ -17,7 +17,7 @@ import { createRmsnorm } from '../gpu/norm.js';
 import { createAdd, createArgmax, createEmbed, createSiluMul } from '../gpu/elementwise.js';
 import { createKvCache, createKvWrite, destroyKvCache, kvIndex, type KvCache } from '../gpu/kv-cache.js';
 import { createRope, createRopeKv, createRopeTables, destroyRopeTables, type RopeStyle } from '../gpu/rope.js';
-import { createAttention } from '../gpu/attention.js';
+import { createAttention, attentionKinds, type AttentionKind } from '../gpu/attention.js';
 import { createReadback, destroyReadback } from '../gpu/readback.js';
 import type { KernelBenchReport, KernelBenchRow } from '../cli/bench-kernels.js';
 import { availableGemm, availableGemv } from '../gpu/matmul.js';
@@ -452,6 +452,7 @@ interface KvCase {
   slots?: number[];
   nSlots?: number;
   seed?: number;
+  kind?: AttentionKind;
 }
 
 /** Reads a layer of the cache back as the oracle's (seq, nKv·hs) layout for one slot. */
@@ -605,7 +606,7 @@ export async function testAttention(c: KvCase): Promise<Check> {
     const step = stepFor(ctx, m, c.positions, slots);
     const qb = createStorageBuffer(ctx, qData);
     const ob = createStorageBuffer(ctx, m * qDim * 4);
-    const op = createAttention(ctx, step, { q: qb, qStride, nHeads: c.nHeads, cache, layer: 0, out: ob, maxM: m });
+    const op = createAttention(ctx, step, { q: qb, qStride, nHeads: c.nHeads, cache, layer: 0, out: ob, maxM: m, kind: c.kind });
     await runOps(ctx, [op], m);
     const got = await readFloats(ctx, ob, m * qDim);
     op.destroy();
@@ -697,6 +698,15 @@ export async function bench(o: { smoke?: boolean; quick?: boolean } = {}): Promi
     for (const kind of kinds) {
       const { gpuMs } = await benchMatmulRaw(m === 1 ? { m, k, n, reps, gemv: kind as GemvKind } : { m, k, n, reps: smoke ? 2 : 3, gemm: kind as GemmKind });
       variantRows.push({ kernel: `${m === 1 ? 'gemv' : 'gemm'}_${kind}`, m, k, n, median_ms: round(gpuMs), gflops: gflops(m, k, n, gpuMs) });
+    }
+  }
+  // Attention at decode: one row at position 255 (stories15M's heads), one row and 8 rows.
+  for (const kind of attentionKinds(ctx, 48)) {
+    for (const m of smoke ? [1] : [1, 8]) {
+      const ms = await benchAttention({ m, nHeads: 6, nKv: 6, headSize: 48, pos: smoke ? 15 : 255, maxSeq: 256, kind, reps });
+      // q·k and p·v: 4·hs FLOPs per head per key.
+      const flops = m * 6 * (smoke ? 16 : 256) * 4 * 48;
+      variantRows.push({ kernel: `attention_${kind}`, m, k: 48, n: smoke ? 16 : 256, median_ms: round(ms), gflops: round(flops / (ms * 1e6)) });
     }
   }
   const choices = { gemm: ctx.choices.gemm, gemv: ctx.choices.gemv, measured: Object.fromEntries(Object.entries(ctx.choices.measured).map(([a, b]) => [a, round(b)])) };
@@ -939,4 +949,25 @@ export async function testFusedChain(): Promise<Check> {
     [xb, gb, qkvb, attb, step.buffer].forEach((b) => b.destroy());
     return worst;
   });
+}
+
+/** GPU ms of one attention dispatch: m rows, each in its own slot, at `pos` over a zeroed cache. */
+export async function benchAttention(c: { m: number; nHeads: number; nKv: number; headSize: number; pos: number; maxSeq: number; kind?: AttentionKind; reps?: number }): Promise<number> {
+  const ctx = await context();
+  const cache = createKvCache(ctx, { nLayers: 1, nKvHeadsLocal: c.nKv, headSize: c.headSize, maxSeq: c.maxSeq, nSlots: c.m });
+  const qDim = c.nHeads * c.headSize;
+  const step = stepFor(ctx, c.m, Array(c.m).fill(c.pos), Array.from({ length: c.m }, (_, i) => i));
+  const qb = createStorageBuffer(ctx, c.m * qDim * 4);
+  const ob = createStorageBuffer(ctx, c.m * qDim * 4);
+  const op = createAttention(ctx, step, { q: qb, qStride: qDim, nHeads: c.nHeads, cache, layer: 0, out: ob, maxM: c.m, kind: c.kind });
+  await runOps(ctx, [op], c.m);
+  const g = median(await gpuTimes(ctx, (p) => op.encode(p, c.m), c.reps ?? 9));
+  op.destroy();
+  destroyKvCache(cache);
+  [qb, ob, step.buffer].forEach((b) => b.destroy());
+  return g;
+}
+
+export async function attentionVariants(headSize: number): Promise<AttentionKind[]> {
+  return attentionKinds(await context(), headSize);
 }
