@@ -21,7 +21,7 @@ import { createRopeTables, destroyRopeTables, createRopeKv, type RopeTables } fr
 import { createKvCache, destroyKvCache, type KvCache } from '../src/gpu/kv-cache.js';
 import { createAttention } from '../src/gpu/attention.js';
 import { createAdd, createEmbed } from '../src/gpu/elementwise.js';
-import { createReadback, destroyReadback, type Readback } from '../src/gpu/readback.js';
+import { createReadback, destroyReadback, type Readback, type ReadTicket } from '../src/gpu/readback.js';
 import type { BoundOp } from '../src/gpu/op.js';
 import type { KernelProfiler } from '../src/gpu/profiler.js';
 import { ModelFormatError } from '../src/errors.js';
@@ -145,6 +145,8 @@ export interface RunState {
   logits: GPUBuffer; // (maxLogitRows, vocab/tp)
   kv: KvCache; // (layer) → (slot, kvHeads/tp, seq, head_size)
   rope: RopeTables; // (seq, head_size/2) cos and sin
+  /** kv and rope belong to another state (this one is a second micro-batch). */
+  shared: boolean;
   readback: Readback;
   ops: StepOps;
   workBytes: number;
@@ -166,6 +168,8 @@ export interface RunStateOptions {
   contextLength: number;
   slots: number;
   world: number;
+  /** The KV cache and RoPE tables of another state on the same weights (a second micro-batch). */
+  share?: RunState;
 }
 
 export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: ShardWeights, o: RunStateOptions): RunState {
@@ -187,8 +191,9 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
     partial: f32(maxM * d.dim, 'partial'),
     xsel: f32(o.maxLogitRows * d.dim, 'xsel'),
     logits: f32(o.maxLogitRows * d.vocab, 'logits'),
-    kv: createKvCache(ctx, { nLayers: c.nLayers, nKvHeadsLocal: d.nKvHeads, headSize: d.headSize, maxSeq: o.contextLength, nSlots: o.slots }),
-    rope: createRopeTables(ctx, d.headSize, ropeTables(c.headSize, o.contextLength, c.ropeTheta)),
+    kv: o.share?.kv ?? createKvCache(ctx, { nLayers: c.nLayers, nKvHeadsLocal: d.nKvHeads, headSize: d.headSize, maxSeq: o.contextLength, nSlots: o.slots }),
+    rope: o.share?.rope ?? createRopeTables(ctx, d.headSize, ropeTables(c.headSize, o.contextLength, c.ropeTheta)),
+    shared: !!o.share,
     readback: createReadback(ctx, { slotBytes: Math.max(maxM * d.dim, o.maxLogitRows * d.vocab) * 4, slots: 2 }),
   };
   const eps = c.normEps;
@@ -227,8 +232,7 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
   };
   const workBytes =
     4 * (maxM * (2 * d.dim + d.qkv + d.nHeads * d.headSize + 2 * d.hidden + 1) + o.maxLogitRows * (d.dim + d.vocab)) +
-    2 * c.nLayers * o.slots * d.nKvHeads * o.contextLength * d.headSize * 4 +
-    o.contextLength * d.headSize * 4;
+    (o.share ? 0 : 2 * c.nLayers * o.slots * d.nKvHeads * o.contextLength * d.headSize * 4 + o.contextLength * d.headSize * 4);
   return { ...s, ops, workBytes };
 }
 
@@ -237,8 +241,10 @@ export function destroyRunState(s: RunState, ctx: GpuContext): void {
   for (const b of [s.tokens, s.x, s.qkv, s.att, s.h13, s.partial, s.xsel, s.logits]) b.destroy();
   destroyStepParams(s.step);
   destroyStepParams(s.headStep);
-  destroyKvCache(s.kv);
-  destroyRopeTables(s.rope);
+  if (!s.shared) {
+    destroyKvCache(s.kv);
+    destroyRopeTables(s.rope);
+  }
   destroyReadback(ctx, s.readback);
 }
 
@@ -262,8 +268,49 @@ export interface StepTimes {
   roundtrips: number[];
 }
 
-/** The all-reduce of `partial` (m·dim floats) at sync point `i`: read back, reduce, upload. */
-export type SyncPartial = (i: number, encoder: GPUCommandEncoder, m: number) => Promise<void>;
+/** The rank's side of the all-reduce at a sync point (the communicator, seen from the GPU code). */
+export interface Reducer {
+  /** Where a partial sum of n floats is read back to: this rank's slot of the collective buffer. */
+  slot(n: number): Float32Array;
+  /** All-reduces the slot's first n floats across ranks; the sum stays valid until the next call. */
+  reduce(n: number): Float32Array;
+}
+
+/** A sync point in flight: the partial sum's copy to the CPU is submitted. */
+interface PendingSync {
+  ticket: ReadTicket;
+  n: number;
+  t0: number;
+}
+
+/** Submits `encoder` (which computed `partial`) with a copy of its m rows for the CPU. */
+function submitPartial(ctx: GpuContext, s: RunState, encoder: GPUCommandEncoder, m: number, dim: number): PendingSync {
+  const n = m * dim;
+  const ticket = s.readback.encodeCopy(encoder, s.partial, 0, n * 4);
+  const t0 = performance.now();
+  ctx.device.queue.submit([encoder.finish()]);
+  return { ticket, n, t0 };
+}
+
+/** Reads the partial sum back into the slot, all-reduces it and uploads the sum in its place. */
+async function finishSync(ctx: GpuContext, s: RunState, p: PendingSync, m: number, red: Reducer, times: StepTimes): Promise<void> {
+  await s.readback.read(p.ticket, { into: red.slot(p.n), key: `sync:${m}` });
+  const t1 = performance.now();
+  const sum = red.reduce(p.n);
+  const t2 = performance.now();
+  ctx.device.queue.writeBuffer(s.partial, 0, sum.buffer, sum.byteOffset, p.n * 4);
+  const t3 = performance.now();
+  times.readback += t1 - p.t0;
+  times.allreduce += t2 - t1;
+  times.upload += t3 - t2;
+  if (times.roundtrips.length < 4096) times.roundtrips.push(t3 - p.t0);
+}
+
+/** Writes a step's rows (a range of the posted ones) into a state's step block and token buffer. */
+function writeRows(ctx: GpuContext, s: RunState, input: StepInput, r0: number, m: number): void {
+  s.step.write(m, input.positions.subarray(r0, r0 + m), input.slots.subarray(r0, r0 + m));
+  ctx.device.queue.writeBuffer(s.tokens, 0, input.tokens.buffer, input.tokens.byteOffset + r0 * 4, m * 4);
+}
 
 /**
  * One step for this rank: embed → per layer [attention → Wo → all-reduce → residual, MLP → W2 →
@@ -271,53 +318,112 @@ export type SyncPartial = (i: number, encoder: GPUCommandEncoder, m: number) => 
  * rank's logits rows into `into`, which is exactly (logitRows.length, vocab/tp).
  */
 export async function forward(
-  ctx: GpuContext, s: RunState, dim: number, input: StepInput, sync: SyncPartial, into: Float32Array, prof?: KernelProfiler,
+  ctx: GpuContext, s: RunState, dim: number, input: StepInput, red: Reducer, times: StepTimes, into: Float32Array, prof?: KernelProfiler,
 ): Promise<void> {
   const { device } = ctx;
   const { m } = input;
-  s.step.write(m, input.positions, input.slots);
-  device.queue.writeBuffer(s.tokens, 0, input.tokens.buffer, input.tokens.byteOffset, m * 4);
+  writeRows(ctx, s, input, 0, m);
   const nl = input.logitRows.length;
   if (nl > 0) s.headStep.write(nl, new Uint32Array(nl));
   prof?.begin();
 
   let encoder = device.createCommandEncoder();
-  // One pass per stage; profiling gives each op a timestamped pass of its own instead.
-  const encodeOps = (ops: BoundOp[], rows: number, first?: BoundOp): void => {
-    if (prof) {
-      if (first) encodeOne(prof, encoder, first, rows);
-      for (const op of ops) encodeOne(prof, encoder, op, rows);
-      return;
-    }
-    const pass = encoder.beginComputePass();
-    first?.encode(pass, rows);
-    for (const op of ops) op.encode(pass, rows);
-    pass.end();
-  };
   const stages = s.ops.stages;
   for (let i = 0; i < stages.length; i++) {
-    encodeOps(stages[i]!, m, i === 0 ? s.ops.embed : undefined);
+    encodeOps(encoder, stages[i]!, m, i === 0 ? s.ops.embed : undefined, prof);
     if (i === stages.length - 1) break;
     // Sync point i: the partial sum of a row-parallel matmul is combined across ranks.
-    await sync(i, encoder, m);
+    await finishSync(ctx, s, submitPartial(ctx, s, encoder, m, dim), m, red, times);
     encoder = device.createCommandEncoder();
   }
-  // The head runs only on the rows whose logits are wanted (the last prompt row in prefill).
+  await finishHead(ctx, s, encoder, dim, input.logitRows, 0, nl, into, m, prof);
+}
+
+/**
+ * The same step as two micro-batches (rows [0, a) and [a, m), a = ⌈m/2⌉) on two states that
+ * share the weights and the KV cache: while one half's partial sum makes its round trip through
+ * the CPU and the all-reduce, the device computes the other half's stage. Every rank splits and
+ * interleaves alike (A's sync i, then B's), so the collectives pair up. Rows of one sequence may
+ * straddle the halves: A's stage i (its KV writes included) is queued before B's stage i.
+ */
+export async function forwardOverlapped(
+  ctx: GpuContext, A: RunState, B: RunState, dim: number, input: StepInput, red: Reducer, times: StepTimes, into: Float32Array,
+): Promise<void> {
+  const { device } = ctx;
+  const { m } = input;
+  const a = Math.ceil(m / 2);
+  // logitRows is increasing (the scheduler lists rows in order), so A's come first.
+  let la = 0;
+  while (la < input.logitRows.length && input.logitRows[la]! < a) la++;
+  const half = [
+    { s: A, r0: 0, m: a, l0: 0, nl: la },
+    { s: B, r0: a, m: m - a, l0: la, nl: input.logitRows.length - la },
+  ];
+  const stages = A.ops.stages.length;
+  const enc: GPUCommandEncoder[] = [];
+  const pending: PendingSync[] = [];
+  for (let h = 0; h < 2; h++) {
+    const x = half[h]!;
+    writeRows(ctx, x.s, input, x.r0, x.m);
+    if (x.nl > 0) x.s.headStep.write(x.nl, new Uint32Array(x.nl));
+    enc[h] = device.createCommandEncoder();
+    encodeOps(enc[h]!, x.s.ops.stages[0]!, x.m, x.s.ops.embed);
+    if (stages > 1) pending[h] = submitPartial(ctx, x.s, enc[h]!, x.m, dim);
+  }
+  for (let i = 0; i + 1 < stages; i++) {
+    for (let h = 0; h < 2; h++) {
+      const x = half[h]!;
+      await finishSync(ctx, x.s, pending[h]!, x.m, red, times);
+      enc[h] = device.createCommandEncoder();
+      encodeOps(enc[h]!, x.s.ops.stages[i + 1]!, x.m);
+      if (i + 2 < stages) pending[h] = submitPartial(ctx, x.s, enc[h]!, x.m, dim);
+    }
+  }
+  const heads: Promise<void>[] = [];
+  for (let h = 0; h < 2; h++) {
+    const x = half[h]!;
+    heads.push(finishHead(ctx, x.s, enc[h]!, dim, input.logitRows, x.l0, x.nl, into, x.m, undefined, x.r0));
+  }
+  await Promise.all(heads);
+}
+
+/**
+ * The last stage's command buffer: copy the rows whose logits are wanted (the last prompt row in
+ * prefill) into xsel, run the head on them, read this rank's logits into `into` (rows l0.. of it).
+ */
+async function finishHead(
+  ctx: GpuContext, s: RunState, encoder: GPUCommandEncoder, dim: number, logitRows: Int32Array, l0: number, nl: number,
+  into: Float32Array, m: number, prof?: KernelProfiler, r0 = 0,
+): Promise<void> {
   for (let j = 0; j < nl; j++) {
-    encoder.copyBufferToBuffer(s.x, input.logitRows[j]! * dim * 4, s.xsel, j * dim * 4, dim * 4);
+    encoder.copyBufferToBuffer(s.x, (logitRows[l0 + j]! - r0) * dim * 4, s.xsel, j * dim * 4, dim * 4);
   }
   if (nl === 0) {
     prof?.resolve(encoder);
-    device.queue.submit([encoder.finish()]);
+    ctx.device.queue.submit([encoder.finish()]);
     await prof?.collect();
     return;
   }
-  encodeOps(s.ops.headOps, nl);
-  const ticket = s.readback.encodeCopy(encoder, s.logits, 0, into.byteLength);
+  encodeOps(encoder, s.ops.headOps, nl, undefined, prof);
+  const width = into.length / logitRows.length;
+  const ticket = s.readback.encodeCopy(encoder, s.logits, 0, nl * width * 4);
   prof?.resolve(encoder);
-  device.queue.submit([encoder.finish()]);
-  await s.readback.read(ticket, { into, key: `head:${m}` });
+  ctx.device.queue.submit([encoder.finish()]);
+  await s.readback.read(ticket, { into: into.subarray(l0 * width, (l0 + nl) * width), key: `head:${m}` });
   await prof?.collect();
+}
+
+/** One pass per stage; profiling gives each op a timestamped pass of its own instead. */
+function encodeOps(encoder: GPUCommandEncoder, ops: BoundOp[], rows: number, first?: BoundOp, prof?: KernelProfiler): void {
+  if (prof) {
+    if (first) encodeOne(prof, encoder, first, rows);
+    for (const op of ops) encodeOne(prof, encoder, op, rows);
+    return;
+  }
+  const pass = encoder.beginComputePass();
+  first?.encode(pass, rows);
+  for (const op of ops) op.encode(pass, rows);
+  pass.end();
 }
 
 function encodeOne(prof: KernelProfiler, encoder: GPUCommandEncoder, op: BoundOp, rows: number): void {

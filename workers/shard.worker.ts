@@ -14,8 +14,8 @@ import { AbortedError, DeviceLostError, DisposedError, InvalidArgumentError, ser
 import type { ModelConfig } from '../src/model/config.js';
 import type { RankPlan } from '../src/parallel/plan.js';
 import {
-  createShardWeights, destroyShardWeights, createRunState, destroyRunState, forward, rankDims, opCount,
-  type ShardWeights, type RunState, type StepTimes,
+  createShardWeights, destroyShardWeights, createRunState, destroyRunState, forward, forwardOverlapped, rankDims, opCount,
+  type ShardWeights, type RunState, type StepTimes, type Reducer,
 } from './rank.js';
 import type { RankStats } from '../src/engine/types.js';
 import { createKernelProfiler, type KernelProfiler } from '../src/gpu/profiler.js';
@@ -41,6 +41,8 @@ export interface ShardInit {
   adapter?: GPURequestAdapterOptions;
   /** Time every kernel on the GPU (timestamp queries; each op gets its own pass). */
   profile?: boolean;
+  /** Run steps of ≥ 2 rows as two interleaved micro-batches (only with world > 1). */
+  overlap?: boolean;
   /** Kernel variants measured earlier (by another rank or engine): skips tuning. */
   choices?: Pick<KernelChoices, 'gemm' | 'gemv'>;
 }
@@ -60,6 +62,9 @@ export class ShardWorker {
   private ctrl?: ControlBlock;
   private weights?: ShardWeights;
   private state?: RunState;
+  /** The second micro-batch's state (shares weights and KV cache with `state`). */
+  private stateB?: RunState;
+  private reducer?: Reducer;
   private weightBytes = 0;
   private lastError: SerializedError | null = null;
   private times: StepTimes = { compute: 0, readback: 0, allreduce: 0, upload: 0, roundtrips: [] };
@@ -68,7 +73,6 @@ export class ShardWorker {
   private stopped = false;
   private loopDone: Promise<void> = Promise.resolve();
   private warnings: string[] = [];
-  private reduced?: Float32Array;
   private profiler?: KernelProfiler;
 
   async init(o: ShardInit): Promise<ShardInitResult> {
@@ -96,15 +100,17 @@ export class ShardWorker {
     this.weights = createShardWeights(ctx, o.config, o.plan, packed);
     this.weightBytes = packed.byteLength;
     const t1 = performance.now();
-    this.state = createRunState(ctx, o.config, o.plan, this.weights, {
-      maxM: o.maxRows, maxLogitRows: o.maxLogitRows, contextLength: o.contextLength, slots: o.slots, world: o.world,
-    });
+    const so = { maxM: o.maxRows, maxLogitRows: o.maxLogitRows, contextLength: o.contextLength, slots: o.slots, world: o.world };
+    this.state = createRunState(ctx, o.config, o.plan, this.weights, so);
+    if (o.overlap && o.world > 1 && o.maxRows >= 2 && !o.profile) {
+      this.stateB = createRunState(ctx, o.config, o.plan, this.weights, { ...so, maxM: Math.floor(o.maxRows / 2), share: this.state });
+    }
     if (o.profile) {
       this.profiler = createKernelProfiler(ctx, opCount(this.state));
       if (!this.profiler) this.warnings.push('profile: the adapter has no timestamp-query feature, so kernels are not timed');
     }
     await ctx.device.queue.onSubmittedWorkDone();
-    return { weightBytes: this.weightBytes, workBytes: this.state.workBytes, uploadMs: t1 - t0, buildMs: performance.now() - t1 };
+    return { weightBytes: this.weightBytes, workBytes: this.workBytes(), uploadMs: t1 - t0, buildMs: performance.now() - t1 };
   }
 
   /** Starts the step loop; it runs until dispose. */
@@ -142,7 +148,9 @@ export class ShardWorker {
         const into = logitsAll.subarray(o.rank * o.maxLogitRows * o.logitStride, o.rank * o.maxLogitRows * o.logitStride + input.logitRows.length * d.vocab);
         const t0 = performance.now();
         const before = this.times.readback + this.times.allreduce + this.times.upload;
-        await forward(this.ctx!, this.state!, d.dim, input, (_i, encoder, m) => this.syncPartial(encoder, m), into, this.profiler);
+        const red = (this.reducer ??= this.makeReducer());
+        if (this.stateB && input.m >= 2) await forwardOverlapped(this.ctx!, this.state!, this.stateB, d.dim, input, red, this.times, into);
+        else await forward(this.ctx!, this.state!, d.dim, input, red, this.times, into, this.profiler);
         this.times.compute += performance.now() - t0 - (this.times.readback + this.times.allreduce + this.times.upload - before);
         this.steps++;
         ctrl.signalDone(o.rank, step.seq, 0);
@@ -160,27 +168,25 @@ export class ShardWorker {
     }
   }
 
-  /** Sync point: read the partial sum back, all-reduce it across ranks, upload the sum. */
-  private async syncPartial(encoder: GPUCommandEncoder, m: number): Promise<void> {
-    const { ctx, comm } = this.need();
-    const s = this.state!;
-    const n = m * this.init_!.config.dim;
-    const slot = comm.slot().subarray(0, n);
-    const ticket = s.readback.encodeCopy(encoder, s.partial, 0, n * 4);
-    const t0 = performance.now();
-    ctx.device.queue.submit([encoder.finish()]);
-    await s.readback.read(ticket, { into: slot, key: `sync:${m}` });
-    const t1 = performance.now();
-    // The sum must not land in the shared slot: other ranks may still be reading it.
-    const sum = (this.reduced ??= new Float32Array(s.maxM * this.init_!.config.dim)).subarray(0, n);
-    comm.allReduce(slot, 'auto', sum);
-    const t2 = performance.now();
-    ctx.device.queue.writeBuffer(s.partial, 0, sum.buffer, sum.byteOffset, n * 4);
-    const t3 = performance.now();
-    this.times.readback += t1 - t0;
-    this.times.allreduce += t2 - t1;
-    this.times.upload += t3 - t2;
-    if (this.times.roundtrips.length < 4096) this.times.roundtrips.push(t3 - t0);
+  /**
+   * The all-reduce of a sync point over this rank's collective slot. The sum must not land in
+   * the shared slot: other ranks may still be reading it.
+   */
+  private makeReducer(): Reducer {
+    const { comm, init_: o } = this.need();
+    const sum = new Float32Array(o.maxRows * o.config.dim);
+    return {
+      slot: (n) => comm.slot().subarray(0, n),
+      reduce: (n) => {
+        const out = sum.subarray(0, n);
+        comm.allReduce(comm.slot().subarray(0, n), 'auto', out);
+        return out;
+      },
+    };
+  }
+
+  private workBytes(): number {
+    return (this.state?.workBytes ?? 0) + (this.stateB?.workBytes ?? 0);
   }
 
   stats(): RankStats {
@@ -191,7 +197,7 @@ export class ShardWorker {
       rank: o?.rank ?? -1,
       adapter: this.ctx ? this.ctx.adapterInfo.description || this.ctx.adapterInfo.architecture : '',
       weightBytes: this.weightBytes,
-      workBytes: this.state?.workBytes ?? 0,
+      workBytes: this.workBytes(),
       steps: this.steps,
       breakdown: {
         compute_ms: this.times.compute / steps,
@@ -226,11 +232,13 @@ export class ShardWorker {
     await Promise.race([this.loopDone.catch(() => {}), new Promise((r) => setTimeout(r, 1000))]);
     if (this.ctx) {
       this.profiler?.destroy();
+      if (this.stateB) destroyRunState(this.stateB, this.ctx);
       if (this.state) destroyRunState(this.state, this.ctx);
       if (this.weights) destroyShardWeights(this.weights);
       destroyGpuContext(this.ctx);
     }
     this.state = undefined;
+    this.stateB = undefined;
     this.weights = undefined;
     this.ctx = undefined;
   }

@@ -28,6 +28,8 @@ export interface BenchGenerateOptions {
   batch?: number[];
   /** Also run each case briefly with per-kernel GPU timing (timestamp queries). */
   profile?: boolean;
+  /** Two-batch overlap at TP > 1 (default: the engine's). */
+  overlap?: boolean;
 }
 
 export interface BenchGenerateResult {
@@ -80,7 +82,7 @@ export async function benchGenerate(o: BenchGenerateOptions): Promise<BenchGener
     for (const tp of o.tp) {
       for (const profile of o.profile ? [false, true] : [false]) {
         const common: Omit<PageGenerateOptions, 'maxTokens'> = {
-          model, tokenizer, tp, prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch, profile,
+          model, tokenizer, tp, prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch, profile, overlap: o.overlap,
         };
         // Warm-up: loads the engine and compiles every pipeline; the measured runs reuse it.
         const warm = await runGenerate(h, { ...common, maxTokens: 4 });

@@ -15,7 +15,7 @@ Usage:
   webgpu-tp synth --shape stories15M|stories42M|stories110M [--seed S] --out DIR
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--json]
   webgpu-tp bench kernels [--json]
-  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--json]
+  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--no-overlap] [--json]
   webgpu-tp bench all [--out DIR] [--max-tokens N]   (all of the above on synth models; writes DIR/<date>.json,
                                                       and report.html + report.png beside DIR)
   webgpu-tp bench report --from DIR/<date>.json [--out DIR]   (rebuilds report.html and report.png)
@@ -94,6 +94,7 @@ async function main(argv: string[]): Promise<number> {
         spin: { type: 'string' },
         batch: { type: 'string' },
         profile: { type: 'boolean', default: false },
+        'no-overlap': { type: 'boolean', default: false },
         out: { type: 'string' },
         from: { type: 'string' },
         json: { type: 'boolean', default: false },
@@ -117,6 +118,7 @@ async function main(argv: string[]): Promise<number> {
         spin: values.spin === undefined ? undefined : Number(values.spin),
         batch: list(values.batch, [1]),
         profile: values.profile,
+        overlap: values['no-overlap'] ? false : undefined,
       });
     } else if (what === 'all') {
       const { benchAll } = await import('./bench-all.js');

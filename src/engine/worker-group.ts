@@ -53,6 +53,8 @@ export interface WorkerGroupOptions {
   timeoutMs: number;
   /** Time kernels with timestamp queries (see EngineOptions.profile). */
   profile?: boolean;
+  /** Two-batch overlap (see EngineOptions.overlap). */
+  overlap?: boolean;
   onProgress?: (p: LoadProgress) => void;
   signal?: AbortSignal;
   /** Keep each rank's packed shard in IndexedDB and reuse it (default true). */
@@ -128,7 +130,7 @@ export class WorkerGroup implements StepBackend {
         ranks[rp.rank] = rank;
         rank.info = await alive(rank, rank.api.init({
           rank: rp.rank, world, config: c, plan: rp, collective, logits, logitStride, maxRows: o.maxRows, maxLogitRows,
-          contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs, profile: o.profile, choices: tunedChoices,
+          contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs, profile: o.profile, overlap: o.overlap, choices: tunedChoices,
         }));
         tunedChoices ??= rank.info.choices;
       };

@@ -27,6 +27,8 @@ export interface PageGenerateOptions {
   spin?: number;
   /** Time kernels on the GPU (engine `profile`). */
   profile?: boolean;
+  /** Two-batch overlap (engine `overlap`). */
+  overlap?: boolean;
   /** Feed the prompt one token per step instead of batched prefill (tests compare both). */
   noPrefillBatch?: boolean;
 }
