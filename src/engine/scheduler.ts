@@ -110,11 +110,14 @@ export class Scheduler {
 
   async *generateTokens(promptTokens: number[], opts: GenerateOptions = {}): AsyncGenerator<GenerateChunk, void, undefined> {
     const ctx = this.backend.contextLength;
-    if (promptTokens.length === 0) throw new InvalidArgumentError('the prompt has no tokens');
+    if (promptTokens.length === 0) {
+      throw new InvalidArgumentError('the prompt has no tokens', 'Pass at least the BOS token (generate("") does that for you)');
+    }
+    // An error rather than silently dropping the start of the prompt: the caller decides what to cut.
     if (promptTokens.length >= ctx) {
       throw new InvalidArgumentError(
-        `the prompt is ${promptTokens.length} tokens but the context holds ${ctx}`,
-        `Shorten the prompt to at most ${ctx - 1} tokens or raise maxContext`,
+        `the prompt is ${promptTokens.length} tokens but maxContext is ${ctx} (the prompt and at least one new token must fit)`,
+        `Shorten the prompt to at most ${ctx - 1} tokens, or create the engine with a larger maxContext`,
       );
     }
     const maxTokens = opts.maxTokens ?? 256;
