@@ -127,6 +127,16 @@ describe('Scheduler over the CPU oracle', () => {
     expect((e as InvalidArgumentError).remedy).toMatch(/BOS/);
   });
 
+  it('prompt ids outside the vocabulary are refused; the next request is unharmed', async () => {
+    for (const bad of [[1, 512], [1, -1], [1, 2.5], [1, NaN], [600]]) {
+      const e = await collect(engine.generateTokens(bad, { maxTokens: 2 })).catch((err: unknown) => err);
+      expect(e, String(bad)).toBeInstanceOf(InvalidArgumentError);
+      expect((e as Error).message).toMatch(/is outside the vocabulary \[0, 512\)/);
+    }
+    const next = await collect(engine.generate('', { maxTokens: 5, temperature: 0 }));
+    expect(next.filter((c) => c.token >= 0).map((c) => c.token)).toEqual(greedy.tokens.slice(1, 6));
+  });
+
   it('maxTokens: 0 ends at once with reason length; negative or fractional is refused', async () => {
     const none = await collect(engine.generate('Once upon a time', { maxTokens: 0, temperature: 0 }));
     expect(none).toHaveLength(1);

@@ -28,6 +28,8 @@ export interface StepBackend {
 }
 
 export interface TokenizerLike {
+  /** Token ids are in [0, vocabSize): prompt ids outside it are refused (when given). */
+  readonly vocabSize?: number;
   encode(text: string, bos: boolean, eos: boolean): number[];
   /** Bytes of `token`'s piece after `prev` (run.c's decode, incl. the space strip after BOS). */
   decodeBytes(prev: number, token: number): Uint8Array;
@@ -119,6 +121,17 @@ export class Scheduler {
         `the prompt is ${promptTokens.length} tokens but maxContext is ${ctx} (the prompt and at least one new token must fit)`,
         `Shorten the prompt to at most ${ctx - 1} tokens, or create the engine with a larger maxContext`,
       );
+    }
+    const vocab = this.tokenizer.vocabSize;
+    if (vocab !== undefined) {
+      // An id outside the vocabulary would index past the embedding table on the GPU.
+      const bad = promptTokens.findIndex((t) => !Number.isInteger(t) || t < 0 || t >= vocab);
+      if (bad >= 0) {
+        throw new InvalidArgumentError(
+          `prompt token ${promptTokens[bad]} at index ${bad} is outside the vocabulary [0, ${vocab})`,
+          'Pass ids from engine.encode() or from this model\'s tokenizer',
+        );
+      }
     }
     const maxTokens = opts.maxTokens ?? 256;
     if (!Number.isInteger(maxTokens) || maxTokens < 0) throw new InvalidArgumentError(`maxTokens must be a whole number ≥ 0, got ${maxTokens}`);
