@@ -63,3 +63,76 @@ test('a full quota does not stop the load: it goes on without the cache and says
     await harness.page.evaluate(() => window.tp.engine.disposeAll());
   }
 });
+
+test('a corrupted cache entry is detected after a reload: that rank is fetched again and the output is the reference', async ({ harness }) => {
+  const model = '/models/stories260K.bin';
+  const opts = { model, tokenizer: '/models/tok512.bin', tp: 2, prompt: '', maxTokens: 24, temperature: 0, topP: 0.9, seed: 1, cache: true };
+  const size = 1056540;
+  const weightBytes = () =>
+    harness.server.log.filter((r) => r.path === model).reduce((a, r) => a + requestedBytes(r.range, size), 0);
+  await harness.page.evaluate(() => window.tp.engine.clearCache());
+  const first = await harness.page.evaluate((o) => window.tp.engine.load(o), opts);
+  expect('error' in first ? first.error : null).toBeNull();
+  await harness.page.evaluate(() => window.tp.engine.disposeAll());
+
+  // Flip one byte in the middle of one rank's stored shard, straight through IndexedDB.
+  const entries = await harness.page.evaluate(
+    () =>
+      new Promise<number>((resolve, reject) => {
+        const open = indexedDB.open('webgpu-tp');
+        open.onerror = () => reject(open.error);
+        open.onsuccess = () => {
+          const tx = open.result.transaction('shards', 'readwrite');
+          const store = tx.objectStore('shards');
+          let n = 0;
+          const cursor = store.openCursor();
+          cursor.onsuccess = () => {
+            const c = cursor.result;
+            if (!c) return;
+            if (n++ === 0) {
+              const v = c.value as { bytes: ArrayBuffer; sha256: string };
+              const b = new Uint8Array(v.bytes);
+              b[b.length >> 1]! ^= 0xff;
+              c.update(v);
+            }
+            c.continue();
+          };
+          tx.oncomplete = () => {
+            open.result.close();
+            resolve(n);
+          };
+          tx.onerror = () => reject(tx.error);
+        };
+      }),
+  );
+  expect(entries).toBe(2);
+
+  await harness.page.reload();
+  await harness.page.waitForFunction(() => (window as unknown as { tpReady?: boolean }).tpReady === true);
+  const mark = weightBytes();
+  const second = await harness.page.evaluate(async (o) => {
+    const events: { rank: number; fromCache: boolean }[] = [];
+    const r = await window.tp.engine.load({ ...o, onProgressLog: events });
+    return { r, events };
+  }, opts);
+  expect('error' in second.r ? second.r.error : null).toBeNull();
+  const done = (fromCache: boolean) => [...new Set(second.events.filter((e) => e.fromCache === fromCache).map((e) => e.rank))];
+  expect(done(true)).toHaveLength(1);
+  expect(done(false)).toHaveLength(1);
+  expect(weightBytes() - mark).toBeGreaterThanOrEqual(size);
+  const out = await harness.page.evaluate((o) => window.tp.engine.generate(o), opts);
+  expect('error' in out ? out.error : null).toBeNull();
+  if (!('error' in out)) expect(out.text.startsWith('Once upon a time, there was a little girl named Lily.')).toBe(true);
+  await harness.page.evaluate(() => window.tp.engine.disposeAll());
+
+  // The refetched shard was stored again: the next load is all cache hits.
+  const third = await harness.page.evaluate(async (o) => {
+    const events: { rank: number; fromCache: boolean }[] = [];
+    const r = await window.tp.engine.load({ ...o, onProgressLog: events });
+    return { r, events };
+  }, opts);
+  expect('error' in third.r ? third.r.error : null).toBeNull();
+  expect(third.events.some((e) => !e.fromCache)).toBe(false);
+  await harness.page.evaluate(() => window.tp.engine.disposeAll());
+  await harness.page.evaluate(() => window.tp.engine.clearCache());
+});

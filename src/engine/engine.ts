@@ -134,7 +134,9 @@ export function assembleEngine(
 ): Engine {
   const makeSampler: SamplerFactory = ({ temperature, topP, seed }) =>
     new Sampler(config.vocabSize, { temperature, topp: topP, seed });
-  const scheduler = new Scheduler(backend, { encode: (t, b, e) => tokenizer.encode(t, b, e), decodeBytes: (p, t) => tokenizer.decode(p, t) }, makeSampler);
+  const scheduler = new Scheduler(backend, {
+    vocabSize: config.vocabSize, encode: (t, b, e) => tokenizer.encode(t, b, e), decodeBytes: (p, t) => tokenizer.decode(p, t),
+  }, makeSampler);
   let disposed = false;
   const guard = () => {
     if (disposed) throw new DisposedError();

@@ -84,18 +84,66 @@ describe('Scheduler over the CPU oracle', () => {
     expect(ignored.slice(0, -1).map((c) => c.token)).toEqual([300, 301, 1, 302]);
   });
 
-  it('caps maxTokens at the context and says so', async () => {
+  it('caps maxTokens at the context and says so (finish reason length)', async () => {
     const small = makeEngine({ contextLength: 20 });
     const chunks = await collect(small.generate('Once upon a time', { maxTokens: 1000, temperature: 0, ignoreEos: true }));
     const stats = chunks[chunks.length - 1]!.stats!;
     expect(stats.promptTokens + stats.generatedTokens).toBe(20);
+    expect(chunks.filter((c) => c.token >= 0)).toHaveLength(20 - 5);
     expect(stats.finishReason).toBe('length');
+    // Capped tokens are the same as the uncapped run's first ones.
+    const full = await collect(engine.generate('Once upon a time', { maxTokens: 15, temperature: 0, ignoreEos: true }));
+    expect(chunks.map((c) => c.token)).toEqual(full.map((c) => c.token));
   });
 
-  it('rejects a prompt longer than the context with a typed error that names the limit', async () => {
+  it('rejects a prompt longer than the context with a typed error that names both lengths; the next request is unharmed', async () => {
     const small = makeEngine({ contextLength: 8 });
-    await expect(collect(small.generate('Once upon a time there was a little girl named Lily', { maxTokens: 4 }))).rejects.toThrow(InvalidArgumentError);
-    await expect(collect(small.generate('Once upon a time there was a little girl named Lily', { maxTokens: 4 }))).rejects.toThrow(/context holds 8/);
+    const long = 'Once upon a time there was a little girl named Lily';
+    const n = small.encode(long).length;
+    expect(n).toBeGreaterThan(8);
+    const e = await collect(small.generate(long, { maxTokens: 4 })).catch((err: unknown) => err);
+    expect(e).toBeInstanceOf(InvalidArgumentError);
+    expect((e as InvalidArgumentError).code).toBe('INVALID_ARGUMENT');
+    expect((e as Error).message).toContain(`the prompt is ${n} tokens but maxContext is 8`);
+    expect((e as InvalidArgumentError).remedy).toContain('Shorten the prompt to at most 7 tokens, or create the engine with a larger maxContext');
+    // Exactly the context is still too long (no room for a new token); one less fits and gives one token.
+    const ids = small.encode(long);
+    await expect(collect(small.generateTokens(ids.slice(0, 8), { maxTokens: 4 }))).rejects.toThrow(/the prompt is 8 tokens but maxContext is 8/);
+    const fits = await collect(small.generateTokens(ids.slice(0, 7), { maxTokens: 4, temperature: 0, ignoreEos: true }));
+    expect(fits.filter((c) => c.token >= 0)).toHaveLength(1);
+    expect(fits[fits.length - 1]!.stats).toMatchObject({ promptTokens: 7, generatedTokens: 1, finishReason: 'length' });
+    // The refused requests left nothing behind: the next one is the reference.
+    const next = await collect(small.generate('', { maxTokens: 7, temperature: 0 }));
+    expect(next.filter((c) => c.token >= 0).map((c) => c.token)).toEqual(greedy.tokens.slice(1, 8));
+  });
+
+  it('an empty prompt is BOS alone (run.c\'s unconditional story); no tokens at all is refused', async () => {
+    expect(engine.encode('')).toEqual([1]);
+    const chunks = await collect(engine.generate('', { maxTokens: 5, temperature: 0 }));
+    expect(chunks[chunks.length - 1]!.stats).toMatchObject({ promptTokens: 1, generatedTokens: 5 });
+    const e = await collect(engine.generateTokens([], { maxTokens: 5 })).catch((err: unknown) => err);
+    expect(e).toBeInstanceOf(InvalidArgumentError);
+    expect((e as Error).message).toMatch(/the prompt has no tokens/);
+    expect((e as InvalidArgumentError).remedy).toMatch(/BOS/);
+  });
+
+  it('prompt ids outside the vocabulary are refused; the next request is unharmed', async () => {
+    for (const bad of [[1, 512], [1, -1], [1, 2.5], [1, NaN], [600]]) {
+      const e = await collect(engine.generateTokens(bad, { maxTokens: 2 })).catch((err: unknown) => err);
+      expect(e, String(bad)).toBeInstanceOf(InvalidArgumentError);
+      expect((e as Error).message).toMatch(/is outside the vocabulary \[0, 512\)/);
+    }
+    const next = await collect(engine.generate('', { maxTokens: 5, temperature: 0 }));
+    expect(next.filter((c) => c.token >= 0).map((c) => c.token)).toEqual(greedy.tokens.slice(1, 6));
+  });
+
+  it('maxTokens: 0 ends at once with reason length; negative or fractional is refused', async () => {
+    const none = await collect(engine.generate('Once upon a time', { maxTokens: 0, temperature: 0 }));
+    expect(none).toHaveLength(1);
+    expect(none[0]!.stats).toMatchObject({ generatedTokens: 0, finishReason: 'length' });
+    for (const bad of [-1, 1.5, NaN, Infinity]) {
+      await expect(collect(engine.generate('Once', { maxTokens: bad })), `maxTokens ${bad}`).rejects.toThrow(/maxTokens must be a whole number ≥ 0/);
+    }
   });
 
   it('aborts promptly with AbortedError and runs the next request normally', async () => {

@@ -28,6 +28,8 @@ export interface StepBackend {
 }
 
 export interface TokenizerLike {
+  /** Token ids are in [0, vocabSize): prompt ids outside it are refused (when given). */
+  readonly vocabSize?: number;
   encode(text: string, bos: boolean, eos: boolean): number[];
   /** Bytes of `token`'s piece after `prev` (run.c's decode, incl. the space strip after BOS). */
   decodeBytes(prev: number, token: number): Uint8Array;
@@ -110,12 +112,26 @@ export class Scheduler {
 
   async *generateTokens(promptTokens: number[], opts: GenerateOptions = {}): AsyncGenerator<GenerateChunk, void, undefined> {
     const ctx = this.backend.contextLength;
-    if (promptTokens.length === 0) throw new InvalidArgumentError('the prompt has no tokens');
+    if (promptTokens.length === 0) {
+      throw new InvalidArgumentError('the prompt has no tokens', 'Pass at least the BOS token (generate("") does that for you)');
+    }
+    // An error rather than silently dropping the start of the prompt: the caller decides what to cut.
     if (promptTokens.length >= ctx) {
       throw new InvalidArgumentError(
-        `the prompt is ${promptTokens.length} tokens but the context holds ${ctx}`,
-        `Shorten the prompt to at most ${ctx - 1} tokens or raise maxContext`,
+        `the prompt is ${promptTokens.length} tokens but maxContext is ${ctx} (the prompt and at least one new token must fit)`,
+        `Shorten the prompt to at most ${ctx - 1} tokens, or create the engine with a larger maxContext`,
       );
+    }
+    const vocab = this.tokenizer.vocabSize;
+    if (vocab !== undefined) {
+      // An id outside the vocabulary would index past the embedding table on the GPU.
+      const bad = promptTokens.findIndex((t) => !Number.isInteger(t) || t < 0 || t >= vocab);
+      if (bad >= 0) {
+        throw new InvalidArgumentError(
+          `prompt token ${promptTokens[bad]} at index ${bad} is outside the vocabulary [0, ${vocab})`,
+          'Pass ids from engine.encode() or from this model\'s tokenizer',
+        );
+      }
     }
     const maxTokens = opts.maxTokens ?? 256;
     if (!Number.isInteger(maxTokens) || maxTokens < 0) throw new InvalidArgumentError(`maxTokens must be a whole number ≥ 0, got ${maxTokens}`);

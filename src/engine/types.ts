@@ -1,8 +1,18 @@
 /** Types shared by the engine's parts and exported by the SDK. */
 
-/** Options of one generation request. */
+/**
+ * Options of one generation request.
+ *
+ * The prompt: `generate("")` is BOS alone (run.c's unconditional story). A prompt that does not
+ * leave room for one new token in the context (BOS included, `promptTokens ≥ maxContext`) is
+ * refused with an `InvalidArgumentError` naming both numbers; it is never truncated.
+ */
 export interface GenerateOptions {
-  /** New tokens to generate at most (default 256). Capped by the context. */
+  /**
+   * New tokens to generate at most (default 256; a whole number ≥ 0, else
+   * `InvalidArgumentError`). Capped by the context: at most `maxContext − promptTokens` come
+   * out, and a request stopped by either limit ends with `finishReason: 'length'`.
+   */
   maxTokens?: number;
   /** 0 = greedy (argmax). Default 1.0, as llama2.c. */
   temperature?: number;

@@ -3,7 +3,7 @@
  * tests call inside the page. Errors come back as `{error}` (serialized with their code), since
  * Playwright would flatten them to a message.
  */
-import { createEngine, type Engine } from '../engine/engine.js';
+import { createEngine, type Engine, type EngineOptions } from '../engine/engine.js';
 import { clearShardCache } from '../cache/shard-cache.js';
 import { serializeError, type SerializedError } from '../errors.js';
 import type { PageGenerateOptions, PageGenerateResult, PageConcurrentResult } from './types.js';
@@ -102,6 +102,21 @@ export async function load(o: PageGenerateOptions): Promise<{ tp: number; loadMs
   try {
     const { engine, loadMs } = await engineFor(o);
     return { tp: engine.tensorParallel, loadMs };
+  } catch (e) {
+    return { error: serializeError(e) };
+  }
+}
+
+/**
+ * `createEngine` on sources built in the page (a Blob, a buffer) and options as given, then
+ * disposed at once: tests of what loading refuses call it and look at the error's `code`.
+ */
+export async function tryCreate(o: EngineOptions): Promise<{ tp: number } | { error: SerializedError }> {
+  try {
+    const engine = await createEngine(o);
+    const tp = engine.tensorParallel;
+    await engine.dispose();
+    return { tp };
   } catch (e) {
     return { error: serializeError(e) };
   }

@@ -9,7 +9,7 @@ let server: Server | undefined;
 afterEach(() => new Promise<void>((ok) => (server ? server.close(() => ok()) : ok())));
 
 /** A server that drops the connection after `cut` bytes of every full-body response. */
-async function serve(opts: { cut?: number; ranges?: boolean }): Promise<{ url: string; log: (string | undefined)[] }> {
+async function serve(opts: { cut?: number; ranges?: boolean; headers?: Record<string, string> }): Promise<{ url: string; log: (string | undefined)[] }> {
   const log: (string | undefined)[] = [];
   server = createServer((req, res) => {
     const range = req.headers.range;
@@ -18,11 +18,11 @@ async function serve(opts: { cut?: number; ranges?: boolean }): Promise<{ url: s
     if (m && opts.ranges !== false) {
       const start = Number(m[1]);
       const end = m[2] ? Number(m[2]) : file.length - 1;
-      res.writeHead(206, { 'Content-Range': `bytes ${start}-${end}/${file.length}`, 'Content-Length': String(end - start + 1) });
+      res.writeHead(206, { ...opts.headers, 'Content-Range': `bytes ${start}-${end}/${file.length}`, 'Content-Length': String(end - start + 1) });
       res.end(file.subarray(start, end + 1));
       return;
     }
-    res.writeHead(200, { 'Content-Length': String(file.length) });
+    res.writeHead(200, { ...opts.headers, 'Content-Length': String(file.length) });
     if (opts.cut !== undefined) {
       res.write(file.subarray(0, opts.cut), () => setTimeout(() => res.destroy(), 20));
     } else res.end(file);
@@ -59,5 +59,24 @@ describe('URL model source', () => {
   it('fails with a typed error when the server cannot resume', async () => {
     const { url } = await serve({ cut: 100_000, ranges: false });
     await expect(readAll(url)).rejects.toThrow(ModelFormatError);
+  });
+
+  it('gives a file replaced at the same URL and size a new cache identity (ETag, else Last-Modified)', async () => {
+    // One server whose headers change between probes, as when the file is replaced in place.
+    const headers: Record<string, string> = {};
+    const { url } = await serve({ headers });
+    const ids: (string | undefined)[] = [];
+    for (const h of [
+      { 'Last-Modified': 'Sun, 29 Nov 2026 10:00:00 GMT' },
+      { 'Last-Modified': 'Sun, 29 Nov 2026 11:00:00 GMT' },
+      { ETag: '"a"', 'Last-Modified': 'Sun, 29 Nov 2026 11:00:00 GMT' },
+      { ETag: '"b"', 'Last-Modified': 'Sun, 29 Nov 2026 11:00:00 GMT' },
+    ]) {
+      for (const k of Object.keys(headers)) delete headers[k];
+      Object.assign(headers, h);
+      ids.push(await openSource(url).identity());
+    }
+    expect(ids.every((id) => id?.startsWith(`url:${url}:300000:`))).toBe(true);
+    expect(new Set(ids).size).toBe(4);
   });
 });

@@ -16,7 +16,7 @@ export interface ByteSource {
   head(n: number): Promise<Uint8Array>;
   /** Every byte once, in order, in chunks. */
   chunks(signal?: AbortSignal): AsyncIterable<Uint8Array>;
-  /** An identity for cache keys: e.g. URL + size + ETag; undefined when none is cheap. */
+  /** An identity for cache keys: e.g. URL + size + ETag + Last-Modified; undefined when none is cheap. */
   identity(): Promise<string | undefined>;
 }
 
@@ -71,7 +71,7 @@ class BlobSource implements ByteSource {
 }
 
 class UrlSource implements ByteSource {
-  private meta?: Promise<{ size: number; etag?: string; ranges: boolean }>;
+  private meta?: Promise<{ size: number; etag?: string; lastModified?: string; ranges: boolean }>;
   constructor(readonly name: string) {}
 
   private info() {
@@ -83,7 +83,7 @@ class UrlSource implements ByteSource {
       const cr = r.headers.get('Content-Range');
       const total = cr ? Number(cr.split('/')[1]) : Number(r.headers.get('Content-Length'));
       if (!Number.isFinite(total)) throw new ModelFormatError(`${this.name}: the server gave no size`, 'Serve the model with Content-Length or Range support');
-      return { size: total, etag: r.headers.get('ETag') ?? undefined, ranges: r.status === 206 };
+      return { size: total, etag: r.headers.get('ETag') ?? undefined, lastModified: r.headers.get('Last-Modified') ?? undefined, ranges: r.status === 206 };
     })();
     return this.meta;
   }
@@ -99,9 +99,10 @@ class UrlSource implements ByteSource {
     return b.subarray(0, n);
   }
 
+  /** Size, ETag and Last-Modified: a file replaced in place at the same URL gets new cache keys. */
   async identity() {
     const m = await this.info();
-    return `url:${this.name}:${m.size}:${m.etag ?? ''}`;
+    return `url:${this.name}:${m.size}:${m.etag ?? ''}:${m.lastModified ?? ''}`;
   }
 
   /** Streams the body; after a dropped connection, resumes from the last byte with Range. */

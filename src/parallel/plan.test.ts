@@ -48,10 +48,12 @@ describe('makePlan on stories260K (8 heads, 4 kv heads, hidden 172, vocab 512)',
   });
 
   it('names the valid degrees when tensorParallel does not divide the heads', () => {
-    for (const bad of [3, 0, -1, 1.5, 1000, 16, NaN]) {
+    for (const bad of [3, 0, -1, 1.5, 2.5, 1000, 16, NaN, Infinity, -Infinity, 2 ** 53]) {
       const e = (() => { try { makePlan(config, { tensorParallel: bad }); } catch (err) { return err; } })();
       expect(e).toBeInstanceOf(PlanError);
+      expect((e as PlanError).code).toBe('PLAN');
       expect((e as Error).message).toContain(`tensorParallel must divide the 8 heads: use 1, 2, 4 or 8 (got ${bad})`);
+      expect((e as PlanError).remedy).toContain('Pick one of those degrees');
     }
     expect(() => makePlan(config, {})).toThrow(/use 1, 2, 4 or 8 \(got undefined\)/);
   });

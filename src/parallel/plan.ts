@@ -141,7 +141,7 @@ function headSizes(config: ModelConfig, opts: PlanOptions): number[] {
     if (tp === undefined || !Number.isInteger(tp) || tp < 1 || nHeads % tp !== 0) {
       throw new PlanError(
         `tensorParallel must divide the ${nHeads} heads: use ${orList(valid)} (got ${tp})`,
-        'Pass explicit fractions for an uneven split',
+        `Pick one of those degrees, or pass explicit fractions (at most ${nHeads}) for an uneven split`,
       );
     }
     return evenSizes(nHeads, tp);

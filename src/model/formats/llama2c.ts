@@ -19,6 +19,16 @@ export const LLAMA2C_HEADER_BYTES = 28;
 /** llama2.c's newer `export.py --version 1/2` files start with this magic ("ak42"). */
 const LLAMA2C_V1_MAGIC = 0x616b3432;
 
+/**
+ * Upper bounds far above any Llama (the largest has dim 16384, 126 layers, a 256k vocab), so
+ * that a corrupt header whose size happens to match (or a server that lies about the size)
+ * cannot make the loader build tables, KV caches or plans proportional to nonsense.
+ */
+const HEADER_LIMITS: Record<string, number> = {
+  dim: 1 << 16, hidden_dim: 1 << 20, n_layers: 1024, n_heads: 1 << 12, n_kv_heads: 1 << 12,
+  '|vocab_size|': 1 << 24, seq_len: 1 << 20,
+};
+
 export interface Llama2cLayout {
   config: ModelConfig;
   tensors: TensorInfo[];
@@ -56,6 +66,13 @@ export function parseLlama2cHeader(header: ArrayBuffer | Uint8Array, fileSize: n
   ];
   for (const [name, v] of fields) {
     if (!(v > 0)) throw new ModelFormatError(`llama2.c header: expected ${name} > 0, got ${v} (header ${Array.from(h).join(', ')})`);
+    const limit = HEADER_LIMITS[name]!;
+    if (v > limit) {
+      throw new ModelFormatError(
+        `llama2.c header: ${name} ${v} is above the limit ${limit} (header ${Array.from(h).join(', ')})`,
+        'The header is corrupt, or the model is far larger than webgpu-tp supports; check that the file is a llama2.c checkpoint',
+      );
+    }
   }
   if (dim % nHeads !== 0) {
     throw new ModelFormatError(`llama2.c header: n_heads must divide dim, got dim ${dim} and n_heads ${nHeads}`);

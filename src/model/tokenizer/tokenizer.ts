@@ -23,6 +23,14 @@ function binaryKey(bytes: Uint8Array): string {
   return s;
 }
 
+/** The tokenizer file holds `found` while the model's vocabulary has `vocabSize` tokens. */
+function vocabMismatch(found: string, vocabSize: number): TokenizerFormatError {
+  return new TokenizerFormatError(
+    `the vocab sizes do not match: the tokenizer has ${found} but the model's vocab is ${vocabSize}`,
+    `Use the tokenizer exported with this model (one with exactly ${vocabSize} entries), or the model this tokenizer belongs to`,
+  );
+}
+
 export class Tokenizer {
   readonly vocabSize: number;
   readonly maxTokenLength: number;
@@ -50,11 +58,16 @@ export class Tokenizer {
     });
   }
 
-  /** Parses `tokenizer.bin` for a model with `vocabSize` tokens. */
+  /**
+   * Parses `tokenizer.bin` for a model with `vocabSize` tokens. The file holds no count, so a
+   * tokenizer for another vocabulary shows as missing entries or as bytes left over; both are
+   * reported with the entry count the file really holds. Nothing is allocated for `vocabSize`
+   * before the file is known to hold that many entries.
+   */
   static parse(data: ArrayBuffer | Uint8Array, vocabSize: number): Tokenizer {
     const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    if (!Number.isInteger(vocabSize) || vocabSize <= 0) {
+    if (!Number.isSafeInteger(vocabSize) || vocabSize <= 0) {
       throw new TokenizerFormatError(`vocab size must be a positive integer, got ${vocabSize}`, 'Pass the model config\'s vocabSize');
     }
     if (bytes.byteLength < 4) {
@@ -63,22 +76,22 @@ export class Tokenizer {
     const maxTokenLength = view.getInt32(0, true);
     if (maxTokenLength <= 0) throw new TokenizerFormatError(`tokenizer max_token_length must be > 0, got ${maxTokenLength}`);
 
-    const pieces: Uint8Array[] = [];
-    const scores = new Float32Array(vocabSize);
+    // One pass over the entries: where each piece starts, until the file or the vocab runs out.
+    const starts: number[] = [];
     let off = 4;
-    for (let i = 0; i < vocabSize; i++) {
-      if (off + 8 > bytes.byteLength) {
-        throw new TokenizerFormatError(`tokenizer has ${i} entries but the model's vocab is ${vocabSize} (file ends at byte ${bytes.byteLength})`);
-      }
-      scores[i] = view.getFloat32(off, true);
+    while (starts.length < vocabSize && off + 8 <= bytes.byteLength) {
+      const i = starts.length;
       const len = view.getInt32(off + 4, true);
-      off += 8;
-      if (len < 0) throw new TokenizerFormatError(`tokenizer entry ${i} has a negative length ${len} at byte ${off - 4}`);
-      if (off + len > bytes.byteLength) {
-        throw new TokenizerFormatError(`tokenizer entry ${i} needs ${len} bytes at byte ${off}, but the file ends at byte ${bytes.byteLength}`);
+      if (len < 0) throw new TokenizerFormatError(`tokenizer entry ${i} has a negative length ${len} at byte ${off + 4}`);
+      if (off + 8 + len > bytes.byteLength) {
+        throw new TokenizerFormatError(`tokenizer entry ${i} needs ${len} bytes at byte ${off + 8}, but the file ends at byte ${bytes.byteLength}`);
       }
-      pieces.push(bytes.slice(off, off + len));
-      off += len;
+      starts.push(off);
+      off += 8 + len;
+    }
+    if (starts.length < vocabSize) {
+      const cut = off === bytes.byteLength ? '' : ` and ${bytes.byteLength - off} stray bytes`;
+      throw vocabMismatch(`${starts.length} entries${cut}`, vocabSize);
     }
     if (off !== bytes.byteLength) {
       // Count the surplus entries when they parse, so the message says how big the vocab really is.
@@ -90,9 +103,13 @@ export class Tokenizer {
         o += 8 + len;
         extra++;
       }
-      const what = o === bytes.byteLength ? `${vocabSize + extra} entries` : `more than ${vocabSize} entries (${bytes.byteLength - off} bytes left over)`;
-      throw new TokenizerFormatError(`tokenizer has ${what} but the model's vocab is ${vocabSize}`);
+      throw vocabMismatch(o === bytes.byteLength ? `${vocabSize + extra} entries` : `more than ${vocabSize} entries (${bytes.byteLength - off} bytes left over)`, vocabSize);
     }
+    const scores = new Float32Array(vocabSize);
+    const pieces = starts.map((s, i) => {
+      scores[i] = view.getFloat32(s, true);
+      return bytes.slice(s + 8, s + 8 + view.getInt32(s + 4, true));
+    });
     return new Tokenizer(pieces, scores, maxTokenLength);
   }
 
