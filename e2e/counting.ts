@@ -55,10 +55,14 @@ GPUQueue.prototype.submit = function (...a) {
 };
 `;
 
-/** The init script: every module Worker first imports its own copy of the prelude. */
-export const COUNTING_INIT = `
+/**
+ * The init script: every module Worker first imports its own copy of the prelude, after
+ * `extra` (code that sabotages the worker's environment, for tests of what then happens).
+ */
+export function countingInit(extra = ''): string {
+  return `
 (() => {
-  const PRELUDE = ${JSON.stringify(PRELUDE)};
+  const PRELUDE = ${JSON.stringify(extra + PRELUDE)};
   const Native = Worker;
   const workers = new Map();
   let next = 0;
@@ -92,6 +96,9 @@ export const COUNTING_INIT = `
   };
 })();
 `;
+}
+
+export const COUNTING_INIT = countingInit();
 
 /** What the counters saw, over the engine's rank workers (`webgpu-tp rank N`). */
 export interface Counts {
