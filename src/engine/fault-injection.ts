@@ -8,7 +8,12 @@ import type { Engine } from './engine.js';
 import type { WorkerGroup } from './worker-group.js';
 import { InvalidArgumentError } from '../errors.js';
 
-export type Fault = { kind: 'terminate-worker'; rank: number } | { kind: 'destroy-device'; rank: number };
+/**
+ * `terminate-worker` also tells the engine (as a worker 'error' event would); `crash-worker`
+ * terminates it silently, as an out-of-memory kill does, so only the collective and step
+ * timeouts can find it.
+ */
+export type Fault = { kind: 'terminate-worker' | 'crash-worker' | 'destroy-device'; rank: number };
 
 const groups = new WeakMap<Engine, WorkerGroup>();
 
@@ -17,10 +22,10 @@ export function registerFaultTarget(engine: Engine, group: WorkerGroup): void {
   groups.set(engine, group);
 }
 
-/** Terminates rank `rank`'s worker (a crash: no 'error' event) or destroys its GPU device. */
+/** Terminates rank `rank`'s worker or destroys its GPU device. */
 export async function injectFault(engine: Engine, fault: Fault): Promise<void> {
   const group = groups.get(engine);
   if (!group) throw new InvalidArgumentError('injectFault needs an engine made by createEngine');
-  if (fault.kind === 'terminate-worker') group._terminateRankForTest(fault.rank);
-  else await group._destroyDeviceForTest(fault.rank);
+  if (fault.kind === 'destroy-device') await group._destroyDeviceForTest(fault.rank);
+  else group._terminateRankForTest(fault.rank, fault.kind === 'terminate-worker');
 }

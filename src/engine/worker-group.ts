@@ -31,6 +31,9 @@ import ShardWorkerCtor from '../../workers/shard.worker.ts?worker&inline';
 
 installErrorTransfer();
 
+/** Longest a live rank may take to park after an abort before it counts as hung (ms). */
+const PARK_GRACE_MS = 5000;
+
 /** Kernel variants measured on this page's adapter by the first rank that tuned. */
 let tunedChoices: ShardInitResult['choices'] | undefined;
 
@@ -218,7 +221,9 @@ export class WorkerGroup implements StepBackend {
     const world = this.ranks.length;
     const dead = this.ranks.map((r, i) => (r.dead ? i : -1)).filter((i) => i >= 0);
     const live = this.ranks.map((_, i) => i).filter((i) => !dead.includes(i));
-    const hung = await this.ctrl.waitParked(live, seq, this.o.timeoutMs);
+    // A live rank parks within one sleep slice of a collective, or when its current GPU work
+    // ends; one that has not after a few seconds is dead or hung, and is replaced.
+    const hung = await this.ctrl.waitParked(live, seq, Math.min(this.o.timeoutMs, PARK_GRACE_MS));
     if (this.disposed) return new DisposedError();
     const errors = new Map<number, Error>();
     for (const r of live.filter((i) => !hung.includes(i))) {
@@ -270,11 +275,14 @@ export class WorkerGroup implements StepBackend {
     for (const r of which) await alive(this.ranks[r]!, this.ranks[r]!.api.start());
   }
 
-  /** @internal Fault injection for tests: terminates rank `r`'s worker as a crash would. */
-  _terminateRankForTest(r: number): void {
+  /**
+   * @internal Fault injection for tests: terminates rank `r`'s worker. `announce` marks it dead
+   * at once; without it the group learns only from timeouts, as after a silent crash.
+   */
+  _terminateRankForTest(r: number, announce: boolean): void {
     const rank = this.ranks[r];
     if (!rank) throw new RangeError(`no rank ${r}`);
-    rank.kill('its worker was terminated');
+    if (announce) rank.kill('its worker was terminated');
     rank.worker.terminate();
   }
 

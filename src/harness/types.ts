@@ -25,6 +25,8 @@ export interface PageGenerateOptions {
   cache?: boolean;
   /** Collective spin iterations (default: the engine's). */
   spin?: number;
+  /** Longest wait in a collective (engine timeoutMs; default the engine's). */
+  timeoutMs?: number;
   /** Feed the prompt one token per step instead of batched prefill (tests compare both). */
   noPrefillBatch?: boolean;
 }
