@@ -3,6 +3,12 @@
  * worker per rank, streams the model once and routes each rank its byte ranges, then drives
  * steps through the control block (post, await all done, read each rank's logits slice). The
  * main thread never blocks: every wait is `Atomics.waitAsync`.
+ *
+ * Recovery: when a step fails (a rank reports an error, its worker dies, or the step times
+ * out), the group aborts the control block so the other ranks leave their collectives and park,
+ * throws the culprit's typed error to the scheduler (which fails every sequence of the batch),
+ * and rebuilds the dead, hung or device-lost ranks from the shard cache; the next step waits
+ * for the rebuild and the group reset (ARCHITECTURE.md, decision 12).
  */
 import * as Comlink from 'comlink';
 import { installErrorTransfer } from './protocol.js';
