@@ -1,5 +1,5 @@
 /**
- * Faults and cancellation in real Chromium on stories260K at TP=2: a rank's worker terminated
+ * Faults and cancellation in real Chromium on stories260K (TP=2, and TP=1): a rank's worker terminated
  * or its device destroyed mid-generation, an abort during prefill or decode, dispose during
  * generation. Each ends in a typed error for the requests in flight and a recovery that the next
  * requests prove (llama2.c's reference tokens); workers, devices and buffers are counted by
@@ -52,17 +52,19 @@ function expectRankError(out: PageOutcome, name: string, code: string, rank: num
 }
 
 for (const fault of [
-  { kind: 'terminate-worker' as const, rank: 1, name: 'WorkerFailedError', code: 'WORKER_FAILED', timeoutMs: undefined },
-  { kind: 'destroy-device' as const, rank: 0, name: 'DeviceLostError', code: 'DEVICE_LOST', timeoutMs: undefined },
+  { kind: 'terminate-worker' as const, tp: 2, rank: 1, name: 'WorkerFailedError', code: 'WORKER_FAILED', timeoutMs: undefined },
+  { kind: 'destroy-device' as const, tp: 2, rank: 0, name: 'DeviceLostError', code: 'DEVICE_LOST', timeoutMs: undefined },
   // A silent crash (as an out-of-memory kill): only timeouts reveal it, so they are short here.
-  { kind: 'crash-worker' as const, rank: 1, name: 'CollectiveTimeoutError', code: 'COLLECTIVE_TIMEOUT', timeoutMs: 3000 },
+  { kind: 'crash-worker' as const, tp: 2, rank: 1, name: 'CollectiveTimeoutError', code: 'COLLECTIVE_TIMEOUT', timeoutMs: 5000 },
+  // The single-rank shortcut: no collective, no survivor to release.
+  { kind: 'terminate-worker' as const, tp: 1, rank: 0, name: 'WorkerFailedError', code: 'WORKER_FAILED', timeoutMs: undefined },
 ]) {
-  test(`${fault.kind} on rank ${fault.rank} mid-generation: the batch fails naming the rank, the rank is rebuilt from the shard cache, queued and next requests are correct`, async ({ counted: h }) => {
-    const o = { ...story260K, timeoutMs: fault.timeoutMs };
+  test(`${fault.kind} on rank ${fault.rank} of ${fault.tp} mid-generation: the batch fails naming the rank, the rank is rebuilt from the shard cache, queued and next requests are correct`, async ({ counted: h }) => {
+    const o = { ...story260K, tp: fault.tp, timeoutMs: fault.timeoutMs };
     const load = await h.page.evaluate((x) => window.tp.engine.load(x), o);
     expect('error' in load ? load.error : null).toBeNull();
     const before = await counts(h.page);
-    expect(before.workersAlive).toBe(2);
+    expect(before.workersAlive).toBe(fault.tp);
     const downloads = modelRequests(h);
 
     // Two requests decode together (maxBatch 2); the third waits in the queue.
@@ -81,8 +83,8 @@ for (const fault of [
     expect(modelRequests(h)).toBe(downloads);
     const after = await counts(h.page);
     expect(after.workersMade).toBe(before.workersMade + 1);
-    expect(after.workersAlive).toBe(2);
-    expect(after.devicesAlive).toBe(2);
+    expect(after.workersAlive).toBe(fault.tp);
+    expect(after.devicesAlive).toBe(fault.tp);
     expect(after.buffersAlive).toBe(before.buffersAlive);
     // The engine stays loaded: the next fault test with the same options starts from it.
   });
