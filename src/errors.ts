@@ -82,7 +82,7 @@ export class CollectiveTimeoutError extends WebGpuTpError {
 export class DeviceLostError extends WebGpuTpError {
   readonly rank: number;
   constructor(rank: number, reason: string) {
-    super('DEVICE_LOST', `The GPU device of rank ${rank} was lost: ${reason}`, 'Retry; the engine re-creates the device');
+    super('DEVICE_LOST', `The GPU device of rank ${rank} was lost: ${reason.replace(/\.$/, '')}`, 'Retry; the engine re-creates the device');
     this.rank = rank;
   }
 }

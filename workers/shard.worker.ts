@@ -8,9 +8,9 @@
 import * as Comlink from 'comlink';
 import { installErrorTransfer } from '../src/engine/protocol.js';
 import { createGpuContext, destroyGpuContext, type GpuContext, type KernelChoices } from '../src/gpu/device.js';
-import { attachCommunicator, ControlBlock, type Communicator } from '../src/collective/index.js';
+import { attachCommunicator, ControlBlock, STATUS_FAILED, STATUS_OK, STATUS_PARKED, type Communicator } from '../src/collective/index.js';
 import { decodeStep } from '../src/engine/step-words.js';
-import { AbortedError, DeviceLostError, DisposedError, InvalidArgumentError, serializeError, type SerializedError } from '../src/errors.js';
+import { AbortedError, DeviceLostError, DisposedError, InvalidArgumentError, WebGpuTpError, serializeError, type SerializedError } from '../src/errors.js';
 import type { ModelConfig } from '../src/model/config.js';
 import type { RankPlan } from '../src/parallel/plan.js';
 import {
@@ -131,6 +131,7 @@ export class ShardWorker {
       } catch (e) {
         if (e instanceof DisposedError) break;
         if (e instanceof AbortedError) {
+          ctrl.park(o.rank);
           const r = await ctrl.waitForReset(epoch).catch(() => null);
           if (!r) break;
           epoch = r.epoch;
@@ -153,11 +154,15 @@ export class ShardWorker {
         else await forward(this.ctx!, this.state!, d.dim, input, red, this.times, into, this.profiler);
         this.times.compute += performance.now() - t0 - (this.times.readback + this.times.allreduce + this.times.upload - before);
         this.steps++;
-        ctrl.signalDone(o.rank, step.seq, 0);
+        ctrl.signalDone(o.rank, step.seq, STATUS_OK);
       } catch (e) {
+        // A failed mapAsync or submit may be the first sign of a lost device: give its lost
+        // promise a moment, so the error names the real cause.
+        if (!(e instanceof WebGpuTpError) && this.lostReason === null) await Promise.race([this.ctx!.lost, new Promise((r) => setTimeout(r, 100))]);
         const err = this.lostReason !== null && !(e instanceof DeviceLostError) ? new DeviceLostError(o.rank, this.lostReason) : e;
         this.lastError = serializeError(err);
-        ctrl.signalDone(o.rank, step.seq, 1);
+        // An aborted rank is out of every collective: it parks until the group is reset.
+        ctrl.signalDone(o.rank, step.seq, err instanceof AbortedError ? STATUS_PARKED : STATUS_FAILED);
         if (err instanceof AbortedError) {
           const r = await ctrl.waitForReset(epoch).catch(() => null);
           if (!r) break;
@@ -225,6 +230,14 @@ export class ShardWorker {
     const e = this.lastError;
     this.lastError = null;
     return e;
+  }
+
+  /**
+   * Test hook (fault injection, never called by the engine): destroys this rank's device, as
+   * a GPU reset or a driver crash would lose it. The next step fails with `DeviceLostError`.
+   */
+  _destroyDeviceForTest(): void {
+    this.ctx?.device.destroy();
   }
 
   async dispose(): Promise<void> {

@@ -86,21 +86,23 @@ export interface ServeOptions {
   mounts?: Record<string, string>;
   /** The COEP value; `credentialless` is also a valid isolation mode. */
   coep?: 'require-corp' | 'credentialless';
+  /** Send COOP/COEP (default true); false serves a page that is not cross-origin isolated (tests). */
+  isolated?: boolean;
 }
 
-/** A static server on 127.0.0.1 with COOP/COEP and HTTP Range support, on a free port. */
+/** A static server on 127.0.0.1 with COOP/COEP (unless `isolated: false`) and HTTP Range support, on a free port. */
 export async function serveStatic(opts: ServeOptions = {}): Promise<StaticServer> {
   const root = opts.root ?? appDir;
   const mounts = new Map<string, string>(Object.entries(opts.mounts ?? {}));
   const files = new Map<string, string>();
   const requests = new Map<string, number>();
   const log: { path: string; range?: string }[] = [];
-  const headers = {
+  const isolation = {
     'Cross-Origin-Opener-Policy': 'same-origin',
     'Cross-Origin-Embedder-Policy': opts.coep ?? 'require-corp',
     'Cross-Origin-Resource-Policy': 'same-origin',
-    'Cache-Control': 'no-store',
   };
+  const headers = { ...(opts.isolated === false ? {} : isolation), 'Cache-Control': 'no-store' };
 
   const resolvePath = (urlPath: string): string | undefined => {
     const file = files.get(urlPath);
@@ -217,6 +219,11 @@ export interface HarnessOptions extends LaunchOptions, ServeOptions {
   path?: string;
   /** Script run in every page and worker realm before the app (e.g. to wrap createBuffer). */
   initScript?: string;
+  /**
+   * Check that the page is isolated and has a WebGPU adapter (default true). Tests of what the
+   * engine does without them turn it off.
+   */
+  probe?: boolean;
 }
 
 /**
@@ -238,7 +245,7 @@ export async function openHarness(opts: HarnessOptions = {}): Promise<Harness> {
     if (opts.initScript) await page.addInitScript(opts.initScript);
     await page.goto(`${server.url}${opts.path ?? '/harness.html'}`);
     await page.waitForFunction(() => (window as unknown as { tpReady?: boolean }).tpReady === true || document.readyState === 'complete', null, { timeout: 60_000 });
-    const probe = await page.evaluate(async () => {
+    const probe = opts.probe === false ? { isolated: true, gpu: true, adapter: true } : await page.evaluate(async () => {
       const gpu = (navigator as Navigator & { gpu?: GPU }).gpu;
       const adapter = gpu ? await gpu.requestAdapter() : null;
       return { isolated: crossOriginIsolated, gpu: !!gpu, adapter: !!adapter };

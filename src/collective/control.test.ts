@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AbortedError, CollectiveTimeoutError, DisposedError, InvalidArgumentError } from '../errors.js';
 import { createCollectiveBuffer } from './layout.js';
-import { ControlBlock } from './control.js';
+import { ControlBlock, STATUS_FAILED, STATUS_OK, STATUS_PARKED } from './control.js';
 import { RankPool } from './testing/pool.js';
 
 let pool: RankPool;
@@ -75,5 +75,38 @@ describe('control block', () => {
     const [res] = await pool.run(0, { sab, rank: 0, ops: [{ kind: 'waitStep', lastSeq: 0, timeoutMs: 50 }] });
     expect(res.note).toBe('timeout');
     expect(() => new ControlBlock(sab).postStep(new Int32Array(65))).toThrow(InvalidArgumentError);
+  });
+});
+
+describe('control block: failing fast and parking after an abort', () => {
+  it('waitStep returns failed as soon as one rank reports a failure, while another never answers', async () => {
+    const ctrl = new ControlBlock(createCollectiveBuffer({ world: 3, slotFloats: 0 }));
+    const seq = ctrl.postStep([1]);
+    ctrl.signalDone(0, seq, STATUS_OK);
+    setTimeout(() => ctrl.signalDone(2, seq, STATUS_FAILED), 30);
+    const t0 = performance.now();
+    expect(await ctrl.waitStep(seq, 10_000)).toBe('failed');
+    expect(performance.now() - t0).toBeLessThan(5000);
+  });
+
+  it('waitStep returns done when every rank succeeded and timeout when one is missing', async () => {
+    const ctrl = new ControlBlock(createCollectiveBuffer({ world: 2, slotFloats: 0 }));
+    const seq = ctrl.postStep([1]);
+    ctrl.signalDone(0, seq, STATUS_OK);
+    expect(await ctrl.waitStep(seq, 100)).toBe('timeout');
+    ctrl.signalDone(1, seq, STATUS_OK);
+    expect(await ctrl.waitStep(seq, 100)).toBe('done');
+  });
+
+  it('waitParked names the ranks that did not park; a park for an older step does not count', async () => {
+    const ctrl = new ControlBlock(createCollectiveBuffer({ world: 3, slotFloats: 0 }));
+    ctrl.park(2); // parked at step 0, before the step below
+    const seq = ctrl.postStep([1]);
+    ctrl.abort();
+    setTimeout(() => ctrl.park(0), 20);
+    expect(await ctrl.waitParked([0, 1, 2], seq, 300)).toEqual([1, 2]);
+    ctrl.park(2);
+    expect(await ctrl.waitParked([0, 2], seq, 300)).toEqual([]);
+    expect(ctrl.status(0)).toBe(STATUS_PARKED);
   });
 });

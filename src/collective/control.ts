@@ -25,6 +25,14 @@ import { DEFAULT_TIMEOUT_MS } from './communicator.js';
 /** Step sequence number at the last reset, kept in the flag line. */
 const RESET_SEQ = 2 * LINE_WORDS + 3;
 
+/** `signalDone` statuses: the step ran; it failed (the rank's error says why); the rank is parked. */
+export const STATUS_OK = 0;
+export const STATUS_FAILED = 1;
+/** The rank saw the abort and waits for `resetGroup()`: it is outside every collective. */
+export const STATUS_PARKED = 2;
+/** How often a wait for several ranks re-checks the ones it is not sleeping on (ms). */
+const POLL_MS = 20;
+
 type WaitAsyncResult = { async: false; value: 'not-equal' | 'timed-out' } | { async: true; value: Promise<'ok' | 'timed-out'> };
 interface AtomicsWithWaitAsync {
   waitAsync(ta: Int32Array, index: number, value: number, timeoutMs?: number): WaitAsyncResult;
@@ -118,6 +126,50 @@ export class ControlBlock {
     }
   }
 
+  /**
+   * Main thread: like `waitAllDone`, but returns `'failed'` as soon as any rank signals step
+   * `seq` with a non-OK status (the others may be stuck in a collective waiting for it), and
+   * `'timeout'` instead of throwing. Never blocks.
+   */
+  async waitStep(seq: number, timeoutMs: number): Promise<'done' | 'failed' | 'timeout'> {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      if (this.disposed) throw new DisposedError();
+      let pending = -1;
+      for (let j = 0; j < this.world; j++) {
+        const i = this.doneIndex(j);
+        if (((Atomics.load(this.f, i + DONE_SEQ) - seq) | 0) < 0) {
+          if (pending < 0) pending = j;
+        } else if (Atomics.load(this.f, i + DONE_STATUS) !== STATUS_OK) return 'failed';
+      }
+      if (pending < 0) return 'done';
+      const left = deadline - performance.now();
+      if (left <= 0) return 'timeout';
+      const i = this.doneIndex(pending) + DONE_SEQ;
+      await waitAsync(this.f, i, Atomics.load(this.f, i), Math.min(left, this.world > 1 ? POLL_MS : left));
+    }
+  }
+
+  /**
+   * Main thread, after `abort()`: waits until each of `ranks` has parked (signalled
+   * `STATUS_PARKED` for step `seq` or later). Returns the ranks that did not within `timeoutMs`:
+   * dead or hung, they must be replaced before `resetGroup()`.
+   */
+  async waitParked(ranks: readonly number[], seq: number, timeoutMs: number): Promise<number[]> {
+    const deadline = performance.now() + timeoutMs;
+    const parked = (j: number) => {
+      const i = this.doneIndex(j);
+      return ((Atomics.load(this.f, i + DONE_SEQ) - seq) | 0) >= 0 && Atomics.load(this.f, i + DONE_STATUS) === STATUS_PARKED;
+    };
+    for (;;) {
+      const left = ranks.filter((j) => !parked(j));
+      const ms = deadline - performance.now();
+      if (left.length === 0 || ms <= 0 || this.disposed) return left;
+      const i = this.doneIndex(left[0]!) + DONE_SEQ;
+      await waitAsync(this.f, i, Atomics.load(this.f, i), Math.min(ms, POLL_MS));
+    }
+  }
+
   /** Ranks that have not signalled step `seq` done. */
   notDone(seq: number): number[] {
     const out: number[] = [];
@@ -189,6 +241,14 @@ export class ControlBlock {
       if (left <= 0) return null;
       await waitAsync(this.f, DOORBELL, bell, left);
     }
+  }
+
+  /**
+   * Worker: after an `AbortedError`, tells the main thread that rank `rank` has left every
+   * collective and waits for the reset (see `waitParked`). Call `waitForReset` next.
+   */
+  park(rank: number): void {
+    this.signalDone(rank, Atomics.load(this.f, STEP_SEQ), STATUS_PARKED);
   }
 
   /** Worker: marks step `seq` done for rank `rank` (after writing any reply words). */

@@ -7,4 +7,4 @@ export { createCollectiveBuffer, readLayout, chunkBounds, summationOrder, type C
 export { attachCommunicator, Communicator, DEFAULT_SPIN, DEFAULT_TIMEOUT_MS, type CommunicatorOptions } from './communicator.js';
 export { pickAllReduce, ALL_REDUCE_ALGORITHMS, type AllReduceAlgorithm, type AllReduceChoice } from './all-reduce.js';
 export { ringSchedule, ringOwnedChunk, type RingStep } from './ring-schedule.js';
-export { ControlBlock, type Step, type ResetInfo } from './control.js';
+export { ControlBlock, STATUS_OK, STATUS_FAILED, STATUS_PARKED, type Step, type ResetInfo } from './control.js';

@@ -14,6 +14,7 @@ import type { ModelConfig } from '../model/config.js';
 import { DEFAULT_SPIN } from '../collective/index.js';
 import { createCompletions, type Completions } from './completions.js';
 import { clearShardCache } from '../cache/shard-cache.js';
+import { registerFaultTarget } from './fault-injection.js';
 import { InvalidArgumentError, NotIsolatedError, WebGpuUnavailableError, DisposedError } from '../errors.js';
 
 export interface EngineOptions {
@@ -112,13 +113,15 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   });
   const loadMs = performance.now() - t0;
   const engine = assembleEngine(config, plan.world, group, tokenizer, async () => group.stats(), () => group.dispose(), () => group.resetStats(), source.name);
-  return {
+  const out: Engine = {
     ...engine,
     async stats() {
       const s = await engine.stats();
       return { ...s, loadMs, warnings: [...group.warnings, ...s.warnings] };
     },
   };
+  registerFaultTarget(out, group);
+  return out;
 }
 
 /** Builds the `Engine` surface over any step backend (the workers, or the CPU oracle in tests). */

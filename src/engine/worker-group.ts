@@ -3,18 +3,26 @@
  * worker per rank, streams the model once and routes each rank its byte ranges, then drives
  * steps through the control block (post, await all done, read each rank's logits slice). The
  * main thread never blocks: every wait is `Atomics.waitAsync`.
+ *
+ * Recovery: when a step fails (a rank reports an error, its worker dies, or the step times
+ * out), the group aborts the control block so the other ranks leave their collectives and park,
+ * throws the culprit's typed error to the scheduler (which fails every sequence of the batch),
+ * and rebuilds the dead, hung or device-lost ranks from the shard cache; the next step waits
+ * for the rebuild and the group reset (ARCHITECTURE.md, decision 12).
  */
 import * as Comlink from 'comlink';
 import { installErrorTransfer } from './protocol.js';
-import { ControlBlock, createCollectiveBuffer } from '../collective/index.js';
+import { ControlBlock, createCollectiveBuffer, STATUS_OK } from '../collective/index.js';
 import { ByteRouter, type ByteRun } from '../loader/route.js';
 import type { ByteSource } from '../loader/source.js';
 import type { ModelConfig } from '../model/config.js';
-import type { Plan } from '../parallel/plan.js';
+import type { Plan, RankPlan } from '../parallel/plan.js';
 import { commandWords, encodeStep } from './step-words.js';
 import type { StepBackend, StepRow } from './scheduler.js';
 import type { RankStats } from './types.js';
-import { ModelFormatError, reviveError, WorkerFailedError, AbortedError, WebGpuTpError } from '../errors.js';
+import {
+  ModelFormatError, reviveError, WorkerFailedError, AbortedError, WebGpuTpError, DeviceLostError, CollectiveTimeoutError, DisposedError,
+} from '../errors.js';
 import type { ShardWorker, ShardInitResult } from '../../workers/shard.worker.js';
 import { getShard, putShard, shardKey } from '../cache/shard-cache.js';
 // The shard worker is bundled inline (Vite `?worker&inline`): its code, dependencies included,
@@ -28,6 +36,9 @@ import { getShard, putShard, shardKey } from '../cache/shard-cache.js';
 import ShardWorkerCtor from '../../workers/shard.worker.ts?worker&inline';
 
 installErrorTransfer();
+
+/** Longest a live rank may take to park after an abort before it counts as hung (ms). */
+const PARK_GRACE_MS = 5000;
 
 /** Kernel variants measured on this page's adapter by the first rank that tuned. */
 let tunedChoices: ShardInitResult['choices'] | undefined;
@@ -65,10 +76,12 @@ interface Rank {
   worker: Worker;
   api: Comlink.Remote<ShardWorker>;
   info: ShardInitResult;
-  /** Set when the worker raised an uncaught error or failed to load. */
+  /** Set when the worker raised an uncaught error, failed to load, or was terminated. */
   dead?: string;
   /** Settles when the worker dies: every control call races it, so none can hang. */
   died: Promise<never>;
+  /** Marks the rank dead and settles `died`. */
+  kill(reason: string): void;
 }
 
 export class WorkerGroup implements StepBackend {
@@ -81,13 +94,17 @@ export class WorkerGroup implements StepBackend {
   private readonly maxLogitRows: number;
   private readonly logitStride: number;
   private disposed = false;
+  /** The rebuild after a failed step; the next step waits for it. */
+  private recovery: Promise<void> = Promise.resolve();
+  /** Set when a rebuild failed: the group cannot run steps any more. */
+  private broken?: Error;
   /** Load-time problems that did not stop the load (e.g. the cache was unavailable). */
   readonly warnings: string[] = [];
 
   private constructor(
     private readonly o: WorkerGroupOptions,
     private readonly ranks: Rank[],
-    collective: SharedArrayBuffer,
+    private readonly collective: SharedArrayBuffer,
     logits: SharedArrayBuffer,
     maxLogitRows: number,
     logitStride: number,
@@ -117,29 +134,12 @@ export class WorkerGroup implements StepBackend {
       // variants are measured once (rank 0 of the page's first engine) and handed on:
       // tuning compiles several pipelines, seconds on a CPU adapter, so N ranks must not repeat it.
       const first = tunedChoices ? undefined : plan.ranks[0]!;
-      const initRank = async (rp: (typeof plan.ranks)[number]) => {
-        const worker = new ShardWorkerCtor({ name: `webgpu-tp rank ${rp.rank}` });
-        let die!: (e: Error) => void;
-        const died = new Promise<never>((_, reject) => (die = reject));
-        died.catch(() => {});
-        const rank: Rank = { worker, api: Comlink.wrap<ShardWorker>(worker), died, info: { adapter: '', kernels: '', initMs: 0, choices: { gemm: 'regblock', gemv: 'tree' } } };
-        worker.addEventListener('error', (e) => {
-          rank.dead = e.message || 'the worker failed to start or raised an uncaught error';
-          die(new WorkerFailedError(rp.rank, rank.dead));
-        });
-        ranks[rp.rank] = rank;
-        rank.info = await alive(rank, rank.api.init({
-          rank: rp.rank, world, config: c, plan: rp, collective, logits, logitStride, maxRows: o.maxRows, maxLogitRows,
-          contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs, profile: o.profile, overlap: o.overlap, choices: tunedChoices,
-        }));
-        tunedChoices ??= rank.info.choices;
-      };
       const inits = (async () => {
-        if (first) await initRank(first);
-        await Promise.all(plan.ranks.filter((rp) => rp !== first).map(initRank));
+        if (first) await group.spawnRank(first);
+        await Promise.all(plan.ranks.filter((rp) => rp !== first).map((rp) => group.spawnRank(rp)));
       })();
       inits.catch(() => {}); // awaited below; this only keeps an early load failure from leaving it unhandled
-      const shards = await loadShards(o, group.warnings);
+      const shards = await loadShards(o, plan.ranks.map((_, i) => i), group.warnings);
       await inits;
       await Promise.all(
         plan.ranks.map(async (rp, i) => {
@@ -156,7 +156,39 @@ export class WorkerGroup implements StepBackend {
     }
   }
 
+  /** Starts rank `rp`'s worker and its device; the rank is in `ranks` from the start, so dispose reaches it. */
+  private async spawnRank(rp: RankPlan): Promise<Rank> {
+    const o = this.o;
+    const { config: c, plan } = o;
+    if (this.disposed) throw new DisposedError();
+    const worker = new ShardWorkerCtor({ name: `webgpu-tp rank ${rp.rank}` });
+    let die!: (e: Error) => void;
+    const died = new Promise<never>((_, reject) => (die = reject));
+    died.catch(() => {});
+    const rank: Rank = {
+      worker, api: Comlink.wrap<ShardWorker>(worker), died,
+      info: { adapter: '', kernels: '', initMs: 0, choices: { gemm: 'regblock', gemv: 'tree' } },
+      kill(reason) {
+        if (rank.dead) return;
+        rank.dead = reason;
+        die(new WorkerFailedError(rp.rank, reason));
+      },
+    };
+    worker.addEventListener('error', (e) => rank.kill(e.message || 'the worker failed to start or raised an uncaught error'));
+    this.ranks[rp.rank] = rank;
+    rank.info = await alive(rank, rank.api.init({
+      rank: rp.rank, world: plan.world, config: c, plan: rp, collective: this.collective, logits: this.logits.buffer as SharedArrayBuffer,
+      logitStride: this.logitStride, maxRows: o.maxRows, maxLogitRows: this.maxLogitRows,
+      contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs, profile: o.profile, overlap: o.overlap, choices: tunedChoices,
+    }));
+    tunedChoices ??= rank.info.choices;
+    return rank;
+  }
+
   async step(rows: StepRow[], logitsFor: number[]): Promise<Float32Array[]> {
+    await this.recovery;
+    if (this.disposed) throw new DisposedError();
+    if (this.broken) throw this.broken;
     if (logitsFor.length > this.maxLogitRows) throw new RangeError(`at most ${this.maxLogitRows} logit rows per step`);
     const live = encodeStep(this.words, this.maxRows, {
       tokens: rows.map((r) => r.token),
@@ -165,11 +197,13 @@ export class WorkerGroup implements StepBackend {
       logitRows: logitsFor,
     });
     const seq = this.ctrl.postStep(this.words.subarray(0, live));
-    // A dead worker fails the step at once instead of after the timeout.
-    await Promise.race([this.ctrl.waitAllDone(seq, this.o.timeoutMs * 2), ...this.ranks.map((r) => r.died)]);
-    for (let r = 0; r < this.ranks.length; r++) {
-      if (this.ctrl.status(r) !== 0) throw await this.rankError(r);
-    }
+    // A dead worker fails the step at once, and a failed rank as soon as it reports, instead
+    // of after the others time out in the collective it never joined.
+    const outcome = await Promise.race([
+      this.ctrl.waitStep(seq, this.o.timeoutMs * 2),
+      ...this.ranks.map((r) => r.died.catch(() => 'dead' as const)),
+    ]);
+    if (outcome !== 'done' || this.ranks.some((_, r) => this.ctrl.status(r) !== STATUS_OK)) throw await this.fail(seq);
     // Each rank's logits are its vocabulary slice; the full row is their concatenation. A rank
     // writes its rows packed at its own slice width, from the start of its region.
     const c = this.o.config;
@@ -184,20 +218,99 @@ export class WorkerGroup implements StepBackend {
     });
   }
 
-  private async rankError(r: number): Promise<Error> {
-    const rank = this.ranks[r]!;
-    if (rank.dead) return new WorkerFailedError(r, rank.dead);
-    const s = await rank.api.takeError();
-    const e = s ? reviveError(s) : new WorkerFailedError(r, 'the step failed without an error');
-    return e instanceof WebGpuTpError ? e : new WorkerFailedError(r, e.message);
+  /**
+   * A step failed. Releases the other ranks from their collectives (abort), waits until every
+   * live rank has parked, names the culprit, and starts rebuilding the ranks that are dead,
+   * hung or lost their device; the next step waits for that. Returns the error that every
+   * sequence of the failed step gets: the dead rank's `WorkerFailedError`, else the
+   * `DeviceLostError`, else the rank's own typed error, else a timeout naming the hung ranks.
+   */
+  private async fail(seq: number): Promise<Error> {
+    if (this.disposed) return new DisposedError();
+    this.ctrl.abort();
+    const world = this.ranks.length;
+    const dead = this.ranks.map((r, i) => (r.dead ? i : -1)).filter((i) => i >= 0);
+    const live = this.ranks.map((_, i) => i).filter((i) => !dead.includes(i));
+    // A live rank parks within one sleep slice of a collective, or when its current GPU work
+    // ends; one that has not after a few seconds is dead or hung, and is replaced.
+    const hung = await this.ctrl.waitParked(live, seq, Math.min(this.o.timeoutMs, PARK_GRACE_MS));
+    if (this.disposed) return new DisposedError();
+    const errors = new Map<number, Error>();
+    for (const r of live.filter((i) => !hung.includes(i))) {
+      const rank = this.ranks[r]!;
+      const s = await Promise.race([alive(rank, rank.api.takeError()), new Promise<null>((ok) => setTimeout(() => ok(null), 2000))]).catch(() => null);
+      if (!s) continue;
+      const e = reviveError(s);
+      errors.set(r, e instanceof WebGpuTpError ? e : new WorkerFailedError(r, e.message));
+    }
+    const lost = [...errors].filter(([, e]) => e instanceof DeviceLostError).map(([r]) => r);
+    const rebuild = [...new Set([...dead, ...hung, ...lost])].sort((a, b) => a - b);
+    const own = [...errors.values()].find((e) => !(e instanceof AbortedError) && !(e instanceof CollectiveTimeoutError) && !(e instanceof DeviceLostError));
+    const error =
+      dead.length ? new WorkerFailedError(dead[0]!, this.ranks[dead[0]!]!.dead!)
+      : lost.length ? errors.get(lost[0]!)!
+      : own ? own
+      : hung.length ? new CollectiveTimeoutError('step', seq, hung, this.o.timeoutMs * 2)
+      : [...errors.values()][0] ?? new WorkerFailedError(0, `step #${seq} failed on ${world} rank(s) without an error`);
+    this.recovery = this.recover(rebuild).catch((e: unknown) => {
+      this.broken = e instanceof WebGpuTpError ? e : new WorkerFailedError(rebuild[0] ?? 0, `could not rebuild: ${(e as Error).message}`);
+    });
+    return error;
+  }
+
+  /**
+   * Replaces ranks `which` (new worker, new device, shard from the IndexedDB cache or else one
+   * more pass over the source) and resets the group. Every other rank is parked meanwhile.
+   */
+  private async recover(which: number[]): Promise<void> {
+    for (const r of which) {
+      const old = this.ranks[r]!;
+      // A rank that still answers frees its buffers first; a dead one took them with it.
+      if (!old.dead) await Promise.race([old.api.dispose().catch(() => {}), old.died.catch(() => {}), new Promise((ok) => setTimeout(ok, 2000))]);
+      old.kill('replaced after a failed step');
+      old.api[Comlink.releaseProxy]();
+      old.worker.terminate();
+    }
+    if (which.length) {
+      const rps = which.map((r) => this.o.plan.ranks[r]!);
+      const [shards] = await Promise.all([loadShards(this.o, which, this.warnings), ...rps.map((rp) => this.spawnRank(rp))]);
+      await Promise.all(rps.map(async (rp, i) => {
+        if (this.disposed) throw new DisposedError();
+        const buf = shards[i]!.bytes.buffer as ArrayBuffer;
+        await alive(this.ranks[rp.rank]!, this.ranks[rp.rank]!.api.load(Comlink.transfer(buf, [buf])));
+      }));
+    }
+    if (this.disposed) throw new DisposedError();
+    this.ctrl.resetGroup();
+    for (const r of which) await alive(this.ranks[r]!, this.ranks[r]!.api.start());
+  }
+
+  /**
+   * @internal Fault injection for tests: terminates rank `r`'s worker. `announce` marks it dead
+   * at once; without it the group learns only from timeouts, as after a silent crash.
+   */
+  _terminateRankForTest(r: number, announce: boolean): void {
+    const rank = this.ranks[r];
+    if (!rank) throw new RangeError(`no rank ${r}`);
+    if (announce) rank.kill('its worker was terminated');
+    rank.worker.terminate();
+  }
+
+  /** @internal Fault injection for tests: destroys rank `r`'s GPU device, as a GPU reset would. */
+  async _destroyDeviceForTest(r: number): Promise<void> {
+    const rank = this.ranks[r];
+    if (!rank) throw new RangeError(`no rank ${r}`);
+    await rank.api._destroyDeviceForTest();
   }
 
   async stats(): Promise<RankStats[]> {
-    return Promise.all(this.ranks.map((r) => r.api.stats()));
+    await this.recovery;
+    return Promise.all(this.ranks.map((r) => alive(r, r.api.stats())));
   }
 
   async resetStats(): Promise<void> {
-    await Promise.all(this.ranks.map((r) => r.api.resetStats()));
+    await this.recovery;
+    await Promise.all(this.ranks.map((r) => alive(r, r.api.resetStats())));
   }
 
   /** Stops every worker and frees every device. Safe to call twice. */
@@ -208,7 +321,7 @@ export class WorkerGroup implements StepBackend {
     await Promise.all(
       this.ranks.map(async (r) => {
         if (!r) return;
-        await Promise.race([r.api.dispose().catch(() => {}), new Promise((ok) => setTimeout(ok, 2000))]);
+        await Promise.race([r.api.dispose().catch(() => {}), r.died.catch(() => {}), new Promise((ok) => setTimeout(ok, 2000))]);
         r.api[Comlink.releaseProxy]();
         r.worker.terminate();
       }),
@@ -222,12 +335,13 @@ function alive<T>(rank: Rank, p: Promise<T>): Promise<T> {
 }
 
 /**
- * Each rank's packed shard (its slices one after the other in plan order, each dense): from
- * the cache where an entry is valid, else from one streamed pass over the model that fills
- * every missing rank at once. Fresh shards are stored before they are handed to the workers.
+ * The packed shards of ranks `which` (each rank's slices one after the other in plan order,
+ * each dense), in that order: from the cache where an entry is valid, else from one streamed
+ * pass over the model that fills every missing rank at once. Fresh shards are stored before
+ * they are handed to the workers.
  */
-async function loadShards(o: WorkerGroupOptions, warnings: string[]): Promise<{ bytes: Uint8Array; fromCache: boolean }[]> {
-  const ranks = o.plan.ranks;
+async function loadShards(o: WorkerGroupOptions, which: number[], warnings: string[]): Promise<{ bytes: Uint8Array; fromCache: boolean }[]> {
+  const ranks = which.map((i) => o.plan.ranks[i]!);
   const identity = o.cache === false ? undefined : await o.source.identity();
   const keys = identity ? ranks.map((rp) => shardKey(identity, rp)) : [];
   let cached: (ArrayBuffer | undefined)[] = ranks.map(() => undefined);
@@ -241,7 +355,7 @@ async function loadShards(o: WorkerGroupOptions, warnings: string[]): Promise<{ 
     }
   }
   const missing = ranks.map((_, i) => i).filter((i) => !cached[i]);
-  const fresh = missing.length ? await routeShards(o, missing) : [];
+  const fresh = missing.length ? await routeShards(o, missing.map((i) => which[i]!)) : [];
   const out = ranks.map((rp, i) => {
     const hit = cached[i];
     if (hit) {
@@ -256,7 +370,7 @@ async function loadShards(o: WorkerGroupOptions, warnings: string[]): Promise<{ 
         await putShard(keys[i]!, out[i]!.bytes);
       } catch (e) {
         // Quota or a private-mode IndexedDB: the model still loads, only the next load is slower.
-        warnings.push(`could not cache rank ${i}'s shard (${(e as Error).name}: ${(e as Error).message}); the next load downloads again`);
+        warnings.push(`could not cache rank ${ranks[i]!.rank}'s shard (${(e as Error).name}: ${(e as Error).message}); the next load downloads again`);
         break;
       }
     }

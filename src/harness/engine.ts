@@ -5,6 +5,7 @@
  */
 import { createEngine, type Engine, type EngineOptions } from '../engine/engine.js';
 import { clearShardCache } from '../cache/shard-cache.js';
+import { injectFault, type Fault } from '../engine/fault-injection.js';
 import { serializeError, type SerializedError } from '../errors.js';
 import type { PageGenerateOptions, PageGenerateResult, PageConcurrentResult } from './types.js';
 export type { PageGenerateOptions, PageGenerateResult };
@@ -12,6 +13,8 @@ export type { PageGenerateOptions, PageGenerateResult };
 declare global {
   interface Window {
     tpEmit?: (text: string) => void;
+    /** Installed by e2e init scripts that count GPU work from outside the engine. */
+    tpCounts?: { submits(): number };
   }
 }
 
@@ -20,11 +23,11 @@ let current: { key: string; engine: Engine } | undefined;
 
 async function engineFor(o: PageGenerateOptions): Promise<{ engine: Engine; loadMs: number }> {
   const maxRows = o.noPrefillBatch ? 1 : o.maxRows;
-  const key = JSON.stringify([o.model, o.tokenizer, o.tp, maxRows, o.spin, o.cache, o.maxBatch, o.profile, o.overlap]);
+  const key = JSON.stringify([o.model, o.tokenizer, o.tp, maxRows, o.spin, o.cache, o.maxBatch, o.timeoutMs, o.profile, o.overlap]);
   if (current?.key === key) return { engine: current.engine, loadMs: 0 };
   await disposeAll();
   const t0 = performance.now();
-  const engine = await createEngine({ model: o.model, tokenizer: o.tokenizer, tensorParallel: o.tp, maxRows, spin: o.spin, cache: o.cache, maxBatch: o.maxBatch, profile: o.profile, overlap: o.overlap,
+  const engine = await createEngine({ model: o.model, tokenizer: o.tokenizer, tensorParallel: o.tp, maxRows, spin: o.spin, cache: o.cache, maxBatch: o.maxBatch, timeoutMs: o.timeoutMs, profile: o.profile, overlap: o.overlap,
     onProgress: (p) => {
       if (p.loadedBytes === p.totalBytes) o.onProgressLog?.push({ rank: p.rank, fromCache: p.fromCache });
     },
@@ -132,4 +135,108 @@ export async function disposeAll(): Promise<void> {
   const e = current?.engine;
   current = undefined;
   await e?.dispose();
+}
+
+/** How one request of a fault or soak run ended: its tokens, or its error with its code. */
+export type PageOutcome = { tokens: number[] } | { tokens: number[]; error: SerializedError };
+
+/** Consumes one stream; an error ends it with what came before. `onToken` sees each token count. */
+async function consume(stream: AsyncIterable<{ token: number }>, onToken?: (n: number) => void | Promise<void>): Promise<PageOutcome> {
+  const tokens: number[] = [];
+  try {
+    for await (const c of stream) {
+      if (c.token < 0) continue;
+      tokens.push(c.token);
+      await onToken?.(tokens.length);
+    }
+    return { tokens };
+  } catch (e) {
+    return { tokens, error: serializeError(e) };
+  }
+}
+
+/**
+ * Starts `requests` at once (greedy; those beyond maxBatch queue) and, once the first has
+ * `afterTokens` tokens, injects `fault` into the engine. Returns how each request ended.
+ */
+export async function generateWithFault(
+  o: PageGenerateOptions, requests: { prompt: string; maxTokens: number }[], fault: Fault, afterTokens: number,
+): Promise<PageOutcome[] | { error: SerializedError }> {
+  try {
+    const { engine } = await engineFor(o);
+    let injected: Promise<void> | undefined;
+    const runs = requests.map((r, i) =>
+      consume(engine.generate(r.prompt, { maxTokens: r.maxTokens, temperature: 0 }), (n) => {
+        if (i === 0 && n === afterTokens) injected = injectFault(engine, fault);
+      }),
+    );
+    const out = await Promise.all(runs);
+    await injected;
+    return out;
+  } catch (e) {
+    return { error: serializeError(e) };
+  }
+}
+
+/**
+ * Runs token-id prompts (greedy) one after another, or all at once (`concurrent`). `starts[i]`
+ * is the order in which request i produced its first token (a page-wide counter).
+ */
+export async function runRequests(
+  o: PageGenerateOptions, requests: { tokens: number[]; maxTokens: number }[], concurrent: boolean,
+): Promise<{ outcomes: PageOutcome[]; starts: number[] } | { error: SerializedError }> {
+  try {
+    const { engine } = await engineFor(o);
+    let counter = 0;
+    const starts = requests.map(() => -1);
+    const run = (r: { tokens: number[]; maxTokens: number }, i: number) =>
+      consume(engine.generateTokens(r.tokens, { maxTokens: r.maxTokens, temperature: 0 }), (n) => {
+        if (n === 1) starts[i] = counter++;
+      });
+    const outcomes: PageOutcome[] = [];
+    if (concurrent) outcomes.push(...(await Promise.all(requests.map(run))));
+    else for (let i = 0; i < requests.length; i++) outcomes.push(await run(requests[i]!, i));
+    return { outcomes, starts };
+  } catch (e) {
+    return { error: serializeError(e) };
+  }
+}
+
+/**
+ * Cancels one greedy request of `prompt`: `abort` its AbortSignal or `dispose` the engine, once
+ * it has `afterTokens` tokens (0: as soon as a rank has submitted GPU work for it, i.e. during
+ * prefill, as counted by the test's init script in `window.tpCounts`). Returns how it ended.
+ */
+export async function cancelDuring(
+  o: PageGenerateOptions, prompt: string, how: 'abort' | 'dispose', afterTokens: number,
+): Promise<PageOutcome | { error: SerializedError }> {
+  const submitted = () => {
+    if (!window.tpCounts) throw new Error('cancelDuring(…, 0) needs the counting init script (window.tpCounts)');
+    return window.tpCounts.submits();
+  };
+  try {
+    const { engine } = await engineFor(o);
+    const ac = new AbortController();
+    const cancel = async () => {
+      if (how === 'abort') ac.abort();
+      else await disposeAll();
+    };
+    const stream = engine.generate(prompt, { maxTokens: o.maxTokens, temperature: 0, signal: ac.signal });
+    let cancelled: Promise<void> | undefined;
+    if (afterTokens === 0) {
+      // Prefill has started once the workers submit GPU work after the request.
+      const before = submitted();
+      cancelled = (async () => {
+        while (submitted() === before) await new Promise((r) => setTimeout(r, 1));
+        await cancel();
+      })();
+    }
+    const out = await consume(stream, async (n) => {
+      if (n === afterTokens) cancelled = cancel();
+    });
+    await cancelled;
+    return out;
+  } catch (e) {
+    return { error: serializeError(e) };
+  }
 }

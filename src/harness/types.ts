@@ -29,6 +29,8 @@ export interface PageGenerateOptions {
   profile?: boolean;
   /** Two-batch overlap (engine `overlap`). */
   overlap?: boolean;
+  /** Longest wait in a collective (engine timeoutMs; default the engine's). */
+  timeoutMs?: number;
   /** Feed the prompt one token per step instead of batched prefill (tests compare both). */
   noPrefillBatch?: boolean;
 }

@@ -1,0 +1,55 @@
+/**
+ * The browser environment the engine needs, taken away one piece at a time: no `navigator.gpu`,
+ * an adapter request that gives null, and a page served without the cross-origin isolation
+ * headers. Each must end in its typed error with the remedy, from `createEngine`, with no worker
+ * left behind (counted by wrapping Worker, e2e/counting.ts).
+ */
+import { test, expect } from '@playwright/test';
+import { openHarness, type Harness, type HarnessOptions } from '../src/cli/browser.js';
+import type { PageGenerateOptions } from '../src/harness/types.js';
+import { countingInit, counts } from './counting.js';
+
+const o: PageGenerateOptions = {
+  model: '/models/stories260K.bin', tokenizer: '/models/tok512.bin', tp: 2,
+  prompt: '', maxTokens: 4, temperature: 0, topP: 0.9, seed: 1,
+};
+
+/** Opens the harness without its own WebGPU/isolation probe, runs `load`, returns the error. */
+async function loadError(opts: HarnessOptions) {
+  const h: Harness = await openHarness({ ...opts, probe: false });
+  try {
+    const r = await h.page.evaluate((x) => window.tp.engine.load(x), o);
+    expect('error' in r).toBe(true);
+    const c = await counts(h.page);
+    return { error: (r as { error: { name: string; code?: string; message: string; extra?: { remedy?: string } } }).error, counts: c, isolated: await h.page.evaluate(() => crossOriginIsolated) };
+  } finally {
+    await h.close();
+  }
+}
+
+test('no navigator.gpu: createEngine throws WebGpuUnavailableError with the remedy, before any worker', async () => {
+  const r = await loadError({ initScript: `delete Navigator.prototype.gpu;\n${countingInit()}` });
+  expect(r.error).toMatchObject({ name: 'WebGpuUnavailableError', code: 'NO_WEBGPU' });
+  expect(r.error.message).toContain('navigator.gpu is missing');
+  expect(r.error.extra?.remedy).toMatch(/browser with WebGPU/);
+  expect(r.counts.workersMade).toBe(0);
+});
+
+test('requestAdapter gives null in the rank workers: WebGpuUnavailableError with the remedy, every worker terminated', async () => {
+  const noAdapter = 'GPU.prototype.requestAdapter = async () => null;\n';
+  const r = await loadError({ initScript: `${noAdapter}${countingInit(noAdapter)}` });
+  expect(r.error).toMatchObject({ name: 'WebGpuUnavailableError', code: 'NO_WEBGPU' });
+  expect(r.error.message).toContain('gave no adapter');
+  expect(r.error.extra?.remedy).toMatch(/enable-unsafe-webgpu/);
+  expect(r.counts.workersMade).toBeGreaterThan(0);
+  expect(r.counts.workersAlive).toBe(0);
+});
+
+test('served without COOP/COEP: NotIsolatedError naming both headers', async () => {
+  const r = await loadError({ isolated: false, initScript: countingInit() });
+  expect(r.isolated).toBe(false);
+  expect(r.error).toMatchObject({ name: 'NotIsolatedError', code: 'NOT_ISOLATED' });
+  expect(r.error.message).toContain('Cross-Origin-Opener-Policy: same-origin');
+  expect(r.error.message).toContain('Cross-Origin-Embedder-Policy: require-corp');
+  expect(r.counts.workersMade).toBe(0);
+});

@@ -1,0 +1,31 @@
+/**
+ * Fault injection for the reliability tests: kills a rank's worker or destroys its device on a
+ * live engine, so the tests can check that the engine fails the requests in flight with a typed
+ * error and rebuilds the rank. Not part of the SDK (src/index.ts does not export it); the test
+ * harness page imports it.
+ */
+import type { Engine } from './engine.js';
+import type { WorkerGroup } from './worker-group.js';
+import { InvalidArgumentError } from '../errors.js';
+
+/**
+ * `terminate-worker` also tells the engine (as a worker 'error' event would); `crash-worker`
+ * terminates it silently, as an out-of-memory kill does, so only the collective and step
+ * timeouts can find it.
+ */
+export type Fault = { kind: 'terminate-worker' | 'crash-worker' | 'destroy-device'; rank: number };
+
+const groups = new WeakMap<Engine, WorkerGroup>();
+
+/** Called by `createEngine`: lets `injectFault` reach the engine's workers. */
+export function registerFaultTarget(engine: Engine, group: WorkerGroup): void {
+  groups.set(engine, group);
+}
+
+/** Terminates rank `rank`'s worker or destroys its GPU device. */
+export async function injectFault(engine: Engine, fault: Fault): Promise<void> {
+  const group = groups.get(engine);
+  if (!group) throw new InvalidArgumentError('injectFault needs an engine made by createEngine');
+  if (fault.kind === 'destroy-device') await group._destroyDeviceForTest(fault.rank);
+  else group._terminateRankForTest(fault.rank, fault.kind === 'terminate-worker');
+}
