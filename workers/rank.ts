@@ -185,7 +185,7 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
     xsel: f32(o.maxLogitRows * d.dim, 'xsel'),
     logits: f32(o.maxLogitRows * d.vocab, 'logits'),
     kv: createKvCache(ctx, { nLayers: c.nLayers, nKvHeadsLocal: d.nKvHeads, headSize: d.headSize, maxSeq: o.contextLength, nSlots: o.slots }),
-    rope: createRopeTables(ctx, d.headSize, ropeTables(c.headSize, o.contextLength, c.ropeTheta)),
+    rope: createRopeTables(ctx, d.headSize, ropeTables(c.headSize, o.contextLength, c.ropeTheta, c.ropeScaling)),
     readback: createReadback(ctx, { slotBytes: Math.max(maxM * d.dim, o.maxLogitRows * d.vocab) * 4, slots: 2 }),
   };
   const eps = c.normEps;

@@ -1,0 +1,93 @@
+/**
+ * Test support for Hugging Face models: oracle weights from a tensor table, and seeded random
+ * Qwen2-style models (biases, tied embeddings, GQA, a head_dim of its own) for the engine to
+ * match against the oracle. Used by unit tests and e2e specs alike.
+ */
+import type { ModelConfig, TensorInfo } from '../config.js';
+import type { TransformerWeights } from '../reference.js';
+import { mulberry32 } from '../synth.js';
+import { f32ToBf16 } from './safetensors.js';
+
+/** The oracle's stacked weights from a tensor table over an f32 file held in memory. */
+export function stackWeights(c: ModelConfig, tensors: readonly TensorInfo[], bytes: Uint8Array): TransformerWeights {
+  const by = new Map(tensors.map((t) => [t.name, t]));
+  const one = (name: string): Float32Array => {
+    const t = by.get(name);
+    if (!t) throw new RangeError(`no tensor ${name}`);
+    return new Float32Array(bytes.buffer.slice(bytes.byteOffset + t.offset, bytes.byteOffset + t.offset + t.byteLength));
+  };
+  const stacked = (kind: string): Float32Array => {
+    const parts = Array.from({ length: c.nLayers }, (_, l) => one(`layers.${l}.${kind}`));
+    const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+    let o = 0;
+    for (const p of parts) {
+      out.set(p, o);
+      o += p.length;
+    }
+    return out;
+  };
+  const emb = one('tok_embeddings');
+  return {
+    tokenEmbeddingTable: emb,
+    rmsAttWeight: stacked('attention_norm'),
+    wq: stacked('attention.wq'),
+    wk: stacked('attention.wk'),
+    wv: stacked('attention.wv'),
+    ...(c.qkvBias ? { bq: stacked('attention.bq'), bk: stacked('attention.bk'), bv: stacked('attention.bv') } : {}),
+    wo: stacked('attention.wo'),
+    rmsFfnWeight: stacked('ffn_norm'),
+    w1: stacked('feed_forward.w1'),
+    w2: stacked('feed_forward.w2'),
+    w3: stacked('feed_forward.w3'),
+    rmsFinalWeight: one('norm'),
+    wcls: c.sharedClassifier ? emb : one('output'),
+  };
+}
+
+/** x rounded to the nearest bf16 value (in place), so the oracle sees what a BF16 file holds. */
+export function roundToBf16(x: Float32Array): Float32Array {
+  const bits = new Uint32Array(x.buffer, x.byteOffset, x.length);
+  for (let i = 0; i < x.length; i++) bits[i] = f32ToBf16(x[i]!) << 16;
+  return x;
+}
+
+/** A tiny Qwen2-style config: biases, tied embeddings, rope_theta 1e6, GQA, head_dim ≠ dim/heads. */
+export const TINY_QWEN2: ModelConfig = {
+  dim: 48, hiddenDim: 96, nLayers: 2, nHeads: 4, nKvHeads: 2, vocabSize: 320, seqLen: 128, headSize: 16,
+  sharedClassifier: true, normEps: 1e-6, ropeTheta: 1e6, ropeStyle: 'rotate_half', qkvBias: true,
+};
+
+/**
+ * Seeded random weights for `c`, already rounded to bf16. `scale` multiplies the usual
+ * ±1/sqrt(fan_in) init: larger weights give peakier logits, so greedy picks are decided by
+ * margins far above the GPU's rounding differences.
+ */
+export function randomWeights(c: ModelConfig, seed = 1, scale = 1): TransformerWeights {
+  const rand = mulberry32(seed);
+  const q = c.nHeads * c.headSize;
+  const kv = c.nKvHeads * c.headSize;
+  const L = c.nLayers;
+  const uniform = (n: number, fanIn: number) => {
+    const a = scale / Math.sqrt(fanIn);
+    const x = new Float32Array(n);
+    for (let i = 0; i < n; i++) x[i] = (2 * rand() - 1) * a;
+    return roundToBf16(x);
+  };
+  const norm = (n: number) => roundToBf16(Float32Array.from({ length: n }, () => 0.8 + 0.4 * rand()));
+  const emb = uniform(c.vocabSize * c.dim, 1);
+  return {
+    tokenEmbeddingTable: emb,
+    rmsAttWeight: norm(L * c.dim),
+    wq: uniform(L * q * c.dim, c.dim),
+    wk: uniform(L * kv * c.dim, c.dim),
+    wv: uniform(L * kv * c.dim, c.dim),
+    ...(c.qkvBias ? { bq: uniform(L * q, 4), bk: uniform(L * kv, 4), bv: uniform(L * kv, 4) } : {}),
+    wo: uniform(L * c.dim * q, q),
+    rmsFfnWeight: norm(L * c.dim),
+    w1: uniform(L * c.hiddenDim * c.dim, c.dim),
+    w2: uniform(L * c.dim * c.hiddenDim, c.hiddenDim),
+    w3: uniform(L * c.hiddenDim * c.dim, c.dim),
+    rmsFinalWeight: norm(c.dim),
+    wcls: c.sharedClassifier ? emb : uniform(c.vocabSize * c.dim, c.dim),
+  };
+}
