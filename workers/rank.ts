@@ -36,6 +36,7 @@ export interface ShardWeights {
 export interface LayerWeights {
   attentionNorm: GPUBuffer; // (dim,)
   wqkv: Matrix; // ((heads/tp + 2·kvHeads/tp)·head_size, dim): wq rows, then wk, then wv
+  bqkv?: GPUBuffer; // ((heads/tp + 2·kvHeads/tp)·head_size,): bq, bk, bv with their rows (Qwen2)
   wo: Matrix; // (dim, heads/tp·head_size): this rank's columns of wo
   ffnNorm: GPUBuffer; // (dim,)
   w13: Matrix; // (2·hidden/tp, dim): w1 rows, then w3 rows
@@ -95,9 +96,20 @@ export function createShardWeights(ctx: GpuContext, c: ModelConfig, r: RankPlan,
     return m;
   };
   const layers: LayerWeights[] = [];
+  /** Biases of column-parallel rows, fused in the same order as their matrices. */
+  const fusedBias = (label: string, parts: Float32Array[]): GPUBuffer => {
+    const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+    let o = 0;
+    for (const p of parts) {
+      out.set(p, o);
+      o += p.length;
+    }
+    return createStorageBuffer(ctx, out, label);
+  };
   for (let l = 0; l < c.nLayers; l++) {
     const p = `layers.${l}.`;
     layers.push({
+      ...(c.qkvBias ? { bqkv: fusedBias(`${p}bqkv`, [get(`${p}attention.bq`), get(`${p}attention.bk`), get(`${p}attention.bv`)]) } : {}),
       attentionNorm: createStorageBuffer(ctx, get(`${p}attention_norm`), `${p}attention_norm`),
       wqkv: matrix(d.qkv, d.dim, `${p}wqkv`, [get(`${p}attention.wq`), get(`${p}attention.wk`), get(`${p}attention.wv`)]),
       wo: matrix(d.dim, d.nHeads * d.headSize, `${p}wo`, [get(`${p}attention.wo`)]),
@@ -118,6 +130,7 @@ export function destroyShardWeights(w: ShardWeights): void {
   for (const l of w.layers) {
     l.attentionNorm.destroy();
     destroyMatrix(l.wqkv);
+    l.bqkv?.destroy();
     destroyMatrix(l.wo);
     l.ffnNorm.destroy();
     destroyMatrix(l.w13);
@@ -194,9 +207,9 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
   const current = () => stages[stages.length - 1]!;
   for (let l = 0; l < c.nLayers; l++) {
     const L = w.layers[l]!;
-    // Attention: qkv = Wqkv·rmsnorm(x), rope q and k, k/v into the cache, attention over it.
+    // Attention: qkv = Wqkv·rmsnorm(x) (+ bqkv), rope q and k, k/v into the cache, attention over it.
     current().push(
-      createMatmul(ctx, step, { x: s.x, w: L.wqkv, y: s.qkv, maxM, input: { kind: 'rmsnorm', weight: L.attentionNorm, eps } }),
+      createMatmul(ctx, step, { x: s.x, w: L.wqkv, y: s.qkv, bias: L.bqkv, maxM, input: { kind: 'rmsnorm', weight: L.attentionNorm, eps } }),
       createRopeKv(ctx, step, { qkv: s.qkv, rowStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, tables: s.rope, style: c.ropeStyle, maxM }),
       createAttention(ctx, step, { q: s.qkv, qStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, out: s.att, maxM }),
     );

@@ -7,6 +7,7 @@ import type { ModelConfig, TensorInfo } from '../config.js';
 import type { TransformerWeights } from '../reference.js';
 import { mulberry32 } from '../synth.js';
 import { f32ToBf16 } from './safetensors.js';
+import { ByteLevelDecoder } from '@huggingface/tokenizers';
 
 /** The oracle's stacked weights from a tensor table over an f32 file held in memory. */
 export function stackWeights(c: ModelConfig, tensors: readonly TensorInfo[], bytes: Uint8Array): TransformerWeights {
@@ -74,7 +75,8 @@ export function randomWeights(c: ModelConfig, seed = 1, scale = 1): TransformerW
     return roundToBf16(x);
   };
   const norm = (n: number) => roundToBf16(Float32Array.from({ length: n }, () => 0.8 + 0.4 * rand()));
-  const emb = uniform(c.vocabSize * c.dim, 1);
+  // Embeddings small beside the layers: a tied classifier would otherwise just echo the input token.
+  const emb = uniform(c.vocabSize * c.dim, scale * scale * 4);
   return {
     tokenEmbeddingTable: emb,
     rmsAttWeight: norm(L * c.dim),
@@ -89,5 +91,48 @@ export function randomWeights(c: ModelConfig, seed = 1, scale = 1): TransformerW
     w3: uniform(L * c.hiddenDim * c.dim, c.dim),
     rmsFinalWeight: norm(c.dim),
     wcls: c.sharedClassifier ? emb : uniform(c.vocabSize * c.dim, c.dim),
+  };
+}
+
+/** GPT-2's byte → printable char table, as the library has it. */
+const byteDecoder = new ByteLevelDecoder({ type: 'ByteLevel' } as ConstructorParameters<typeof ByteLevelDecoder>[0]).byte_decoder;
+// (the library keeps the byte values as strings)
+const byteChar = new Map(Object.entries(byteDecoder).map(([ch, b]) => [Number(b), ch]));
+/** Text as byte-level chars. */
+const enc = (s: string) => [...new TextEncoder().encode(s)].map((b) => byteChar.get(b)!).join('');
+
+/** A Qwen2-like byte-level BPE: 256 byte tokens, merges for a few words (incl. CJK bytes), special tokens. */
+export function byteLevelTokenizer(): { json: object; config: object } {
+  const vocab: Record<string, number> = {};
+  for (let b = 0; b < 256; b++) vocab[byteChar.get(b)!] = b;
+  const merges: [string, string][] = [];
+  const addMerge = (a: string, b: string) => {
+    merges.push([a, b]);
+    vocab[a + b] ??= Object.keys(vocab).length;
+  };
+  for (const word of ['Ġhello', 'Ġworld', enc('世界'), enc(' 🙂')]) {
+    const chars = [...word];
+    let acc = chars[0]!;
+    for (const ch of chars.slice(1)) {
+      addMerge(acc, ch);
+      acc += ch;
+    }
+  }
+  const n = Object.keys(vocab).length;
+  const special = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'].map((content, i) => ({ id: n + i, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }));
+  return {
+    json: {
+      version: '1.0',
+      added_tokens: special,
+      normalizer: null,
+      pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
+      post_processor: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: true },
+      decoder: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
+      model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false, vocab, merges },
+    },
+    config: {
+      eos_token: '<|im_end|>', bos_token: null,
+      chat_template: "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+    },
   };
 }

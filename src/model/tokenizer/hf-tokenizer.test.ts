@@ -1,49 +1,7 @@
-import { ByteLevelDecoder } from '@huggingface/tokenizers';
 import { describe, expect, it } from 'vitest';
 import { TokenizerFormatError } from '../../errors.js';
 import { HfTokenizer } from './hf-tokenizer.js';
-
-/** GPT-2's byte → printable char table, as the library has it. */
-const byteDecoder = new ByteLevelDecoder({ type: 'ByteLevel' } as ConstructorParameters<typeof ByteLevelDecoder>[0]).byte_decoder;
-// (the library keeps the byte values as strings)
-const byteChar = new Map(Object.entries(byteDecoder).map(([ch, b]) => [Number(b), ch]));
-const enc = (s: string) => [...new TextEncoder().encode(s)].map((b) => byteChar.get(b)!).join('');
-
-/** A Qwen2-like byte-level BPE: 256 byte tokens, merges for a few words (incl. CJK bytes), special tokens. */
-function byteLevelTokenizer(): { json: object; config: object } {
-  const vocab: Record<string, number> = {};
-  for (let b = 0; b < 256; b++) vocab[byteChar.get(b)!] = b;
-  const merges: [string, string][] = [];
-  const addMerge = (a: string, b: string) => {
-    merges.push([a, b]);
-    vocab[a + b] ??= Object.keys(vocab).length;
-  };
-  for (const word of ['Ġhello', 'Ġworld', enc('世界'), enc(' 🙂')]) {
-    const chars = [...word];
-    let acc = chars[0]!;
-    for (const ch of chars.slice(1)) {
-      addMerge(acc, ch);
-      acc += ch;
-    }
-  }
-  const n = Object.keys(vocab).length;
-  const special = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'].map((content, i) => ({ id: n + i, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }));
-  return {
-    json: {
-      version: '1.0',
-      added_tokens: special,
-      normalizer: null,
-      pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
-      post_processor: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: true },
-      decoder: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
-      model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false, vocab, merges },
-    },
-    config: {
-      eos_token: '<|im_end|>', bos_token: null,
-      chat_template: "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
-    },
-  };
-}
+import { byteLevelTokenizer } from '../formats/hf-testing.js';
 
 /** A Llama-2-like BPE with byte fallback: ▁ word marks, <0xXX> tokens, BOS added by the post-processor. */
 function byteFallbackTokenizer(): { json: object; config: object } {

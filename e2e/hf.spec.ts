@@ -1,0 +1,98 @@
+import { test, expect } from './fixtures.js';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { runGenerate } from '../src/cli/generate.js';
+import type { Harness } from '../src/cli/browser.js';
+import type { PageGenerateOptions } from '../src/harness/types.js';
+import { loadLlama2c } from '../src/model/formats/llama2c.js';
+import { exportHf } from '../src/model/formats/hf-export.js';
+import { byteLevelTokenizer, randomWeights, TINY_QWEN2 } from '../src/model/formats/hf-testing.js';
+import { HfTokenizer } from '../src/model/tokenizer/hf-tokenizer.js';
+import { modelsDir, readArrayBuffer } from '../src/model/fixtures/paths.js';
+import * as R from '../src/model/reference.js';
+
+// Hugging Face models, written by this spec (there is no network) and served like the Hub's
+// `resolve/main/` URLs by the harness's Range-capable server.
+const greedy = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
+const dir = mkdtempSync(join(tmpdir(), 'webgpu-tp-hf-'));
+test.afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Writes `files` and serves them under `/hf/NAME/resolve/main/`; returns that base URL path. */
+function serve(h: Harness, name: string, files: Map<string, Uint8Array>): string {
+  const base = `/hf/${name}/resolve/main`;
+  for (const [file, bytes] of files) {
+    const path = join(dir, `${name}-${file}`);
+    writeFileSync(path, bytes);
+    h.server.mountFile(`${base}/${file}`, path);
+  }
+  return base;
+}
+
+const stories = loadLlama2c(readArrayBuffer(resolve(modelsDir, 'stories260K.bin')));
+const storiesFiles = exportHf(stories.config, stories.weights, { shards: 2, bosTokenId: 1, eosTokenId: 2 });
+
+const qwenWeights = randomWeights(TINY_QWEN2, 12, 3);
+const qwenTok = byteLevelTokenizer();
+const qwenFiles = exportHf(TINY_QWEN2, qwenWeights, { dtype: 'BF16', eosTokenId: 276 });
+qwenFiles.set('tokenizer.json', new TextEncoder().encode(JSON.stringify(qwenTok.json)));
+qwenFiles.set('tokenizer_config.json', new TextEncoder().encode(JSON.stringify(qwenTok.config)));
+
+test.describe.configure({ mode: 'serial' });
+
+for (const tp of [1, 2]) {
+  test(`stories260K as an HF safetensors model (2 shards, q/k permuted) with tok512.bin at TP=${tp}: llama2.c's greedy tokens`, async ({ harness }) => {
+    const hf = serve(harness, 'stories', storiesFiles);
+    const r = await runGenerate(harness, {
+      model: { hf }, tokenizer: '/models/tok512.bin', tp, prompt: '', maxTokens: 256, temperature: 0, topP: 0.9, seed: 1, cache: false,
+    });
+    expect(r.prompt_tokens).toEqual([1]);
+    expect(r.tokens).toEqual(greedy.tokens.slice(1));
+  });
+}
+
+/**
+ * The oracle's greedy continuation of `prompt`, and how many of its tokens are decided by a
+ * top-2 logit margin above `tol` (the GPU's f32 sums are ordered differently).
+ */
+function oracleGreedy(prompt: number[], steps: number, tol: number): { tokens: number[]; decided: number } {
+  const model = { config: { ...TINY_QWEN2 }, weights: qwenWeights };
+  const s = R.createRunState(model.config);
+  const tokens: number[] = [];
+  let decided = -1;
+  let logits: Float32Array = new Float32Array(0);
+  for (let pos = 0; pos < prompt.length; pos++) logits = R.forward(model, s, prompt[pos]!, pos);
+  for (let i = 0; i < steps; i++) {
+    const sorted = [...logits].sort((a, b) => b - a);
+    if (decided < 0 && sorted[0]! - sorted[1]! < tol) decided = i;
+    const next = R.argmax(logits, model.config.vocabSize);
+    tokens.push(next);
+    logits = R.forward(model, s, next, prompt.length + i);
+  }
+  return { tokens, decided: decided < 0 ? steps : decided };
+}
+
+for (const tp of [1, 2]) {
+  test(`a random BF16 Qwen2-style model (biases, tied, GQA, head_dim 16 ≠ 48/4, θ=1e6) matches the oracle at TP=${tp}, through its chat template`, async ({ harness }) => {
+    const hf = serve(harness, 'qwen', qwenFiles);
+    const o: PageGenerateOptions = { model: { hf }, tp, prompt: 'Say hello 世界 🙂', chat: true, maxTokens: 32, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, cache: false };
+    const r = await runGenerate(harness, o);
+    const tok = new HfTokenizer(qwenTok.json, qwenTok.config);
+    const prompt = tok.encode(tok.applyChatTemplate([{ role: 'user', content: 'Say hello 世界 🙂' }]), false);
+    expect(r.prompt_tokens).toEqual(prompt);
+    const want = oracleGreedy(prompt, 32, 1e-3);
+    expect(want.decided).toBeGreaterThanOrEqual(8);
+    expect(new Set(want.tokens).size).toBeGreaterThan(3);
+    expect(r.tokens.slice(0, want.decided)).toEqual(want.tokens.slice(0, want.decided));
+  });
+}
+
+test('an HF model whose files are missing names the file', async ({ harness }) => {
+  const hf = serve(harness, 'broken', new Map([...qwenFiles].filter(([k]) => k !== 'model.safetensors')));
+  const err = await runGenerate(harness, { model: { hf }, tp: 1, prompt: 'x', maxTokens: 1, temperature: 0, topP: 0.9, seed: 1, cache: false }).then(
+    () => null,
+    (e: Error & { code?: string }) => e,
+  );
+  expect(err?.name).toBe('ModelFormatError');
+  expect(err?.message).toMatch(/model.safetensors is missing/);
+});
