@@ -96,3 +96,25 @@ test('an HF model whose files are missing names the file', async ({ harness }) =
   expect(err?.name).toBe('ModelFormatError');
   expect(err?.message).toMatch(/model.safetensors is missing/);
 });
+
+test('the demo page\'s "Hugging Face" field loads a model from its base URL', async ({ harness }) => {
+  const hf = serve(harness, 'qwen', qwenFiles);
+  const page = await harness.browser.context.newPage();
+  try {
+    await page.goto(`${harness.server.url}/index.html`);
+    await page.click('#source-hf');
+    await page.fill('#hf-url', `${harness.server.url}${hf}`);
+    await expect(page.locator('#model-name')).toHaveText('qwen');
+    await page.selectOption('#tp', '2');
+    await page.fill('#prompt', 'Say hello');
+    await page.fill('#temperature', '0');
+    await page.fill('#max-tokens', '6');
+    await page.click('#generate');
+    await expect(page.locator('body')).toHaveAttribute('data-state', /done|error/, { timeout: 180_000 });
+    await expect(page.locator('#error-panel')).toBeHidden();
+    await expect(page.locator('#engine-info')).toContainText('TP=2');
+    await expect(page.locator('#output-prompt')).toHaveText('Say hello');
+  } finally {
+    await page.close();
+  }
+});
