@@ -1,5 +1,7 @@
 import { test, expect } from './fixtures.js';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runGenerate } from '../src/cli/generate.js';
@@ -9,7 +11,7 @@ import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { exportHf } from '../src/model/formats/hf-export.js';
 import { byteLevelTokenizer, randomWeights, TINY_QWEN2 } from '../src/model/formats/hf-testing.js';
 import { HfTokenizer } from '../src/model/tokenizer/hf-tokenizer.js';
-import { modelsDir, readArrayBuffer } from '../src/model/fixtures/paths.js';
+import { modelsDir, readArrayBuffer, repoRoot } from '../src/model/fixtures/paths.js';
 import * as R from '../src/model/reference.js';
 
 // Hugging Face models, written by this spec (there is no network) and served like the Hub's
@@ -117,4 +119,28 @@ test('the demo page\'s "Hugging Face" field loads a model from its base URL', as
   } finally {
     await page.close();
   }
+});
+
+/** Writes `files` into a directory of their own, as a downloaded model would be. */
+function writeDir(name: string, files: Map<string, Uint8Array>): string {
+  const d = join(dir, name);
+  mkdirSync(d, { recursive: true });
+  for (const [file, bytes] of files) writeFileSync(join(d, file), bytes);
+  return d;
+}
+
+test('`webgpu-tp generate --model DIR|FILE.safetensors`, with --chat or a llama2.c --tokenizer', async () => {
+  const run = promisify(execFile);
+  const cli = resolve(repoRoot, 'dist/cli/main.js');
+  const qwen = writeDir('qwen-dir', qwenFiles);
+  const { stdout } = await run('node', [cli, 'generate', '--model', join(qwen, 'model.safetensors'), '--chat', '--prompt', 'Say hello 世界 🙂', '--temperature', '0', '--max-tokens', '8', '--ignore-eos', '--json', '--no-cache'], { timeout: 240_000 });
+  const r = JSON.parse(stdout) as { prompt_tokens: number[]; tokens: number[] };
+  const tok = new HfTokenizer(qwenTok.json, qwenTok.config);
+  const prompt = tok.encode(tok.applyChatTemplate([{ role: 'user', content: 'Say hello 世界 🙂' }]), false);
+  expect(r.prompt_tokens).toEqual(prompt);
+  expect(r.tokens).toEqual(oracleGreedy(prompt, 8, 1e-3).tokens);
+
+  const storiesDir = writeDir('stories-dir', storiesFiles);
+  const s = await run('node', [cli, 'generate', '--model', storiesDir, '--tokenizer', resolve(modelsDir, 'tok512.bin'), '--tp', '2', '--temperature', '0', '--max-tokens', '16', '--json', '--no-cache'], { timeout: 240_000 });
+  expect((JSON.parse(s.stdout) as { tokens: number[] }).tokens).toEqual(greedy.tokens.slice(1, 17));
 });
