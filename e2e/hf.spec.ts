@@ -40,6 +40,13 @@ const qwenFiles = exportHf(TINY_QWEN2, qwenWeights, { dtype: 'BF16', eosTokenId:
 qwenFiles.set('tokenizer.json', new TextEncoder().encode(JSON.stringify(qwenTok.json)));
 qwenFiles.set('tokenizer_config.json', new TextEncoder().encode(JSON.stringify(qwenTok.config)));
 
+// A Llama with attention_bias: o_proj's bias is row-parallel, added once after the all-reduce.
+const biasedConfig = { ...TINY_QWEN2, outBias: true };
+const biasedWeights = randomWeights(biasedConfig, 5, 3);
+const biasedFiles = exportHf(biasedConfig, biasedWeights, { architecture: 'LlamaForCausalLM', dtype: 'BF16', eosTokenId: 276 });
+biasedFiles.set('tokenizer.json', qwenFiles.get('tokenizer.json')!);
+biasedFiles.set('tokenizer_config.json', qwenFiles.get('tokenizer_config.json')!);
+
 test.describe.configure({ mode: 'serial' });
 
 for (const tp of [1, 2]) {
@@ -57,8 +64,7 @@ for (const tp of [1, 2]) {
  * The oracle's greedy continuation of `prompt`, and how many of its tokens are decided by a
  * top-2 logit margin above `tol` (the GPU's f32 sums are ordered differently).
  */
-function oracleGreedy(prompt: number[], steps: number, tol: number): { tokens: number[]; decided: number } {
-  const model = { config: { ...TINY_QWEN2 }, weights: qwenWeights };
+function oracleGreedy(prompt: number[], steps: number, tol: number, model: R.ReferenceModel = { config: TINY_QWEN2, weights: qwenWeights }): { tokens: number[]; decided: number } {
   const s = R.createRunState(model.config);
   const tokens: number[] = [];
   let decided = -1;
@@ -85,6 +91,16 @@ for (const tp of [1, 2]) {
     const want = oracleGreedy(prompt, 32, 1e-3);
     expect(want.decided).toBeGreaterThanOrEqual(8);
     expect(new Set(want.tokens).size).toBeGreaterThan(3);
+    expect(r.tokens.slice(0, want.decided)).toEqual(want.tokens.slice(0, want.decided));
+  });
+}
+
+for (const tp of [1, 2]) {
+  test(`a random BF16 Llama with attention_bias (q/k/v/o biases) matches the oracle at TP=${tp}`, async ({ harness }) => {
+    const hf = serve(harness, 'llama-bias', biasedFiles);
+    const r = await runGenerate(harness, { model: { hf }, tp, prompt: 'Say hello 世界 🙂', chat: true, maxTokens: 24, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, cache: false });
+    const want = oracleGreedy(r.prompt_tokens, 24, 1e-3, { config: biasedConfig, weights: biasedWeights });
+    expect(want.decided).toBeGreaterThanOrEqual(8);
     expect(r.tokens.slice(0, want.decided)).toEqual(want.tokens.slice(0, want.decided));
   });
 }

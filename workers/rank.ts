@@ -38,6 +38,7 @@ export interface LayerWeights {
   wqkv: Matrix; // ((heads/tp + 2·kvHeads/tp)·head_size, dim): wq rows, then wk, then wv
   bqkv?: GPUBuffer; // ((heads/tp + 2·kvHeads/tp)·head_size,): bq, bk, bv with their rows (Qwen2)
   wo: Matrix; // (dim, heads/tp·head_size): this rank's columns of wo
+  bo?: GPUBuffer; // (dim,) replicated: added once, to the all-reduced Wo·att
   ffnNorm: GPUBuffer; // (dim,)
   w13: Matrix; // (2·hidden/tp, dim): w1 rows, then w3 rows
   w2: Matrix; // (dim, hidden/tp): this rank's columns of w2
@@ -109,6 +110,7 @@ export function createShardWeights(ctx: GpuContext, c: ModelConfig, r: RankPlan,
   for (let l = 0; l < c.nLayers; l++) {
     const p = `layers.${l}.`;
     layers.push({
+      ...(c.outBias ? { bo: createStorageBuffer(ctx, get(`${p}attention.bo`), `${p}bo`) } : {}),
       ...(c.qkvBias ? { bqkv: fusedBias(`${p}bqkv`, [get(`${p}attention.bq`), get(`${p}attention.bk`), get(`${p}attention.bv`)]) } : {}),
       attentionNorm: createStorageBuffer(ctx, get(`${p}attention_norm`), `${p}attention_norm`),
       wqkv: matrix(d.qkv, d.dim, `${p}wqkv`, [get(`${p}attention.wq`), get(`${p}attention.wk`), get(`${p}attention.wv`)]),
@@ -131,6 +133,7 @@ export function destroyShardWeights(w: ShardWeights): void {
     l.attentionNorm.destroy();
     destroyMatrix(l.wqkv);
     l.bqkv?.destroy();
+    l.bo?.destroy();
     destroyMatrix(l.wo);
     l.ffnNorm.destroy();
     destroyMatrix(l.w13);
@@ -214,10 +217,12 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
       createAttention(ctx, step, { q: s.qkv, qStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, out: s.att, maxM }),
     );
     // x += Wo·att: row-parallel, so a partial sum to all-reduce unless tp = 1.
-    if (tp1) current().push(createMatmul(ctx, step, { x: s.att, w: L.wo, y: s.x, accumulate: true, maxM }));
+    // A bias (bo) joins the full sum: x += (Wo·att + bo), at tp = 1 inside the matmul.
+    if (tp1) current().push(createMatmul(ctx, step, { x: s.att, w: L.wo, y: s.x, bias: L.bo, accumulate: true, maxM }));
     else {
       current().push(createMatmul(ctx, step, { x: s.att, w: L.wo, y: s.partial, maxM }));
-      stages.push([createAdd(ctx, step, { x: { buffer: s.partial }, y: { buffer: s.x }, n: d.dim, maxM })]);
+      const bias = L.bo ? [createAdd(ctx, step, { x: { buffer: L.bo, stride: 0 }, y: { buffer: s.partial }, n: d.dim, maxM })] : [];
+      stages.push([...bias, createAdd(ctx, step, { x: { buffer: s.partial }, y: { buffer: s.x }, n: d.dim, maxM })]);
     }
     // MLP: h13 = W13·rmsnorm(x); x += W2·(silu(h1)·h3), row-parallel again.
     current().push(createMatmul(ctx, step, { x: s.x, w: L.w13, y: s.h13, maxM, input: { kind: 'rmsnorm', weight: L.ffnNorm, eps } }));

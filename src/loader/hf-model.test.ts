@@ -55,6 +55,22 @@ describe('openHfModel', () => {
     for (const k of ['tokenEmbeddingTable', 'wq', 'bq', 'bk', 'bv', 'wo', 'w2', 'rmsFinalWeight'] as const) expect(got[k]).toEqual(w[k]);
   });
 
+  it('a Llama with attention_bias (q/k/v/o biases) loads and runs like the weights it was written from', async () => {
+    const c = { ...TINY_QWEN2, outBias: true };
+    const w = randomWeights(c, 5, 3);
+    const files = exportHf(c, w, { architecture: 'LlamaForCausalLM', dtype: 'BF16' });
+    const m = await openHfModel(mapFiles(files));
+    expect(m.architecture).toBe('LlamaForCausalLM');
+    expect(m.config).toEqual(c);
+    const got = stackWeights(m.config, m.tensors, await readBytes(m.source));
+    expect(got.bo).toEqual(w.bo);
+    const run = (weights: typeof w) => R.generate({ config: c, weights }, [7], 24, (l) => R.argmax(l, c.vocabSize));
+    const tokens = run(got);
+    expect(tokens).toEqual(run(w));
+    // the bias matters: without it the tokens differ
+    expect(run({ ...w, bo: undefined })).not.toEqual(tokens);
+  });
+
   it('converts across chunk boundaries that split elements', async () => {
     const w = randomWeights(TINY_QWEN2, 3);
     const file = exportHf(TINY_QWEN2, w, { dtype: 'BF16' }).get('model.safetensors')!;

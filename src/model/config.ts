@@ -29,6 +29,8 @@ export interface ModelConfig {
   ropeScaling?: RopeScaling;
   /** q, k and v projections add a bias (Qwen2): tensors `layers.{l}.attention.bq|bk|bv`. */
   qkvBias?: boolean;
+  /** o_proj adds a bias (Llama's attention_bias): `layers.{l}.attention.bo`, added once after the all-reduce. */
+  outBias?: boolean;
 }
 
 /** Llama 3's RoPE scaling: long wavelengths are slowed by `factor`, short ones kept, a smooth ramp between. */

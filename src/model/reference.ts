@@ -215,6 +215,8 @@ export interface TransformerWeights {
   bk?: Float32Array; // (layer, n_kv_heads * head_size)
   bv?: Float32Array; // (layer, n_kv_heads * head_size)
   wo: Float32Array; // (layer, dim, n_heads * head_size)
+  /** Present when config.outBias: added to Wo's output. */
+  bo?: Float32Array; // (layer, dim)
   w1: Float32Array; // (layer, hidden_dim, dim)
   w2: Float32Array; // (layer, dim, hidden_dim)
   w3: Float32Array; // (layer, hidden_dim, dim)
@@ -305,6 +307,7 @@ export function forward(model: ReferenceModel, s: RunState, token: number, pos: 
 
     // output projection, then the residual
     matmul(s.xb2, s.xb, w.wo.subarray(l * dim * qDim, (l + 1) * dim * qDim), 1, qDim, dim);
+    if (w.bo) add(s.xb2, w.bo.subarray(l * dim, (l + 1) * dim), dim);
     add(x, s.xb2, dim);
 
     // ffn rmsnorm

@@ -52,6 +52,8 @@ export const llamaPlan: PlanSpec = {
   'layers.*.attention.bk': column('kvHeads'),
   'layers.*.attention.bv': column('kvHeads'),
   'layers.*.attention.wo': row('heads'),
+  // o_proj's bias: every rank holds it; it is added once, to the all-reduced sum.
+  'layers.*.attention.bo': replicated,
   'layers.*.ffn_norm': replicated,
   'layers.*.feed_forward.w1': column('hidden'),
   'layers.*.feed_forward.w3': column('hidden'),

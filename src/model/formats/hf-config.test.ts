@@ -51,6 +51,13 @@ describe('parseHfConfig', () => {
     expect(parseHfConfig(llama32).eosTokenIds).toEqual([128001, 128008, 128009]);
   });
 
+  it('reads Llama\'s attention_bias as biases on q, k, v and o', () => {
+    const c = parseHfConfig({ ...smollm, attention_bias: true }).config;
+    expect(c.qkvBias).toBe(true);
+    expect(c.outBias).toBe(true);
+    expect(parseHfConfig({ ...smollm, attention_bias: false }).config.outBias).toBeUndefined();
+  });
+
   it('takes head_dim when it differs from hidden_size / heads', () => {
     const h = parseHfConfig({ ...smollm, hidden_size: 64, num_attention_heads: 4, num_key_value_heads: 2, head_dim: 24 });
     expect(h.config.headSize).toBe(24);
@@ -87,7 +94,7 @@ describe('parseHfConfig', () => {
     expect(err({ ...smollm, rope_scaling: { rope_type: 'yarn', factor: 4 } })).toMatch(/rope_scaling.rope_type "yarn" is not supported/);
     expect(err({ ...smollm, rope_parameters: { rope_type: 'dynamic', rope_theta: 1 } })).toMatch(/rope_parameters.rope_type "dynamic"/);
     expect(err({ ...smollm, hidden_act: 'gelu' })).toMatch(/hidden_act "gelu"/);
-    expect(err({ ...smollm, attention_bias: true })).toMatch(/attention_bias true/);
+    expect(err({ ...smollm, mlp_bias: true })).toMatch(/mlp_bias true is not supported/);
     expect(err({ ...smollm, quantization_config: { quant_method: 'awq' } })).toMatch(/quantization_config/);
     expect(err({ ...smollm, num_key_value_heads: 4 })).toMatch(/num_key_value_heads \(4\) must divide/);
     expect(err({ ...smollm, hidden_size: undefined })).toMatch(/hidden_size is missing/);

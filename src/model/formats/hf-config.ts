@@ -98,8 +98,8 @@ export function parseHfConfig(json: unknown, generation?: unknown): HfModelConfi
   if (act !== 'silu') fail('hidden_act', `${JSON.stringify(act)} is not supported (the MLP is SwiGLU: silu)`);
   if (j.quantization_config !== undefined) fail('quantization_config', 'is not supported: quantised safetensors cannot be loaded', 'Use the model\'s float16/bfloat16/float32 weights');
   if (j.partial_rotary_factor !== undefined && j.partial_rotary_factor !== 1) fail('partial_rotary_factor', `${JSON.stringify(j.partial_rotary_factor)} is not supported (RoPE covers the whole head)`);
-  // Llama's attention_bias also puts a bias on o_proj, and mlp_bias on every MLP matrix.
-  if (architecture !== 'Qwen2ForCausalLM' && j.attention_bias === true) fail('attention_bias', 'true is not supported');
+  // Llama's attention_bias puts a bias on q, k, v and o; mlp_bias on every MLP matrix.
+  const attentionBias = architecture !== 'Qwen2ForCausalLM' && j.attention_bias === true;
   if (j.mlp_bias === true) fail('mlp_bias', 'true is not supported');
 
   const dim = positiveInt(j, 'hidden_size');
@@ -126,7 +126,8 @@ export function parseHfConfig(json: unknown, generation?: unknown): HfModelConfi
     ropeTheta: theta,
     ropeStyle: 'rotate_half',
     ...(scaling ? { ropeScaling: scaling } : {}),
-    ...(architecture === 'Qwen2ForCausalLM' ? { qkvBias: true } : {}),
+    ...(architecture === 'Qwen2ForCausalLM' || attentionBias ? { qkvBias: true } : {}),
+    ...(attentionBias ? { outBias: true } : {}),
   };
 
   const useSliding = architecture === 'Qwen2ForCausalLM' ? j.use_sliding_window === true : true;

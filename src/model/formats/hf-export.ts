@@ -78,6 +78,7 @@ export function exportHf(config: ModelConfig, w: TransformerWeights, o: HfExport
       put(`${p}attention.bv`, [kv], layer(w.bv, l, kv));
     }
     put(`${p}attention.wo`, [c.dim, q], layer(w.wo, l, c.dim * q));
+    if (w.bo) put(`${p}attention.bo`, [c.dim], layer(w.bo, l, c.dim));
     put(`${p}ffn_norm`, [c.dim], layer(w.rmsFfnWeight, l, c.dim));
     put(`${p}feed_forward.w1`, [c.hiddenDim, c.dim], layer(w.w1, l, c.hiddenDim * c.dim));
     put(`${p}feed_forward.w2`, [c.dim, c.hiddenDim], layer(w.w2, l, c.dim * c.hiddenDim));
@@ -106,6 +107,7 @@ export function exportHf(config: ModelConfig, w: TransformerWeights, o: HfExport
     torch_dtype: { F32: 'float32', F16: 'float16', BF16: 'bfloat16' }[dtype],
     ...(o.bosTokenId !== undefined ? { bos_token_id: o.bosTokenId } : {}),
     ...(o.eosTokenId !== undefined ? { eos_token_id: o.eosTokenId } : {}),
+    ...(c.outBias ? { attention_bias: true } : {}),
     ...o.extra,
   };
   files.set('config.json', new TextEncoder().encode(JSON.stringify(json, null, 2)));

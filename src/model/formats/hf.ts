@@ -44,6 +44,7 @@ const LAYER_NAMES: Record<string, string> = {
   'self_attn.q_proj.bias': 'attention.bq',
   'self_attn.k_proj.bias': 'attention.bk',
   'self_attn.v_proj.bias': 'attention.bv',
+  'self_attn.o_proj.bias': 'attention.bo',
   'post_attention_layernorm.weight': 'ffn_norm',
   'mlp.gate_proj.weight': 'feed_forward.w1',
   'mlp.down_proj.weight': 'feed_forward.w2',
@@ -92,6 +93,7 @@ export function expectedShapes(c: ModelConfig): Map<string, [number, number]> {
       out.set(`${p}attention.bv`, [kv, 1]);
     }
     out.set(`${p}attention.wo`, [c.dim, q]);
+    if (c.outBias) out.set(`${p}attention.bo`, [1, c.dim]);
     out.set(`${p}ffn_norm`, [1, c.dim]);
     out.set(`${p}feed_forward.w1`, [c.hiddenDim, c.dim]);
     out.set(`${p}feed_forward.w2`, [c.dim, c.hiddenDim]);
