@@ -105,6 +105,32 @@ for (const tp of [1, 2]) {
   });
 }
 
+test('a second load of an HF model comes from the f32 shard cache: only the headers are read again', async ({ harness }) => {
+  const hf = serve(harness, 'cached', qwenFiles);
+  const weights = `${hf}/model.safetensors`;
+  const opts: PageGenerateOptions = { model: { hf }, tp: 2, prompt: 'Say hello', maxTokens: 4, temperature: 0, topP: 0.9, seed: 1, cache: true };
+  await harness.page.evaluate(() => window.tp.engine.clearCache());
+  const first = await harness.page.evaluate((o) => window.tp.engine.load(o), opts);
+  expect('error' in first ? first.error : null).toBeNull();
+  await harness.page.evaluate(() => window.tp.engine.disposeAll());
+  const mark = harness.server.log.length;
+  const second = await harness.page.evaluate(async (o) => {
+    const events: { rank: number; fromCache: boolean }[] = [];
+    const r = await window.tp.engine.load({ ...o, onProgressLog: events });
+    return { r, events };
+  }, opts);
+  expect('error' in second.r ? second.r.error : null).toBeNull();
+  expect([...new Set(second.events.filter((e) => e.fromCache).map((e) => e.rank))].sort()).toEqual([0, 1]);
+  expect(second.events.some((e) => !e.fromCache)).toBe(false);
+  // Every request for the weights file now is a header-sized Range, none a full download.
+  const reqs = harness.server.log.slice(mark).filter((r) => r.path === weights);
+  expect(reqs.length).toBeGreaterThan(0);
+  for (const r of reqs) expect(r.range).toMatch(/^bytes=0-\d{1,5}$/);
+  const out = await runGenerate(harness, opts);
+  expect(out.tokens).toEqual(oracleGreedy(out.prompt_tokens, 4, 1e-3).tokens);
+  await harness.page.evaluate(() => window.tp.engine.disposeAll());
+});
+
 test('an HF model whose files are missing names the file', async ({ harness }) => {
   const hf = serve(harness, 'broken', new Map([...qwenFiles].filter(([k]) => k !== 'model.safetensors')));
   const err = await runGenerate(harness, { model: { hf }, tp: 1, prompt: 'x', maxTokens: 1, temperature: 0, topP: 0.9, seed: 1, cache: false }).then(
