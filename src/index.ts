@@ -7,12 +7,23 @@
  * for await (const chunk of engine.generate('Once upon a time', { maxTokens: 64 })) console.log(chunk.text);
  * ```
  *
+ * Hugging Face models load from a base URL holding config.json, model.safetensors (or its
+ * index and shards) and tokenizer.json; chat goes through the model's template:
+ * ```ts
+ * const engine = await createEngine({ model: { hf: 'https://huggingface.co/ORG/NAME/resolve/main' }, maxContext: 2048 });
+ * const reply = await engine.chat.completions.create({ messages: [{ role: 'user', content: 'Hi!' }] });
+ * ```
+ *
  * The page must be cross-origin isolated (COOP `same-origin`, COEP `require-corp` or
  * `credentialless`): without it there is no SharedArrayBuffer and `createEngine` throws
  * `NotIsolatedError`. The shard worker ships inside this module and starts from a Blob URL, so
  * there is no worker file to serve; see README.md, "Embed it".
  */
 export { createEngine, type Engine, type EngineOptions } from './engine/engine.js';
+export type { HfModelOption } from './engine/hf-open.js';
+export type {
+  ChatMessage, ChatCompletionParams, ChatCompletion, ChatCompletionChunk, ChatCompletions,
+} from './engine/chat-completions.js';
 export type { LoadProgress } from './engine/worker-group.js';
 export type {
   GenerateOptions, GenerateChunk, GenerationStats, FinishReason, EngineStats, RankStats, StepBreakdown, KernelTiming,

@@ -37,7 +37,9 @@ export interface ShardWeights {
 export interface LayerWeights {
   attentionNorm: GPUBuffer; // (dim,)
   wqkv: Matrix; // ((heads/tp + 2·kvHeads/tp)·head_size, dim): wq rows, then wk, then wv
+  bqkv?: GPUBuffer; // ((heads/tp + 2·kvHeads/tp)·head_size,): bq, bk, bv with their rows (Qwen2)
   wo: Matrix; // (dim, heads/tp·head_size): this rank's columns of wo
+  bo?: GPUBuffer; // (dim,) replicated: added once, to the all-reduced Wo·att
   ffnNorm: GPUBuffer; // (dim,)
   w13: Matrix; // (2·hidden/tp, dim): w1 rows, then w3 rows
   w2: Matrix; // (dim, hidden/tp): this rank's columns of w2
@@ -96,9 +98,21 @@ export function createShardWeights(ctx: GpuContext, c: ModelConfig, r: RankPlan,
     return m;
   };
   const layers: LayerWeights[] = [];
+  /** Biases of column-parallel rows, fused in the same order as their matrices. */
+  const fusedBias = (label: string, parts: Float32Array[]): GPUBuffer => {
+    const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+    let o = 0;
+    for (const p of parts) {
+      out.set(p, o);
+      o += p.length;
+    }
+    return createStorageBuffer(ctx, out, label);
+  };
   for (let l = 0; l < c.nLayers; l++) {
     const p = `layers.${l}.`;
     layers.push({
+      ...(c.outBias ? { bo: createStorageBuffer(ctx, get(`${p}attention.bo`), `${p}bo`) } : {}),
+      ...(c.qkvBias ? { bqkv: fusedBias(`${p}bqkv`, [get(`${p}attention.bq`), get(`${p}attention.bk`), get(`${p}attention.bv`)]) } : {}),
       attentionNorm: createStorageBuffer(ctx, get(`${p}attention_norm`), `${p}attention_norm`),
       wqkv: matrix(d.qkv, d.dim, `${p}wqkv`, [get(`${p}attention.wq`), get(`${p}attention.wk`), get(`${p}attention.wv`)]),
       wo: matrix(d.dim, d.nHeads * d.headSize, `${p}wo`, [get(`${p}attention.wo`)]),
@@ -119,6 +133,8 @@ export function destroyShardWeights(w: ShardWeights): void {
   for (const l of w.layers) {
     l.attentionNorm.destroy();
     destroyMatrix(l.wqkv);
+    l.bqkv?.destroy();
+    l.bo?.destroy();
     destroyMatrix(l.wo);
     l.ffnNorm.destroy();
     destroyMatrix(l.w13);
@@ -192,7 +208,7 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
     xsel: f32(o.maxLogitRows * d.dim, 'xsel'),
     logits: f32(o.maxLogitRows * d.vocab, 'logits'),
     kv: o.share?.kv ?? createKvCache(ctx, { nLayers: c.nLayers, nKvHeadsLocal: d.nKvHeads, headSize: d.headSize, maxSeq: o.contextLength, nSlots: o.slots }),
-    rope: o.share?.rope ?? createRopeTables(ctx, d.headSize, ropeTables(c.headSize, o.contextLength, c.ropeTheta)),
+    rope: o.share?.rope ?? createRopeTables(ctx, d.headSize, ropeTables(c.headSize, o.contextLength, c.ropeTheta, c.ropeScaling)),
     shared: !!o.share,
     readback: createReadback(ctx, { slotBytes: Math.max(maxM * d.dim, o.maxLogitRows * d.vocab) * 4, slots: 2 }),
   };
@@ -202,17 +218,19 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
   const current = () => stages[stages.length - 1]!;
   for (let l = 0; l < c.nLayers; l++) {
     const L = w.layers[l]!;
-    // Attention: qkv = Wqkv·rmsnorm(x), rope q and k, k/v into the cache, attention over it.
+    // Attention: qkv = Wqkv·rmsnorm(x) (+ bqkv), rope q and k, k/v into the cache, attention over it.
     current().push(
-      createMatmul(ctx, step, { x: s.x, w: L.wqkv, y: s.qkv, maxM, input: { kind: 'rmsnorm', weight: L.attentionNorm, eps } }),
+      createMatmul(ctx, step, { x: s.x, w: L.wqkv, y: s.qkv, bias: L.bqkv, maxM, input: { kind: 'rmsnorm', weight: L.attentionNorm, eps } }),
       createRopeKv(ctx, step, { qkv: s.qkv, rowStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, tables: s.rope, style: c.ropeStyle, maxM }),
       createAttention(ctx, step, { q: s.qkv, qStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, out: s.att, maxM }),
     );
     // x += Wo·att: row-parallel, so a partial sum to all-reduce unless tp = 1.
-    if (tp1) current().push(createMatmul(ctx, step, { x: s.att, w: L.wo, y: s.x, accumulate: true, maxM }));
+    // A bias (bo) joins the full sum: x += (Wo·att + bo), at tp = 1 inside the matmul.
+    if (tp1) current().push(createMatmul(ctx, step, { x: s.att, w: L.wo, y: s.x, bias: L.bo, accumulate: true, maxM }));
     else {
       current().push(createMatmul(ctx, step, { x: s.att, w: L.wo, y: s.partial, maxM }));
-      stages.push([createAdd(ctx, step, { x: { buffer: s.partial }, y: { buffer: s.x }, n: d.dim, maxM })]);
+      const bias = L.bo ? [createAdd(ctx, step, { x: { buffer: L.bo, stride: 0 }, y: { buffer: s.partial }, n: d.dim, maxM })] : [];
+      stages.push([...bias, createAdd(ctx, step, { x: { buffer: s.partial }, y: { buffer: s.x }, n: d.dim, maxM })]);
     }
     // MLP: h13 = W13·rmsnorm(x); x += W2·(silu(h1)·h3), row-parallel again.
     current().push(createMatmul(ctx, step, { x: s.x, w: L.w13, y: s.h13, maxM, input: { kind: 'rmsnorm', weight: L.ffnNorm, eps } }));

@@ -2,8 +2,8 @@
  * `webgpu-tp generate`: runs the engine in headless Chromium on a local or remote model and
  * streams the text (or prints one JSON object with --json).
  */
-import { existsSync } from 'node:fs';
-import { basename, resolve, join } from 'node:path';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { basename, dirname, resolve, join } from 'node:path';
 import { homedir } from 'node:os';
 import { openHarness, type Harness } from './browser.js';
 import { reviveError, type SerializedError } from '../errors.js';
@@ -11,7 +11,11 @@ import type { PageGenerateOptions, PageGenerateResult } from '../harness/types.j
 
 /** The page's generation options (model and tokenizer as local paths or URLs), plus the CLI's own. */
 export interface GenerateCommandOptions
-  extends Pick<PageGenerateOptions, 'model' | 'tokenizer' | 'tp' | 'prompt' | 'maxTokens' | 'temperature' | 'topP' | 'seed'> {
+  extends Pick<PageGenerateOptions, 'tp' | 'prompt' | 'maxTokens' | 'temperature' | 'topP' | 'seed' | 'chat'> {
+  /** A llama2.c .bin, a .safetensors with config.json beside it, a model directory, or a URL of either. */
+  model: string;
+  /** tokenizer.bin or tokenizer.json; default: the HF model's tokenizer.json. */
+  tokenizer?: string;
   ignoreEos: boolean;
   json: boolean;
   /** Keep shards in a persistent browser profile's IndexedDB (default true). */
@@ -32,6 +36,24 @@ export function mountInput(h: Harness, what: string, pathOrUrl: string): string 
   return h.server.mountFile(`/files/${what}/${basename(file)}`, file);
 }
 
+/**
+ * The model argument as the page takes it: a llama2.c file (path or URL ending in .bin) as is;
+ * anything else is a Hugging Face model directory: a URL prefix, a local directory, or the
+ * directory of a local .safetensors file, whose files are served under one prefix.
+ */
+export function mountModel(h: Harness, pathOrUrl: string): PageGenerateOptions['model'] {
+  if (/^https?:\/\//.test(pathOrUrl)) return /\.bin$/.test(pathOrUrl) ? pathOrUrl : { hf: pathOrUrl.replace(/\/(config\.json|[^/]*\.safetensors)$/, '') };
+  const file = resolve(pathOrUrl);
+  if (!existsSync(file)) throw new Error(`model not found: ${file}`);
+  if (statSync(file).isFile() && !file.endsWith('.safetensors')) return mountInput(h, 'model', file);
+  const dir = statSync(file).isDirectory() ? file : dirname(file);
+  if (!existsSync(join(dir, 'config.json'))) throw new Error(`${dir} has no config.json: a safetensors model needs its config.json beside it`);
+  for (const name of readdirSync(dir)) {
+    if (statSync(join(dir, name)).isFile()) h.server.mountFile(`/files/hf/${name}`, join(dir, name));
+  }
+  return { hf: '/files/hf' };
+}
+
 /** Runs one generation in the page of `h`; throws the page's typed error. */
 export async function runGenerate(h: Harness, o: PageGenerateOptions): Promise<PageGenerateResult> {
   type PageWindow = { tp: { engine: { generate(o: PageGenerateOptions): Promise<PageGenerateResult | { error: SerializedError }> } } };
@@ -43,12 +65,13 @@ export async function runGenerate(h: Harness, o: PageGenerateOptions): Promise<P
 export async function generateCommand(o: GenerateCommandOptions): Promise<void> {
   const h = await openHarness(o.cache ? { userDataDir: profileDir() } : {});
   try {
-    const model = mountInput(h, 'model', o.model);
-    const tokenizer = mountInput(h, 'tokenizer', o.tokenizer);
+    const model = mountModel(h, o.model);
+    if (typeof model === 'string' && o.tokenizer === undefined) throw new Error('a llama2.c model needs --tokenizer');
+    const tokenizer = o.tokenizer === undefined ? undefined : mountInput(h, 'tokenizer', o.tokenizer);
     if (!o.json) await h.page.exposeFunction('tpEmit', (text: string) => void process.stdout.write(text));
     const r = await runGenerate(h, {
       model, tokenizer, tp: o.tp, prompt: o.prompt, maxTokens: o.maxTokens, temperature: o.temperature,
-      topP: o.topP, seed: o.seed, ignoreEos: o.ignoreEos, stream: !o.json, cache: o.cache,
+      topP: o.topP, seed: o.seed, ignoreEos: o.ignoreEos, stream: !o.json, cache: o.cache, chat: o.chat,
     });
     if (o.json) {
       const { stats: _stats, ...out } = r;

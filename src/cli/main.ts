@@ -9,9 +9,13 @@ import { WebGpuTpError } from '../errors.js';
 const USAGE = `webgpu-tp — tensor-parallel LLM inference over WebGPU, in headless Chromium
 
 Usage:
-  webgpu-tp generate --model PATH|URL --tokenizer PATH|URL [--tp N] [--prompt TEXT]
+  webgpu-tp generate --model PATH|URL [--tokenizer PATH|URL] [--chat] [--tp N] [--prompt TEXT]
                      [--max-tokens N] [--temperature T] [--top-p P] [--seed S]
                      [--ignore-eos] [--no-cache] [--json]
+      --model: a llama2.c .bin, a .safetensors with config.json beside it, a Hugging Face
+               model directory, or a URL prefix of one (https://huggingface.co/ORG/NAME/resolve/main)
+      --tokenizer: tokenizer.bin or tokenizer.json (default: tokenizer.json beside an HF model)
+      --chat: the prompt is one user message, rendered by the model's chat template
   webgpu-tp synth --shape stories15M|stories42M|stories110M [--seed S] --out DIR
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--json]
   webgpu-tp bench kernels [--json]
@@ -46,9 +50,10 @@ async function main(argv: string[]): Promise<number> {
         'ignore-eos': { type: 'boolean', default: false },
         'no-cache': { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
+        chat: { type: 'boolean', default: false },
       },
     });
-    if (!values.model || !values.tokenizer) throw new UsageError('generate needs --model and --tokenizer');
+    if (!values.model) throw new UsageError('generate needs --model');
     const { generateCommand } = await import('./generate.js');
     await generateCommand({
       model: values.model,
@@ -62,6 +67,7 @@ async function main(argv: string[]): Promise<number> {
       ignoreEos: values['ignore-eos'] ?? false,
       json: values.json ?? false,
       cache: !values['no-cache'],
+      chat: values.chat ?? false,
     });
     return 0;
   }

@@ -26,6 +26,7 @@ const el = {
   modelName: $('model-name'),
   defaultStatus: $('default-status'),
   modelUrl: $<HTMLInputElement>('model-url'),
+  hfUrl: $<HTMLInputElement>('hf-url'),
   tokenizerUrl: $<HTMLInputElement>('tokenizer-url'),
   files: $<HTMLInputElement>('model-files'),
   dropZone: $('drop-zone'),
@@ -61,13 +62,14 @@ const el = {
 
 const charts = new DemoCharts();
 
-type SourceMode = 'default' | 'url' | 'file';
+type SourceMode = 'default' | 'url' | 'file' | 'hf';
 type ModelInput = string | File;
 interface Source {
   key: string;
   label: string;
-  model: ModelInput;
-  tokenizer: ModelInput;
+  model: ModelInput | { hf: string };
+  /** Absent for a Hugging Face model: its own tokenizer.json. */
+  tokenizer?: ModelInput;
 }
 
 let mode: SourceMode = 'default';
@@ -238,6 +240,12 @@ function currentSource(): Source {
     if (!model || !tokenizer) throw new InvalidArgumentError('Both the model URL and the tokenizer URL are needed', 'Fill in both URLs');
     return { key: `url|${model}|${tokenizer}`, label: baseName(model), model, tokenizer };
   }
+  if (mode === 'hf') {
+    const hf = el.hfUrl.value.trim().replace(/\/+$/, '');
+    if (!hf) throw new InvalidArgumentError('No Hugging Face model URL', 'Fill in the base URL of the model, e.g. https://huggingface.co/ORG/NAME/resolve/main');
+    const label = /\/([^/]+)\/resolve\//.exec(hf)?.[1] ?? baseName(hf);
+    return { key: `hf|${hf}`, label, model: { hf } };
+  }
   if (!picked.model) throw new InvalidArgumentError('No model file chosen', 'Drop a llama2.c checkpoint (and its tokenizer) on the drop zone, or click it to pick files');
   const tokenizer = picked.tokenizer ?? DEFAULT_TOKENIZER;
   const tKey = typeof tokenizer === 'string' ? tokenizer : `file#${fileId(tokenizer)}`;
@@ -282,6 +290,7 @@ function takeFiles(list: File[]): void {
 
 for (const t of el.tabs) t.addEventListener('click', () => setMode(t.dataset.source as SourceMode));
 el.modelUrl.addEventListener('input', updateModelName);
+el.hfUrl.addEventListener('input', updateModelName);
 el.files.addEventListener('change', () => takeFiles([...(el.files.files ?? [])]));
 // Drop anywhere on the page: the browser must not navigate to the file.
 window.addEventListener('dragover', (e) => {

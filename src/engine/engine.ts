@@ -8,27 +8,43 @@ import type { EngineStats, GenerateChunk, GenerateOptions } from './types.js';
 import { openSource, type ModelSource } from '../loader/source.js';
 import { parseLlama2cHeader } from '../model/formats/llama2c.js';
 import { Tokenizer } from '../model/tokenizer/tokenizer.js';
+import { isHfModelOption, openHfForEngine, type HfModelOption } from './hf-open.js';
+import { llama2cTokenizer, parseTokenizer, type EngineTokenizer } from './tokenizers.js';
+import type { ByteSource } from '../loader/source.js';
+import type { TensorInfo } from '../model/config.js';
 import { Sampler } from '../model/sampler.js';
 import { makePlan } from '../parallel/plan.js';
 import type { ModelConfig } from '../model/config.js';
 import { DEFAULT_SPIN } from '../collective/index.js';
 import { createCompletions, type Completions } from './completions.js';
+import { createChatCompletions, type ChatCompletions, type ChatMessage } from './chat-completions.js';
 import { clearShardCache } from '../cache/shard-cache.js';
 import { registerFaultTarget } from './fault-injection.js';
-import { InvalidArgumentError, NotIsolatedError, WebGpuUnavailableError, DisposedError } from '../errors.js';
+import { InvalidArgumentError, TokenizerFormatError, NotIsolatedError, WebGpuUnavailableError, DisposedError } from '../errors.js';
 
 export interface EngineOptions {
-  /** A llama2.c checkpoint: URL, File/Blob or ArrayBuffer. */
-  model: ModelSource;
-  /** The matching llama2.c tokenizer.bin: URL, File/Blob or ArrayBuffer. */
-  tokenizer: ModelSource;
+  /**
+   * A llama2.c checkpoint (URL, File/Blob or ArrayBuffer), or a Hugging Face model directory:
+   * `{hf: 'https://huggingface.co/ORG/NAME/resolve/main'}` (any base URL holding config.json and
+   * model.safetensors or model.safetensors.index.json + shards), or `{hf: {'config.json': file, ...}}`.
+   * F16/BF16 weights are converted to f32 as they stream in.
+   */
+  model: ModelSource | HfModelOption;
+  /**
+   * The tokenizer: llama2.c's tokenizer.bin or a Hugging Face tokenizer.json (URL, File/Blob or
+   * ArrayBuffer). Required for a llama2.c model; an HF model defaults to its own tokenizer.json.
+   */
+  tokenizer?: ModelSource;
   /**
    * Ranks to split the model over (default 1). Must divide the query heads. `"auto"` places
    * one rank per distinct adapter: with one adapter (as in most machines and in headless
    * Chromium) that is 1, since ranks sharing an adapter only add round trips.
    */
   tensorParallel?: number | 'auto';
-  /** Positions of KV cache to allocate (default: the model's seq_len). */
+  /**
+   * Positions of KV cache to allocate (default: the model's seq_len, at most 4096: HF configs
+   * state contexts of 131072 tokens, whose KV cache would take gigabytes).
+   */
   maxContext?: number;
   /** Prompt rows per prefill pass (default 64). */
   maxRows?: number;
@@ -70,8 +86,15 @@ export interface Engine {
   generateTokens(promptTokens: number[], opts?: GenerateOptions): AsyncIterable<GenerateChunk>;
   /** The OpenAI completions shape: `await engine.completions.create({prompt, max_tokens, stream})`. */
   readonly completions: Completions;
+  /**
+   * The OpenAI chat completions shape: `await engine.chat.completions.create({messages, stream})`,
+   * through the chat template of tokenizer_config.json (a TokenizerFormatError without one).
+   */
+  readonly chat: { readonly completions: ChatCompletions };
   /** Token ids of `text` as the engine would encode a prompt (BOS first). */
   encode(text: string): number[];
+  /** Token ids of a chat rendered by the model's template (its BOS where the template puts one). */
+  encodeChat(messages: readonly ChatMessage[]): number[];
   stats(): Promise<EngineStats>;
   /** Clears the per-step timings of `stats()`. */
   resetStats(): Promise<void>;
@@ -82,6 +105,7 @@ export interface Engine {
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_MAX_CONTEXT = 4096;
 
 export async function createEngine(options: EngineOptions): Promise<Engine> {
   if (typeof crossOriginIsolated !== 'undefined' && !crossOriginIsolated) throw new NotIsolatedError();
@@ -89,14 +113,27 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   if (typeof navigator === 'undefined' || !('gpu' in navigator)) throw new WebGpuUnavailableError('navigator.gpu is missing');
 
   const t0 = performance.now();
-  const source = openSource(options.model);
-  const [size, head, tokBytes] = await Promise.all([source.size(), source.head(28), readAll(options.tokenizer)]);
-  const { config, tensors } = parseLlama2cHeader(head, size);
-  const tokenizer = Tokenizer.parse(tokBytes, config.vocabSize);
+  let config: ModelConfig, tensors: TensorInfo[], source: ByteSource, tokenizer: EngineTokenizer;
+  let slidingWindow: number | undefined;
+  if (isHfModelOption(options.model)) {
+    const hf = await openHfForEngine(options.model, options.tokenizer);
+    ({ config, tensors, source } = hf.model);
+    ({ tokenizer } = hf);
+    slidingWindow = hf.model.slidingWindow;
+  } else {
+    if (options.tokenizer === undefined) throw new InvalidArgumentError('a llama2.c model needs a tokenizer', 'Pass tokenizer: the tokenizer.bin (or tokenizer.json) that goes with the model');
+    source = openSource(options.model);
+    const [size, head, tokBytes] = await Promise.all([source.size(), source.head(28), readAll(options.tokenizer)]);
+    ({ config, tensors } = parseLlama2cHeader(head, size));
+    tokenizer = parseTokenizer(tokBytes, config.vocabSize);
+  }
   const tp = options.tensorParallel === 'auto' ? 1 : (options.tensorParallel ?? 1);
   const plan = makePlan(config, { tensorParallel: tp }, tensors);
-  const contextLength = options.maxContext ?? config.seqLen;
+  const contextLength = options.maxContext ?? Math.min(config.seqLen, DEFAULT_MAX_CONTEXT);
   if (!Number.isInteger(contextLength) || contextLength < 2) throw new InvalidArgumentError(`maxContext must be a whole number ≥ 2, got ${contextLength}`);
+  if (slidingWindow !== undefined && contextLength > slidingWindow) {
+    throw new InvalidArgumentError(`maxContext ${contextLength} exceeds the model's sliding_window ${slidingWindow}, which attention does not implement`, `Pass maxContext ≤ ${slidingWindow}`);
+  }
   const maxRows = Math.min(options.maxRows ?? 64, contextLength);
   const maxBatch = options.maxBatch ?? 4;
   if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new InvalidArgumentError(`maxBatch must be a whole number ≥ 1, got ${maxBatch}`);
@@ -129,7 +166,7 @@ export function assembleEngine(
   config: ModelConfig,
   tensorParallel: number,
   backend: StepBackend,
-  tokenizer: Tokenizer,
+  tokenizerIn: Tokenizer | EngineTokenizer,
   rankStats: () => Promise<EngineStats['ranks']>,
   disposeBackend: () => Promise<void>,
   resetBackendStats: () => Promise<void> = async () => {},
@@ -137,9 +174,9 @@ export function assembleEngine(
 ): Engine {
   const makeSampler: SamplerFactory = ({ temperature, topP, seed }) =>
     new Sampler(config.vocabSize, { temperature, topp: topP, seed });
-  const scheduler = new Scheduler(backend, {
-    vocabSize: config.vocabSize, encode: (t, b, e) => tokenizer.encode(t, b, e), decodeBytes: (p, t) => tokenizer.decode(p, t),
-  }, makeSampler);
+  const tokenizer = tokenizerIn instanceof Tokenizer ? llama2cTokenizer(tokenizerIn) : tokenizerIn;
+  // Prompt ids are checked against the model's embedding rows, whichever tokenizer it has.
+  const scheduler = new Scheduler(backend, { ...tokenizer, vocabSize: config.vocabSize }, makeSampler);
   let disposed = false;
   const guard = () => {
     if (disposed) throw new DisposedError();
@@ -148,16 +185,23 @@ export function assembleEngine(
     guard();
     return scheduler.generate(prompt, opts);
   };
+  const generateTokens = (tokens: number[], opts?: GenerateOptions) => {
+    guard();
+    return scheduler.generateTokens(tokens, opts);
+  };
+  const encodeChat = (messages: readonly ChatMessage[]): number[] => {
+    if (!tokenizer.applyChatTemplate) throw new TokenizerFormatError('this tokenizer has no chat template', 'Use a tokenizer.json whose tokenizer_config.json has a chat_template, or engine.completions with a plain prompt');
+    return tokenizer.encode(tokenizer.applyChatTemplate(messages), false, false);
+  };
   return {
     config,
     tensorParallel,
     generate,
     completions: createCompletions(generate, modelName),
+    chat: { completions: createChatCompletions(encodeChat, generateTokens, modelName) },
+    encodeChat,
     clearCache: () => clearShardCache(),
-    generateTokens(tokens, opts) {
-      guard();
-      return scheduler.generateTokens(tokens, opts);
-    },
+    generateTokens,
     encode: (text) => tokenizer.encode(text, true, false),
     async stats() {
       const ranks = await rankStats();

@@ -33,6 +33,8 @@ export interface TokenizerLike {
   encode(text: string, bos: boolean, eos: boolean): number[];
   /** Bytes of `token`'s piece after `prev` (run.c's decode, incl. the space strip after BOS). */
   decodeBytes(prev: number, token: number): Uint8Array;
+  /** Tokens that end a generation (default llama2.c's BOS and EOS). */
+  readonly stopTokens?: readonly number[];
 }
 
 export interface SamplerLike {
@@ -81,6 +83,7 @@ export class Scheduler {
   /** Main-thread time per step outside the backend (ms), for stats. */
   private schedulerMsSum = 0;
   private steps = 0;
+  private readonly stopTokens: readonly number[];
 
   constructor(
     private readonly backend: StepBackend,
@@ -88,6 +91,7 @@ export class Scheduler {
     private readonly makeSampler: SamplerFactory,
   ) {
     this.freeSlots = Array.from({ length: backend.maxSlots ?? 1 }, (_, i) => i);
+    this.stopTokens = tokenizer.stopTokens ?? [BOS, EOS];
   }
 
   get schedulerMs(): number {
@@ -265,7 +269,7 @@ export class Scheduler {
     if (s.generated.length === 0) s.tFirst = performance.now();
     if (s.generated.length >= s.budget) return this.finish(s, 'length');
     const next = s.sampler.sample(logits);
-    if (!s.ignoreEos && (next === BOS || next === EOS)) return this.finish(s, 'stop');
+    if (!s.ignoreEos && this.stopTokens.includes(next)) return this.finish(s, 'stop');
     s.generated.push(next);
     let text = s.decoder.decode(this.tokenizer.decodeBytes(s.token, next), { stream: true });
     s.token = next;

@@ -40,7 +40,7 @@ export async function generate(o: PageGenerateOptions): Promise<PageGenerateResu
   try {
     const { engine, loadMs } = await engineFor(o);
     await engine.resetStats();
-    const promptTokens = engine.encode(o.prompt);
+    const promptTokens = o.chat ? engine.encodeChat([{ role: 'user', content: o.prompt }]) : engine.encode(o.prompt);
     const tokens: number[] = [];
     let text = '';
     let timings = { load_ms: loadMs, prefill_tokens_per_s: 0, decode_tokens_per_s: 0 };

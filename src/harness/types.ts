@@ -5,8 +5,10 @@
 import type { EngineStats } from '../engine/types.js';
 
 export interface PageGenerateOptions {
-  model: string;
-  tokenizer: string;
+  /** A llama2.c file's URL, or a Hugging Face model's base URL as `{hf}`. */
+  model: string | { hf: string };
+  /** tokenizer.bin or tokenizer.json; an HF model defaults to its own tokenizer.json. */
+  tokenizer?: string;
   tp: number;
   prompt: string;
   maxTokens: number;
@@ -31,6 +33,8 @@ export interface PageGenerateOptions {
   overlap?: boolean;
   /** Longest wait in a collective (engine timeoutMs; default the engine's). */
   timeoutMs?: number;
+  /** Render the prompt as one user message through the model's chat template. */
+  chat?: boolean;
   /** Feed the prompt one token per step instead of batched prefill (tests compare both). */
   noPrefillBatch?: boolean;
 }

@@ -25,6 +25,21 @@ export interface ModelConfig {
   ropeTheta: number;
   /** `interleaved`: pairs (2i, 2i+1), llama2.c; `rotate_half`: pairs (i, i + hs/2), Hugging Face. */
   ropeStyle: 'interleaved' | 'rotate_half';
+  /** Frequency scaling of RoPE (Llama 3.1+); absent means none. */
+  ropeScaling?: RopeScaling;
+  /** q, k and v projections add a bias (Qwen2): tensors `layers.{l}.attention.bq|bk|bv`. */
+  qkvBias?: boolean;
+  /** o_proj adds a bias (Llama's attention_bias): `layers.{l}.attention.bo`, added once after the all-reduce. */
+  outBias?: boolean;
+}
+
+/** Llama 3's RoPE scaling: long wavelengths are slowed by `factor`, short ones kept, a smooth ramp between. */
+export interface RopeScaling {
+  type: 'llama3';
+  factor: number;
+  lowFreqFactor: number;
+  highFreqFactor: number;
+  originalMaxPositionEmbeddings: number;
 }
 
 /** One tensor of a checkpoint file, as the plan and the loader see it. */

@@ -13,7 +13,7 @@
  *
  * Layout conventions: row-major, weights stored W[out][in] (a row per output unit).
  */
-import type { ModelConfig } from './config.js';
+import type { ModelConfig, RopeScaling } from './config.js';
 
 const f = Math.fround;
 
@@ -55,13 +55,14 @@ export function rmsnorm(y: Float32Array, x: Float32Array, weight: Float32Array, 
  * RoPE cos/sin tables, (seqLen, headSize/2): entry [pos][i] is for frequency index i.
  * Computed as run.c does in f32: freq = 1 / theta^((2i) / headSize), val = pos * freq.
  */
-export function ropeTables(headSize: number, seqLen: number, theta: number): { cos: Float32Array; sin: Float32Array } {
+export function ropeTables(headSize: number, seqLen: number, theta: number, scaling?: RopeScaling): { cos: Float32Array; sin: Float32Array } {
   const half = headSize / 2;
   const cos = new Float32Array(seqLen * half);
   const sin = new Float32Array(seqLen * half);
   const thetaF = f(theta);
   const freqs = new Float32Array(half);
   for (let i = 0; i < half; i++) freqs[i] = f(1 / f(Math.pow(thetaF, f((2 * i) / headSize))));
+  if (scaling) scaleLlama3(freqs, scaling);
   for (let pos = 0; pos < seqLen; pos++) {
     for (let i = 0; i < half; i++) {
       const val = f(f(pos) * freqs[i]!);
@@ -70,6 +71,25 @@ export function ropeTables(headSize: number, seqLen: number, theta: number): { c
     }
   }
   return { cos, sin };
+}
+
+/**
+ * Llama 3's frequency scaling, as transformers' `_compute_llama3_parameters`: wavelengths longer
+ * than original_context/low_freq_factor are divided by `factor`, shorter than
+ * original_context/high_freq_factor kept, and those between interpolated smoothly.
+ */
+function scaleLlama3(freqs: Float32Array, s: RopeScaling): void {
+  const lowWavelen = s.originalMaxPositionEmbeddings / s.lowFreqFactor;
+  const highWavelen = s.originalMaxPositionEmbeddings / s.highFreqFactor;
+  for (let i = 0; i < freqs.length; i++) {
+    const freq = freqs[i]!;
+    const wavelen = (2 * Math.PI) / freq;
+    if (wavelen > lowWavelen) freqs[i] = f(freq / s.factor);
+    else if (wavelen >= highWavelen) {
+      const smooth = (s.originalMaxPositionEmbeddings / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
+      freqs[i] = f((1 - smooth) * (freq / s.factor) + smooth * freq);
+    }
+  }
 }
 
 /**
@@ -190,7 +210,13 @@ export interface TransformerWeights {
   wq: Float32Array; // (layer, n_heads * head_size, dim)
   wk: Float32Array; // (layer, n_kv_heads * head_size, dim)
   wv: Float32Array; // (layer, n_kv_heads * head_size, dim)
+  /** Present when config.qkvBias (Qwen2): added after the q, k and v matmuls. */
+  bq?: Float32Array; // (layer, n_heads * head_size)
+  bk?: Float32Array; // (layer, n_kv_heads * head_size)
+  bv?: Float32Array; // (layer, n_kv_heads * head_size)
   wo: Float32Array; // (layer, dim, n_heads * head_size)
+  /** Present when config.outBias: added to Wo's output. */
+  bo?: Float32Array; // (layer, dim)
   w1: Float32Array; // (layer, hidden_dim, dim)
   w2: Float32Array; // (layer, dim, hidden_dim)
   w3: Float32Array; // (layer, hidden_dim, dim)
@@ -234,7 +260,7 @@ export function createRunState(c: ModelConfig): RunState {
     logits: new Float32Array(c.vocabSize),
     keyCache: new Float32Array(c.nLayers * c.seqLen * kvDim),
     valueCache: new Float32Array(c.nLayers * c.seqLen * kvDim),
-    rope: ropeTables(c.headSize, c.seqLen, c.ropeTheta),
+    rope: ropeTables(c.headSize, c.seqLen, c.ropeTheta, c.ropeScaling),
   };
 }
 
@@ -259,6 +285,11 @@ export function forward(model: ReferenceModel, s: RunState, token: number, pos: 
     matmul(s.q, s.xb, w.wq.subarray(l * qDim * dim, (l + 1) * qDim * dim), 1, dim, qDim);
     matmul(s.k, s.xb, w.wk.subarray(l * kvDim * dim, (l + 1) * kvDim * dim), 1, dim, kvDim);
     matmul(s.v, s.xb, w.wv.subarray(l * kvDim * dim, (l + 1) * kvDim * dim), 1, dim, kvDim);
+    if (w.bq && w.bk && w.bv) {
+      add(s.q, w.bq.subarray(l * qDim, (l + 1) * qDim), qDim);
+      add(s.k, w.bk.subarray(l * kvDim, (l + 1) * kvDim), kvDim);
+      add(s.v, w.bv.subarray(l * kvDim, (l + 1) * kvDim), kvDim);
+    }
 
     // RoPE: rotate q and k by position
     rope(s.q, 1, nHeads, headSize, positions, s.rope, c.ropeStyle);
@@ -276,6 +307,7 @@ export function forward(model: ReferenceModel, s: RunState, token: number, pos: 
 
     // output projection, then the residual
     matmul(s.xb2, s.xb, w.wo.subarray(l * dim * qDim, (l + 1) * dim * qDim), 1, qDim, dim);
+    if (w.bo) add(s.xb2, w.bo.subarray(l * dim, (l + 1) * dim), dim);
     add(x, s.xb2, dim);
 
     // ffn rmsnorm

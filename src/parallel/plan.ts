@@ -3,7 +3,7 @@
  * function (`makePlan`) that turns it, a model config and a tensor table into per-rank slices.
  *
  * Styles (Megatron's names in brackets):
- *   column     split by output rows      (ColumnParallelLinear): wq, wk, wv, w1, w3
+ *   column     split by output rows      (ColumnParallelLinear): wq, wk, wv, w1, w3, and q/k/v biases
  *   row        split by input columns    (RowParallelLinear): wo, w2; partial sums are all-reduced
  *   vocab      classifier rows split over the vocabulary; logits are all-gathered
  *   replicated every rank holds the whole tensor: norms, the embedding
@@ -47,7 +47,13 @@ export const llamaPlan: PlanSpec = {
   'layers.*.attention.wq': column('heads'),
   'layers.*.attention.wk': column('kvHeads'),
   'layers.*.attention.wv': column('kvHeads'),
+  // q/k/v biases (Qwen2), [rows, 1]: split with their matrix's rows.
+  'layers.*.attention.bq': column('heads'),
+  'layers.*.attention.bk': column('kvHeads'),
+  'layers.*.attention.bv': column('kvHeads'),
   'layers.*.attention.wo': row('heads'),
+  // o_proj's bias: every rank holds it; it is added once, to the all-reduced sum.
+  'layers.*.attention.bo': replicated,
   'layers.*.ffn_norm': replicated,
   'layers.*.feed_forward.w1': column('hidden'),
   'layers.*.feed_forward.w3': column('hidden'),
