@@ -15,11 +15,13 @@
 export { createEngine, type Engine, type EngineOptions } from './engine/engine.js';
 export type { LoadProgress } from './engine/worker-group.js';
 export type {
-  GenerateOptions, GenerateChunk, GenerationStats, FinishReason, EngineStats, RankStats, StepBreakdown,
+  GenerateOptions, GenerateChunk, GenerationStats, FinishReason, EngineStats, RankStats, StepBreakdown, DevicePlacement,
 } from './engine/types.js';
+export type { DevicesOption } from './engine/placement.js';
+export type { DeviceSpec, AdapterFilter } from './gpu/adapter.js';
 export type { ModelConfig } from './model/config.js';
 export {
   WebGpuTpError, WebGpuUnavailableError, NotIsolatedError, ModelFormatError, TokenizerFormatError, PlanError,
-  CollectiveTimeoutError, DeviceLostError, WorkerFailedError, AbortedError, InvalidArgumentError, DisposedError,
+  CollectiveTimeoutError, DeviceLostError, WorkerFailedError, AbortedError, InvalidArgumentError, DisposedError, AdapterNotFoundError,
   type ErrorCode,
 } from './errors.js';

@@ -4,7 +4,11 @@
  */
 import { Scheduler, type StepBackend, type SamplerFactory } from './scheduler.js';
 import { WorkerGroup, type LoadProgress } from './worker-group.js';
-import type { EngineStats, GenerateChunk, GenerateOptions } from './types.js';
+import type { DevicePlacement, EngineStats, GenerateChunk, GenerateOptions } from './types.js';
+import { browserProbe, placeRanks, type DevicesOption } from './placement.js';
+import { describeSpec, type DeviceSpec } from '../gpu/adapter.js';
+import { createGpuContext, destroyGpuContext, type GpuContext } from '../gpu/device.js';
+import { measureMatmulMs } from '../gpu/calibrate.js';
 import { openSource, type ModelSource } from '../loader/source.js';
 import { parseLlama2cHeader } from '../model/formats/llama2c.js';
 import { Tokenizer } from '../model/tokenizer/tokenizer.js';
@@ -22,11 +26,31 @@ export interface EngineOptions {
   /** The matching llama2.c tokenizer.bin: URL, File/Blob or ArrayBuffer. */
   tokenizer: ModelSource;
   /**
-   * Ranks to split the model over (default 1). Must divide the query heads. `"auto"` places
-   * one rank per distinct adapter: with one adapter (as in most machines and in headless
-   * Chromium) that is 1, since ranks sharing an adapter only add round trips.
+   * Ranks to split the model over (default 1). Must divide the query heads unless `split` is
+   * given. `"auto"` is the same as `devices: "auto"`.
    */
   tensorParallel?: number | 'auto';
+  /**
+   * Which adapters the ranks run on (default: every rank on the default adapter).
+   * - `"auto"`: ask for a high-performance and a low-power adapter; one rank per distinct one,
+   *   the work split by a short measurement of each (rounded to whole heads). On one adapter
+   *   (most machines, headless Chromium) TP=1, unless a buffer the model needs exceeds that
+   *   adapter's limits; then the smallest degree that fits.
+   * - a number N: N ranks on the default adapter (as `tensorParallel: N`).
+   * - a list: one rank per spec, `{powerPreference}`, `{forceFallbackAdapter: true}` or
+   *   `{info: {vendor?, architecture?, device?, description?}}` (case-insensitive substrings).
+   * A `tensorParallel` number must agree with a count or list; with `"auto"` it deals that many
+   * ranks round-robin over the adapters found. Disagreements throw `InvalidArgumentError`; a
+   * filter that matches no adapter throws `AdapterNotFoundError`. `stats().placement` says
+   * what was chosen and why.
+   */
+  devices?: DevicesOption;
+  /**
+   * Per-rank shares of the work for unequal devices, e.g. `[0.5, 0.25, 0.25]` (normalized). Query
+   * heads are given out whole, KV heads follow them, MLP units go in aligned blocks and vocabulary
+   * rows follow the shares. Its length is the rank count (must agree with `tensorParallel`/`devices`).
+   */
+  split?: number[];
   /** Positions of KV cache to allocate (default: the model's seq_len). */
   maxContext?: number;
   /** Prompt rows per prefill pass (default 64). */
@@ -79,13 +103,19 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const [size, head, tokBytes] = await Promise.all([source.size(), source.head(28), readAll(options.tokenizer)]);
   const { config, tensors } = parseLlama2cHeader(head, size);
   const tokenizer = Tokenizer.parse(tokBytes, config.vocabSize);
-  const tp = options.tensorParallel === 'auto' ? 1 : (options.tensorParallel ?? 1);
-  const plan = makePlan(config, { tensorParallel: tp }, tensors);
   const contextLength = options.maxContext ?? config.seqLen;
   if (!Number.isInteger(contextLength) || contextLength < 2) throw new InvalidArgumentError(`maxContext must be a whole number ≥ 2, got ${contextLength}`);
   const maxRows = Math.min(options.maxRows ?? 64, contextLength);
   const maxBatch = options.maxBatch ?? 4;
   if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new InvalidArgumentError(`maxBatch must be a whole number ≥ 1, got ${maxBatch}`);
+  const gpu = (navigator as Navigator & { gpu: GPU }).gpu;
+  const placement = await placeRanks(
+    { devices: options.devices, tensorParallel: options.tensorParallel, split: options.split },
+    config, { contextLength, maxBatch, maxRows }, browserProbe(gpu), calibrateAdapters,
+  );
+  const plan = placement.fractions
+    ? makePlan(config, { fractions: placement.fractions }, tensors)
+    : makePlan(config, { tensorParallel: placement.specs.length }, tensors);
 
   const group = await WorkerGroup.create({
     config, plan, source, maxRows, contextLength, maxSlots: maxBatch,
@@ -94,14 +124,22 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     onProgress: options.onProgress,
     signal: options.signal,
     cache: options.cache ?? true,
+    devices: placement.specs,
+    adapterKeys: placement.keys,
   });
   const loadMs = performance.now() - t0;
+  const names = group.adapterNames();
+  const report: DevicePlacement = {
+    ...placement.report,
+    fractions: plan.ranks.map((r) => (r.heads[1] - r.heads[0]) / config.nHeads),
+    ranks: plan.ranks.map((r) => ({ rank: r.rank, spec: describeSpec(placement.specs[r.rank]), adapter: names[r.rank] ?? '', heads: r.heads })),
+  };
   const engine = assembleEngine(config, plan.world, group, tokenizer, async () => group.stats(), () => group.dispose(), () => group.resetStats(), source.name);
   return {
     ...engine,
     async stats() {
       const s = await engine.stats();
-      return { ...s, loadMs, warnings: [...group.warnings, ...s.warnings] };
+      return { ...s, loadMs, placement: report, warnings: [...group.warnings, ...s.warnings] };
     },
   };
 }
@@ -156,6 +194,17 @@ export function assembleEngine(
       await disposeBackend();
     },
   };
+}
+
+/** Measures adapters on this thread, each in a device of its own that is freed at once. */
+async function calibrateAdapters(specs: (DeviceSpec | undefined)[]): Promise<number[]> {
+  const ctxs: GpuContext[] = [];
+  try {
+    for (const spec of specs) ctxs.push(await createGpuContext({ device: spec, tune: false, label: 'calibrate' }));
+    return await measureMatmulMs(ctxs);
+  } finally {
+    for (const c of ctxs) destroyGpuContext(c);
+  }
 }
 
 async function readAll(src: ModelSource): Promise<Uint8Array> {

@@ -17,6 +17,7 @@ import type { RankStats } from './types.js';
 import { ModelFormatError, reviveError, WorkerFailedError, AbortedError, WebGpuTpError } from '../errors.js';
 import type { ShardWorker, ShardInitResult } from '../../workers/shard.worker.js';
 import { getShard, putShard, shardKey } from '../cache/shard-cache.js';
+import type { DeviceSpec } from '../gpu/adapter.js';
 // The shard worker is bundled inline (Vite `?worker&inline`): its code, dependencies included,
 // is a string in the built module and starts as a module worker from a Blob URL. A
 // `new URL('…worker.ts', import.meta.url)` worker would be a second file beside the library,
@@ -29,8 +30,8 @@ import ShardWorkerCtor from '../../workers/shard.worker.ts?worker&inline';
 
 installErrorTransfer();
 
-/** Kernel variants measured on this page's adapter by the first rank that tuned. */
-let tunedChoices: ShardInitResult['choices'] | undefined;
+/** Kernel variants measured by the first rank that tuned on each adapter (by identity key). */
+const tunedChoices = new Map<string, ShardInitResult['choices']>();
 
 export interface LoadProgress {
   rank: number;
@@ -55,6 +56,10 @@ export interface WorkerGroupOptions {
   signal?: AbortSignal;
   /** Keep each rank's packed shard in IndexedDB and reuse it (default true). */
   cache?: boolean;
+  /** Per rank: the adapter its worker asks for (default adapter when absent). */
+  devices?: (DeviceSpec | undefined)[];
+  /** Per rank: its adapter's identity, so kernel tuning runs once per adapter. */
+  adapterKeys?: string[];
 }
 
 interface Rank {
@@ -110,9 +115,11 @@ export class WorkerGroup implements StepBackend {
     const group = new WorkerGroup(o, ranks, collective, logits, maxLogitRows, logitStride);
     try {
       // Spawn and initialise every rank's device in parallel with the download. Kernel
-      // variants are measured once (rank 0 of the page's first engine) and handed on:
-      // tuning compiles several pipelines, seconds on a CPU adapter, so N ranks must not repeat it.
-      const first = tunedChoices ? undefined : plan.ranks[0]!;
+      // variants are measured once per adapter (the first rank on it of the page's first
+      // engine) and handed on: tuning compiles several pipelines, seconds on a CPU adapter,
+      // so N ranks must not repeat it.
+      const keyOf = (r: number) => o.adapterKeys?.[r] ?? 'default';
+      const firsts = plan.ranks.filter((rp, i) => !tunedChoices.has(keyOf(rp.rank)) && plan.ranks.findIndex((q) => keyOf(q.rank) === keyOf(rp.rank)) === i);
       const initRank = async (rp: (typeof plan.ranks)[number]) => {
         const worker = new ShardWorkerCtor({ name: `webgpu-tp rank ${rp.rank}` });
         let die!: (e: Error) => void;
@@ -126,13 +133,14 @@ export class WorkerGroup implements StepBackend {
         ranks[rp.rank] = rank;
         rank.info = await alive(rank, rank.api.init({
           rank: rp.rank, world, config: c, plan: rp, collective, logits, logitStride, maxRows: o.maxRows, maxLogitRows,
-          contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs, choices: tunedChoices,
+          contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs,
+          choices: tunedChoices.get(keyOf(rp.rank)), device: o.devices?.[rp.rank],
         }));
-        tunedChoices ??= rank.info.choices;
+        if (!tunedChoices.has(keyOf(rp.rank))) tunedChoices.set(keyOf(rp.rank), rank.info.choices);
       };
       const inits = (async () => {
-        if (first) await initRank(first);
-        await Promise.all(plan.ranks.filter((rp) => rp !== first).map(initRank));
+        await Promise.all(firsts.map(initRank));
+        await Promise.all(plan.ranks.filter((rp) => !firsts.includes(rp)).map(initRank));
       })();
       inits.catch(() => {}); // awaited below; this only keeps an early load failure from leaving it unhandled
       const shards = await loadShards(o, group.warnings);
@@ -186,6 +194,11 @@ export class WorkerGroup implements StepBackend {
     const s = await rank.api.takeError();
     const e = s ? reviveError(s) : new WorkerFailedError(r, 'the step failed without an error');
     return e instanceof WebGpuTpError ? e : new WorkerFailedError(r, e.message);
+  }
+
+  /** The adapter each rank's worker got, by name. */
+  adapterNames(): string[] {
+    return this.ranks.map((r) => r.info.adapter);
   }
 
   async stats(): Promise<RankStats[]> {
