@@ -11,7 +11,7 @@ import type { PageGenerateOptions, PageGenerateResult } from '../harness/types.j
 
 /** The page's generation options (model and tokenizer as local paths or URLs), plus the CLI's own. */
 export interface GenerateCommandOptions
-  extends Pick<PageGenerateOptions, 'model' | 'tokenizer' | 'tp' | 'prompt' | 'maxTokens' | 'temperature' | 'topP' | 'seed'> {
+  extends Pick<PageGenerateOptions, 'model' | 'tokenizer' | 'tp' | 'split' | 'prompt' | 'maxTokens' | 'temperature' | 'topP' | 'seed'> {
   ignoreEos: boolean;
   json: boolean;
   /** Keep shards in a persistent browser profile's IndexedDB (default true). */
@@ -47,7 +47,7 @@ export async function generateCommand(o: GenerateCommandOptions): Promise<void> 
     const tokenizer = mountInput(h, 'tokenizer', o.tokenizer);
     if (!o.json) await h.page.exposeFunction('tpEmit', (text: string) => void process.stdout.write(text));
     const r = await runGenerate(h, {
-      model, tokenizer, tp: o.tp, prompt: o.prompt, maxTokens: o.maxTokens, temperature: o.temperature,
+      model, tokenizer, tp: o.tp, split: o.split, prompt: o.prompt, maxTokens: o.maxTokens, temperature: o.temperature,
       topP: o.topP, seed: o.seed, ignoreEos: o.ignoreEos, stream: !o.json, cache: o.cache,
     });
     if (o.json) {
@@ -55,8 +55,10 @@ export async function generateCommand(o: GenerateCommandOptions): Promise<void> 
       console.log(JSON.stringify(out));
     } else {
       process.stdout.write('\n');
+      const p = r.stats.placement;
+      const split = p && p.split !== 'even' ? ` split ${p.ranks.map((x) => x.heads[1] - x.heads[0]).join('/')} heads` : '';
       console.error(
-        `tp=${r.tp} load ${r.timings.load_ms.toFixed(0)} ms, prefill ${r.timings.prefill_tokens_per_s.toFixed(1)} tok/s, decode ${r.timings.decode_tokens_per_s.toFixed(1)} tok/s`,
+        `tp=${r.tp}${split} load ${r.timings.load_ms.toFixed(0)} ms, prefill ${r.timings.prefill_tokens_per_s.toFixed(1)} tok/s, decode ${r.timings.decode_tokens_per_s.toFixed(1)} tok/s`,
       );
     }
   } finally {

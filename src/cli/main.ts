@@ -9,7 +9,7 @@ import { WebGpuTpError } from '../errors.js';
 const USAGE = `webgpu-tp — tensor-parallel LLM inference over WebGPU, in headless Chromium
 
 Usage:
-  webgpu-tp generate --model PATH|URL --tokenizer PATH|URL [--tp N] [--prompt TEXT]
+  webgpu-tp generate --model PATH|URL --tokenizer PATH|URL [--tp N] [--split 0.5,0.25,0.25] [--prompt TEXT]
                      [--max-tokens N] [--temperature T] [--top-p P] [--seed S]
                      [--ignore-eos] [--no-cache] [--json]
   webgpu-tp synth --shape stories15M|stories42M|stories110M [--seed S] --out DIR
@@ -35,7 +35,8 @@ async function main(argv: string[]): Promise<number> {
       options: {
         model: { type: 'string' },
         tokenizer: { type: 'string' },
-        tp: { type: 'string', default: '1' },
+        tp: { type: 'string' },
+        split: { type: 'string' },
         prompt: { type: 'string', default: '' },
         'max-tokens': { type: 'string', default: '256' },
         temperature: { type: 'string', default: '1.0' },
@@ -48,10 +49,13 @@ async function main(argv: string[]): Promise<number> {
     });
     if (!values.model || !values.tokenizer) throw new UsageError('generate needs --model and --tokenizer');
     const { generateCommand } = await import('./generate.js');
+    // --split alone sets the rank count (one share per rank); with --tp they must agree.
+    const split = values.split === undefined ? undefined : list(values.split, []);
     await generateCommand({
       model: values.model,
       tokenizer: values.tokenizer,
-      tp: Number(values.tp),
+      tp: values.tp === undefined ? (split ? 0 : 1) : Number(values.tp),
+      split,
       prompt: values.prompt ?? '',
       maxTokens: Number(values['max-tokens']),
       temperature: Number(values.temperature),
