@@ -85,6 +85,15 @@ describe('liveness', () => {
     expect(firstBitDifference(out, referenceSum([0, 1].map((r) => randomFloats(100, 2, r))))).toBe(-1);
   });
 
+  it('a peer that heartbeats but never arrives fails the wait after stallMs', async () => {
+    const ranks = group(2, { timeoutMs: 200, heartbeatMs: 40, stallMs: 600 }) as MessageCommunicator[];
+    const t0 = performance.now();
+    const e = await ranks[0]!.allReduce(randomFloats(10, 1, 0), 'one-shot').catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(CollectiveTimeoutError);
+    expect((e as Error).message).toContain('timed out after 600 ms waiting for rank 1');
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(550);
+  });
+
   it('a rank that closes (its tab goes away) fails a peer\'s wait at once with WorkerFailedError naming it', async () => {
     const ranks = group(2, { timeoutMs: 20_000 }) as MessageCommunicator[];
     const waiting = ranks[0]!.allReduce(randomFloats(10, 1, 0), 'one-shot').catch((e: unknown) => e);

@@ -15,7 +15,8 @@
  * as one. A wait fails with `CollectiveTimeoutError` naming the peer once that peer has been
  * silent for `timeoutMs` (a frozen or closed tab), and at once with `WorkerFailedError` when the
  * peer said goodbye (`close()`, e.g. on pagehide). A throttled hidden tab keeps sending
- * heartbeats, so its peers wait for it instead of failing.
+ * heartbeats, so its peers wait for it instead of failing, up to `stallMs` (a live peer stuck
+ * elsewhere must not hang the group either).
  */
 import { CollectiveTimeoutError, InvalidArgumentError, WorkerFailedError } from '../errors.js';
 import { chunkBounds, summationOrder } from './layout.js';
@@ -63,6 +64,8 @@ export interface MessageCommunicatorOptions {
   timeoutMs?: number;
   /** Heartbeat period (ms, default 250). */
   heartbeatMs?: number;
+  /** Longest wait for a peer that heartbeats but does not arrive (ms, default 4 × timeoutMs). */
+  stallMs?: number;
   /** Largest vector `auto` sends one-shot (floats, default 4096); above it, the ring. */
   oneShotMaxFloats?: number;
 }
@@ -72,6 +75,7 @@ interface Waiter {
   /** The collective's name and number, for a timeout's message. */
   what: string;
   op: number;
+  since: number;
   resolve(d: Float32Array): void;
   reject(e: Error): void;
 }
@@ -81,6 +85,7 @@ export class MessageCommunicator {
   readonly rank: number;
   readonly world: number;
   readonly timeoutMs: number;
+  readonly stallMs: number;
   private readonly oneShotMax: number;
   private readonly links: Links;
   private readonly lastHeard: number[];
@@ -100,6 +105,7 @@ export class MessageCommunicator {
     this.rank = rank;
     this.world = world;
     this.timeoutMs = opts.timeoutMs ?? 10_000;
+    this.stallMs = opts.stallMs ?? 4 * this.timeoutMs;
     this.oneShotMax = opts.oneShotMaxFloats ?? 4096;
     const now = performance.now();
     this.lastHeard = Array.from({ length: world }, () => now);
@@ -232,15 +238,16 @@ export class MessageCommunicator {
       return Promise.resolve(got);
     }
     if (this.gone[from]) return Promise.reject(new WorkerFailedError(from, this.gone[from]!));
-    return new Promise((resolve, reject) => this.waiting.set(key, { from, what, op, resolve, reject }));
+    return new Promise((resolve, reject) => this.waiting.set(key, { from, what, op, since: performance.now(), resolve, reject }));
   }
 
   private checkSilence(): void {
     const now = performance.now();
     for (const [k, w] of this.waiting) {
-      if (now - this.lastHeard[w.from]! <= this.timeoutMs) continue;
+      const silent = now - this.lastHeard[w.from]! > this.timeoutMs;
+      if (!silent && now - w.since <= this.stallMs) continue;
       this.waiting.delete(k);
-      w.reject(new CollectiveTimeoutError(w.what, w.op, [w.from], this.timeoutMs, this.rank));
+      w.reject(new CollectiveTimeoutError(w.what, w.op, [w.from], silent ? this.timeoutMs : this.stallMs, this.rank));
     }
   }
 
