@@ -86,3 +86,15 @@ test('closing the peer tab mid-collective fails the wait at once with WorkerFail
   expect((r as { error: SerializedError }).error.extra?.rank).toBe(1);
   await harness.page.evaluate((g) => window.tp.tabs.leave(g), group);
 });
+
+test('bench allreduce --transport tab (smoke) reports cross-tab latency beside SAB', async () => {
+  const { benchAllReduceTab } = await import('../src/cli/bench-allreduce.js');
+  const r = await benchAllReduceTab({ workers: [2], sizes: [256, 8192], iters: 3 });
+  expect(r.transport).toBe('tab');
+  expect(r.results.map((x) => [x.workers, x.floats, x.tab_algorithm])).toEqual([[2, 256, 'one-shot'], [2, 8192, 'ring']]);
+  for (const x of r.results) {
+    expect(x.tab_median_us).toBeGreaterThan(0);
+    expect(x.sab_median_us).toBeGreaterThan(0);
+    expect(['one-shot', 'ring', 'direct']).toContain(x.sab_picked);
+  }
+});

@@ -13,7 +13,8 @@ Usage:
                      [--max-tokens N] [--temperature T] [--top-p P] [--seed S]
                      [--ignore-eos] [--no-cache] [--json]
   webgpu-tp synth --shape stories15M|stories42M|stories110M [--seed S] --out DIR
-  webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--json]
+  webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--transport sab|tab] [--json]
+                     (--transport tab: one rank per tab over BroadcastChannel, beside SAB)
   webgpu-tp bench kernels [--json]
   webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--json]
   webgpu-tp bench all [--out DIR] [--max-tokens N]   (all of the above on synth models; writes DIR/<date>.json)
@@ -96,11 +97,16 @@ async function main(argv: string[]): Promise<number> {
         spin: { type: 'string' },
         batch: { type: 'string' },
         out: { type: 'string' },
+        transport: { type: 'string', default: 'sab' },
         json: { type: 'boolean', default: false },
       },
     });
     let report: unknown;
-    if (what === 'allreduce') {
+    if (what === 'allreduce' && values.transport === 'tab') {
+      const { benchAllReduceTab } = await import('./bench-allreduce.js');
+      report = await benchAllReduceTab({ workers: list(values.workers, [2]), sizes: list(values.sizes, [2048, 65536, 4194304]) });
+    } else if (what === 'allreduce') {
+      if (values.transport !== 'sab') throw new UsageError('--transport is sab or tab');
       const { benchAllReduce } = await import('./bench-allreduce.js');
       report = await benchAllReduce({ workers: list(values.workers, [2, 4]), sizes: list(values.sizes, [2048, 65536, 4194304]) });
     } else if (what === 'kernels') {
