@@ -6,9 +6,7 @@ import { Scheduler, type StepBackend, type SamplerFactory } from './scheduler.js
 import { WorkerGroup, type LoadProgress } from './worker-group.js';
 import type { DevicePlacement, EngineStats, GenerateChunk, GenerateOptions } from './types.js';
 import { browserProbe, placeRanks, type DevicesOption } from './placement.js';
-import { describeSpec, type DeviceSpec } from '../gpu/adapter.js';
-import { createGpuContext, destroyGpuContext, type GpuContext } from '../gpu/device.js';
-import { measureMatmulMs } from '../gpu/calibrate.js';
+import { describeSpec } from '../gpu/adapter.js';
 import { openSource, type ModelSource } from '../loader/source.js';
 import { parseLlama2cHeader } from '../model/formats/llama2c.js';
 import { Tokenizer } from '../model/tokenizer/tokenizer.js';
@@ -111,7 +109,9 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const gpu = (navigator as Navigator & { gpu: GPU }).gpu;
   const placement = await placeRanks(
     { devices: options.devices, tensorParallel: options.tensorParallel, split: options.split },
-    config, { contextLength, maxBatch, maxRows }, browserProbe(gpu), calibrateAdapters,
+    config, { contextLength, maxBatch, maxRows }, browserProbe(gpu),
+    // Loaded on demand: it pulls in the GPU modules, which only a multi-adapter "auto" needs here.
+    async (specs) => (await import('../gpu/calibrate.js')).calibrateAdapters(specs),
   );
   const plan = placement.fractions
     ? makePlan(config, { fractions: placement.fractions }, tensors)
@@ -194,17 +194,6 @@ export function assembleEngine(
       await disposeBackend();
     },
   };
-}
-
-/** Measures adapters on this thread, each in a device of its own that is freed at once. */
-async function calibrateAdapters(specs: (DeviceSpec | undefined)[]): Promise<number[]> {
-  const ctxs: GpuContext[] = [];
-  try {
-    for (const spec of specs) ctxs.push(await createGpuContext({ device: spec, tune: false, label: 'calibrate' }));
-    return await measureMatmulMs(ctxs);
-  } finally {
-    for (const c of ctxs) destroyGpuContext(c);
-  }
 }
 
 async function readAll(src: ModelSource): Promise<Uint8Array> {

@@ -4,7 +4,8 @@
  * measured in interleaved rounds and each one's best round counts, so a burst of load from
  * another process (or a first-use cost) does not decide the split.
  */
-import type { GpuContext } from './device.js';
+import { createGpuContext, destroyGpuContext, type GpuContext } from './device.js';
+import type { DeviceSpec } from './adapter.js';
 import { createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams } from './buffers.js';
 import { createMatmul } from './matmul.js';
 import { timeOp } from './tune.js';
@@ -38,5 +39,16 @@ export async function measureMatmulMs(ctxs: readonly GpuContext[], rounds = 4, r
       s.y.destroy();
       destroyStepParams(s.step);
     }
+  }
+}
+
+/** Measures adapters on this thread, each in a device of its own that is freed at once. */
+export async function calibrateAdapters(specs: (DeviceSpec | undefined)[]): Promise<number[]> {
+  const ctxs: GpuContext[] = [];
+  try {
+    for (const spec of specs) ctxs.push(await createGpuContext({ device: spec, tune: false, label: 'calibrate' }));
+    return await measureMatmulMs(ctxs);
+  } finally {
+    for (const c of ctxs) destroyGpuContext(c);
   }
 }
