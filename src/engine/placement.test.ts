@@ -126,6 +126,8 @@ describe('headsFromTimes', () => {
   it('splits heads in proportion to speed, whole heads, stable under small noise', () => {
     expect(headsFromTimes([1, 1], 8)).toEqual([4, 4]);
     expect(headsFromTimes([1.05, 0.97], 8)).toEqual([4, 4]);
+    expect(headsFromTimes([1.2, 1], 8)).toEqual([4, 4]);
+    expect(headsFromTimes([1.3, 1], 8)).toEqual([3, 5]);
     expect(headsFromTimes([1, 2, 2], 8)).toEqual([4, 2, 2]);
     expect(headsFromTimes([1, 100], 8)).toEqual([8, 0]);
   });

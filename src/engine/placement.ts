@@ -121,12 +121,21 @@ function divisors(n: number): number[] {
 }
 
 /**
+ * Times within this ratio of each other count as equal: a short measurement on a busy machine
+ * varies that much (two identical SwiftShader devices measured 1.0–1.9× apart here), and a split
+ * that flips with noise would change the shard cache keys from load to load.
+ */
+export const CALIBRATION_NOISE = 1.25;
+
+/**
  * Query heads per adapter from measured ms per matmul (lower is faster): shares in proportion
- * to speed, in whole heads. An adapter whose share rounds to no head is left out.
+ * to speed, in whole heads; all equal when the times are within `CALIBRATION_NOISE`. An
+ * adapter whose share rounds to no head is left out.
  */
 export function headsFromTimes(ms: readonly number[], nHeads: number): number[] {
-  const speeds = ms.map((t) => 1 / Math.max(t, 1e-6));
-  return proportionalSizes(nHeads, speeds);
+  const lo = Math.max(Math.min(...ms), 1e-6);
+  if (Math.max(...ms) / lo < CALIBRATION_NOISE) return proportionalSizes(nHeads, ms.map(() => 1));
+  return proportionalSizes(nHeads, ms.map((t) => 1 / Math.max(t, 1e-6)));
 }
 
 /** Resolves the placement options against the adapters `probe` finds. */

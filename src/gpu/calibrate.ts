@@ -14,7 +14,7 @@ const N = 1024;
 const K = 1024;
 
 /** ms per 1024×1024 gemv on each device (lower is faster). */
-export async function measureMatmulMs(ctxs: readonly GpuContext[], rounds = 4, reps = 8): Promise<number[]> {
+export async function measureMatmulMs(ctxs: readonly GpuContext[], rounds = 6, reps = 8): Promise<number[]> {
   const setups = ctxs.map((ctx) => {
     const step = createStepParams(ctx, 1);
     step.write(1, [0]);
