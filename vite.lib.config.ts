@@ -18,6 +18,8 @@ export default defineConfig({
     // No source maps: the inline worker's map would be a stray file its Blob URL cannot reach.
     // The output is not minified beyond renaming, so it stays readable.
     sourcemap: false,
+    // One file even where the engine loads a module on demand (the calibration's GPU code).
+    rollupOptions: { output: { codeSplitting: false } },
     lib: {
       entry: resolve(import.meta.dirname, 'src/index.ts'),
       formats: ['es'],

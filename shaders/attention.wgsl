@@ -1,6 +1,6 @@
 // Causal grouped-query attention over the KV cache, for decode (m = 1) and prefill (m rows of
 // one or several sequences): one workgroup per (row, query head). Row r at position p attends to
-// t = 0..p of its slot's cache, query head h reads kv head h / (nHeads / nKv), scores are
+// t = 0..p of its slot's cache, query head h reads kv head (h + headOff) / kvMul, scores are
 // q·k / sqrt(hs). The context is walked in blocks of B keys with an online (running max)
 // softmax, so its length is bounded only by the cache, not by workgroup memory.
 // Cache layout (per layer): [slot][kvHead][pos][hs].
@@ -14,8 +14,8 @@ struct AttnParams {
   outStride: u32,
   outOff: u32,
   scale: f32,     // sqrt(hs), rounded to f32 on the CPU; scores are divided by it like run.c
-  _p0: u32,
-  _p1: u32,
+  kvMul: u32,     // query heads per kv head (the model's, not the rank's)
+  headOff: u32,   // the rank's first query head minus kvMul × its first kv head (uneven splits)
   _p2: u32,
 }
 
@@ -42,7 +42,7 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
   if (r >= stepM()) { return; }
   let hs = P.hs;
   let n = stepPos(r) + 1u;
-  let kvh = h / (P.nHeads / P.nKv);
+  let kvh = (h + P.headOff) / P.kvMul;
   let base = (stepSlot(r) * P.nKv + kvh) * P.maxSeq * hs;
   let qb = P.qOff + r * P.qStride + h * hs;
   for (var d = tid; d < hs; d += WG) { qs[d] = Q[qb + d]; }

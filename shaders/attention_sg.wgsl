@@ -15,8 +15,8 @@ struct AttnParams {
   outStride: u32,
   outOff: u32,
   scale: f32,
-  _p0: u32,
-  _p1: u32,
+  kvMul: u32,     // query heads per kv head (the model's, not the rank's)
+  headOff: u32,   // the rank's first query head minus kvMul × its first kv head (uneven splits)
   _p2: u32,
 }
 
@@ -40,7 +40,7 @@ fn attention_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
   let hs = P.hs;
   let per = (hs + WG - 1u) / WG;
   let n = stepPos(r) + 1u;
-  let kvh = h / (P.nHeads / P.nKv);
+  let kvh = (h + P.headOff) / P.kvMul;
   let base = (stepSlot(r) * P.nKv + kvh) * P.maxSeq * hs;
   let qb = P.qOff + r * P.qStride + h * hs;
   var q: array<f32, MAX_PER_LANE>;

@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'ABORTED'
   | 'INVALID_ARGUMENT'
   | 'NO_BROWSER'
+  | 'NO_ADAPTER'
   | 'DISPOSED';
 
 export class WebGpuTpError extends Error {
@@ -117,6 +118,21 @@ export class BrowserNotFoundError extends WebGpuTpError {
   }
 }
 
+export class AdapterNotFoundError extends WebGpuTpError {
+  /** The spec that matched nothing, and the adapters the browser offered instead. */
+  readonly spec: string;
+  readonly seen: string[];
+  constructor(spec: string, seen: string[]) {
+    super(
+      'NO_ADAPTER',
+      `No GPU adapter matches ${spec}; the browser offered ${seen.length ? seen.join(', ') : 'none'}`,
+      'Loosen the filter, or use devices: "auto" to take the adapters there are',
+    );
+    this.spec = spec;
+    this.seen = seen;
+  }
+}
+
 export class DisposedError extends WebGpuTpError {
   constructor() {
     super('DISPOSED', 'The engine was disposed', 'Create a new engine with createEngine()');
@@ -127,7 +143,7 @@ export class DisposedError extends WebGpuTpError {
 const ERROR_CLASSES = {
   WebGpuTpError, WebGpuUnavailableError, NotIsolatedError, ModelFormatError, TokenizerFormatError, PlanError,
   CollectiveTimeoutError, DeviceLostError, WorkerFailedError, AbortedError, InvalidArgumentError,
-  BrowserNotFoundError, DisposedError,
+  BrowserNotFoundError, AdapterNotFoundError, DisposedError,
 };
 for (const [name, cls] of Object.entries(ERROR_CLASSES)) {
   Object.defineProperty(cls.prototype, 'name', { value: name, writable: true, configurable: true });

@@ -26,11 +26,13 @@ export type {
 } from './engine/chat-completions.js';
 export type { LoadProgress } from './engine/worker-group.js';
 export type {
-  GenerateOptions, GenerateChunk, GenerationStats, FinishReason, EngineStats, RankStats, StepBreakdown, KernelTiming,
+  GenerateOptions, GenerateChunk, GenerationStats, FinishReason, EngineStats, RankStats, StepBreakdown, KernelTiming, DevicePlacement,
 } from './engine/types.js';
+export type { DevicesOption } from './engine/placement.js';
+export type { DeviceSpec, AdapterFilter } from './gpu/adapter.js';
 export type { ModelConfig } from './model/config.js';
 export {
   WebGpuTpError, WebGpuUnavailableError, NotIsolatedError, ModelFormatError, TokenizerFormatError, PlanError,
-  CollectiveTimeoutError, DeviceLostError, WorkerFailedError, AbortedError, InvalidArgumentError, DisposedError,
+  CollectiveTimeoutError, DeviceLostError, WorkerFailedError, AbortedError, InvalidArgumentError, DisposedError, AdapterNotFoundError,
   type ErrorCode,
 } from './errors.js';

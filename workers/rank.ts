@@ -214,6 +214,9 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
   };
   const eps = c.normEps;
   const tp1 = o.world === 1;
+  // An uneven split may start a rank's heads inside a kv group (the shared kv head is on both ranks).
+  const kvMul = c.nHeads / c.nKvHeads;
+  const kvGroup = { kvMul, headOffset: r.heads[0] - r.kvHeads[0] * kvMul };
   const stages: BoundOp[][] = [[]];
   const current = () => stages[stages.length - 1]!;
   for (let l = 0; l < c.nLayers; l++) {
@@ -222,7 +225,7 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
     current().push(
       createMatmul(ctx, step, { x: s.x, w: L.wqkv, y: s.qkv, bias: L.bqkv, maxM, input: { kind: 'rmsnorm', weight: L.attentionNorm, eps } }),
       createRopeKv(ctx, step, { qkv: s.qkv, rowStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, tables: s.rope, style: c.ropeStyle, maxM }),
-      createAttention(ctx, step, { q: s.qkv, qStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, out: s.att, maxM }),
+      createAttention(ctx, step, { q: s.qkv, qStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, out: s.att, maxM, kvGroup }),
     );
     // x += Wo·att: row-parallel, so a partial sum to all-reduce unless tp = 1.
     // A bias (bo) joins the full sum: x += (Wo·att + bo), at tp = 1 inside the matmul.

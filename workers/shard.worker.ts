@@ -19,6 +19,7 @@ import {
 } from './rank.js';
 import type { RankStats } from '../src/engine/types.js';
 import { createKernelProfiler, type KernelProfiler } from '../src/gpu/profiler.js';
+import { adapterName, type DeviceSpec } from '../src/gpu/adapter.js';
 
 installErrorTransfer();
 
@@ -38,7 +39,8 @@ export interface ShardInit {
   slots: number;
   spin: number;
   timeoutMs: number;
-  adapter?: GPURequestAdapterOptions;
+  /** The adapter this rank asks for (the default one when absent). */
+  device?: DeviceSpec;
   /** Time every kernel on the GPU (timestamp queries; each op gets its own pass). */
   profile?: boolean;
   /** Run steps of ≥ 2 rows as two interleaved micro-batches (only with world > 1). */
@@ -78,7 +80,7 @@ export class ShardWorker {
   async init(o: ShardInit): Promise<ShardInitResult> {
     this.init_ = o;
     const t0 = performance.now();
-    this.ctx = await createGpuContext({ adapter: o.adapter, label: `rank${o.rank}`, choices: o.choices, tune: !o.choices });
+    this.ctx = await createGpuContext({ device: o.device, label: `rank${o.rank}`, choices: o.choices, tune: !o.choices });
     void this.ctx.lost.then((info) => {
       if (!this.stopped) this.lostReason = info.message || info.reason || 'unknown';
     });
@@ -86,7 +88,7 @@ export class ShardWorker {
     this.ctrl = new ControlBlock(o.collective);
     const a = this.ctx.adapterInfo;
     return {
-      adapter: [a.vendor, a.architecture, a.description].filter(Boolean).join(' / '),
+      adapter: adapterName(a),
       kernels: `gemv=${this.ctx.choices.gemv} gemm=${this.ctx.choices.gemm}`,
       initMs: performance.now() - t0,
       choices: { gemm: this.ctx.choices.gemm, gemv: this.ctx.choices.gemv },

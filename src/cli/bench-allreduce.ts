@@ -43,3 +43,81 @@ export function formatAllReduceReport(r: AllReduceBenchReport): string {
   for (const p of r.baselines.postmessage) lines.push(`postMessage all-reduce, ${p.workers} workers, ${p.floats} floats: ${p.median_us.toFixed(2)} µs`);
   return lines.join('\n');
 }
+
+export interface TabAllReduceBenchOptions {
+  /** World sizes: one page (tab) per rank. */
+  workers: number[];
+  sizes: number[];
+  /** Timed all-reduces per size (median reported); default 20. */
+  iters?: number;
+}
+
+export interface TabAllReduceBenchReport {
+  transport: 'tab';
+  results: {
+    workers: number;
+    floats: number;
+    /** Cross-tab message all-reduce (BroadcastChannel links): what `auto` ran, median µs of the slowest rank. */
+    tab_algorithm: string;
+    tab_median_us: number;
+    /** The SharedArrayBuffer all-reduce (`auto`) between workers of one page, same size. */
+    sab_picked: string;
+    sab_median_us: number;
+  }[];
+  meta: { iters: number; note: string };
+}
+
+interface TabsPage {
+  tp: { tabs: {
+    join(group: string, rank: number, world: number, opts?: { timeoutMs?: number }): void;
+    leave(group: string): void;
+    bench(group: string, sizes: number[], iters: number): Promise<{ floats: number; algorithm: string; median_us: number }[]>;
+  } };
+}
+
+/**
+ * `bench allreduce --transport tab`: the message all-reduce between pages of one browser (one
+ * rank per tab), beside the SharedArrayBuffer one between workers of one page.
+ */
+export async function benchAllReduceTab(o: TabAllReduceBenchOptions): Promise<TabAllReduceBenchReport> {
+  const iters = o.iters ?? 20;
+  const harness = await openHarness({ bench: true });
+  try {
+    const report: TabAllReduceBenchReport = {
+      transport: 'tab',
+      results: [],
+      meta: { iters, note: 'tab: median over iters of one all-reduce after a barrier, slowest rank; sab: `bench allreduce` auto, same sizes' },
+    };
+    const sab = await harness.page.evaluate((x) => (window as unknown as CollectivePage).tp.collective.benchAllReduce(x), {
+      workers: o.workers, sizes: o.sizes, algorithms: ['auto'] as const, samples: Math.max(3, Math.min(iters, 20)),
+    } satisfies AllReduceBenchOptions);
+    for (const world of o.workers) {
+      const pages = [harness.page];
+      for (let r = 1; r < world; r++) {
+        const p = await harness.browser.context.newPage();
+        await p.goto(`${harness.server.url}/harness.html`);
+        await p.waitForFunction(() => (window as unknown as { tpReady?: boolean }).tpReady === true);
+        pages.push(p);
+      }
+      const group = `bench-${Date.now()}-${world}`;
+      await Promise.all(pages.map((p, rank) => p.evaluate(([g, r, w]) => (window as unknown as TabsPage).tp.tabs.join(g, r, w), [group, rank, world] as const)));
+      const perRank = await Promise.all(pages.map((p) => p.evaluate(([g, s, n]) => (window as unknown as TabsPage).tp.tabs.bench(g, s, n), [group, o.sizes, iters] as const)));
+      await Promise.all(pages.map((p) => p.evaluate((g) => (window as unknown as TabsPage).tp.tabs.leave(g), group)));
+      for (const p of pages.slice(1)) await p.close();
+      for (const [i, floats] of o.sizes.entries()) {
+        const s = sab.results.find((x) => x.workers === world && x.floats === floats);
+        report.results.push({
+          workers: world,
+          floats,
+          tab_algorithm: perRank[0]![i]!.algorithm,
+          tab_median_us: Math.max(...perRank.map((r) => r[i]!.median_us)),
+          sab_picked: s?.picked ?? '',
+          sab_median_us: s?.median_us ?? NaN,
+        });
+      }
+    }
+    return report;
+  } finally {
+    await harness.close();
+  }
+}

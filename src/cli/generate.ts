@@ -11,7 +11,7 @@ import type { PageGenerateOptions, PageGenerateResult } from '../harness/types.j
 
 /** The page's generation options (model and tokenizer as local paths or URLs), plus the CLI's own. */
 export interface GenerateCommandOptions
-  extends Pick<PageGenerateOptions, 'tp' | 'prompt' | 'maxTokens' | 'temperature' | 'topP' | 'seed' | 'chat'> {
+  extends Pick<PageGenerateOptions, 'tp' | 'split' | 'prompt' | 'maxTokens' | 'temperature' | 'topP' | 'seed' | 'chat'> {
   /** A llama2.c .bin, a .safetensors with config.json beside it, a model directory, or a URL of either. */
   model: string;
   /** tokenizer.bin or tokenizer.json; default: the HF model's tokenizer.json. */
@@ -70,7 +70,7 @@ export async function generateCommand(o: GenerateCommandOptions): Promise<void> 
     const tokenizer = o.tokenizer === undefined ? undefined : mountInput(h, 'tokenizer', o.tokenizer);
     if (!o.json) await h.page.exposeFunction('tpEmit', (text: string) => void process.stdout.write(text));
     const r = await runGenerate(h, {
-      model, tokenizer, tp: o.tp, prompt: o.prompt, maxTokens: o.maxTokens, temperature: o.temperature,
+      model, tokenizer, tp: o.tp, split: o.split, prompt: o.prompt, maxTokens: o.maxTokens, temperature: o.temperature,
       topP: o.topP, seed: o.seed, ignoreEos: o.ignoreEos, stream: !o.json, cache: o.cache, chat: o.chat,
     });
     if (o.json) {
@@ -78,8 +78,10 @@ export async function generateCommand(o: GenerateCommandOptions): Promise<void> 
       console.log(JSON.stringify(out));
     } else {
       process.stdout.write('\n');
+      const p = r.stats.placement;
+      const split = p && p.split !== 'even' ? ` split ${p.ranks.map((x) => x.heads[1] - x.heads[0]).join('/')} heads` : '';
       console.error(
-        `tp=${r.tp} load ${r.timings.load_ms.toFixed(0)} ms, prefill ${r.timings.prefill_tokens_per_s.toFixed(1)} tok/s, decode ${r.timings.decode_tokens_per_s.toFixed(1)} tok/s`,
+        `tp=${r.tp}${split} load ${r.timings.load_ms.toFixed(0)} ms, prefill ${r.timings.prefill_tokens_per_s.toFixed(1)} tok/s, decode ${r.timings.decode_tokens_per_s.toFixed(1)} tok/s`,
       );
     }
   } finally {

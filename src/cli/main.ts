@@ -9,7 +9,7 @@ import { WebGpuTpError } from '../errors.js';
 const USAGE = `webgpu-tp — tensor-parallel LLM inference over WebGPU, in headless Chromium
 
 Usage:
-  webgpu-tp generate --model PATH|URL [--tokenizer PATH|URL] [--chat] [--tp N] [--prompt TEXT]
+  webgpu-tp generate --model PATH|URL [--tokenizer PATH|URL] [--chat] [--tp N] [--split 0.5,0.25,0.25] [--prompt TEXT]
                      [--max-tokens N] [--temperature T] [--top-p P] [--seed S]
                      [--ignore-eos] [--no-cache] [--json]
       --model: a llama2.c .bin, a .safetensors with config.json beside it, a Hugging Face
@@ -17,7 +17,8 @@ Usage:
       --tokenizer: tokenizer.bin or tokenizer.json (default: tokenizer.json beside an HF model)
       --chat: the prompt is one user message, rendered by the model's chat template
   webgpu-tp synth --shape stories15M|stories42M|stories110M [--seed S] --out DIR
-  webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--json]
+  webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--transport sab|tab] [--json]
+                     (--transport tab: one rank per tab over BroadcastChannel, beside SAB)
   webgpu-tp bench kernels [--json]
   webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--no-overlap] [--json]
   webgpu-tp bench all [--out DIR] [--max-tokens N]   (all of the above on synth models; writes DIR/<date>.json,
@@ -41,7 +42,8 @@ async function main(argv: string[]): Promise<number> {
       options: {
         model: { type: 'string' },
         tokenizer: { type: 'string' },
-        tp: { type: 'string', default: '1' },
+        tp: { type: 'string' },
+        split: { type: 'string' },
         prompt: { type: 'string', default: '' },
         'max-tokens': { type: 'string', default: '256' },
         temperature: { type: 'string', default: '1.0' },
@@ -55,10 +57,13 @@ async function main(argv: string[]): Promise<number> {
     });
     if (!values.model) throw new UsageError('generate needs --model');
     const { generateCommand } = await import('./generate.js');
+    // --split alone sets the rank count (one share per rank); with --tp they must agree.
+    const split = values.split === undefined ? undefined : list(values.split, []);
     await generateCommand({
       model: values.model,
       tokenizer: values.tokenizer,
-      tp: Number(values.tp),
+      tp: values.tp === undefined ? (split ? 0 : 1) : Number(values.tp),
+      split,
       prompt: values.prompt ?? '',
       maxTokens: Number(values['max-tokens']),
       temperature: Number(values.temperature),
@@ -103,11 +108,16 @@ async function main(argv: string[]): Promise<number> {
         'no-overlap': { type: 'boolean', default: false },
         out: { type: 'string' },
         from: { type: 'string' },
+        transport: { type: 'string', default: 'sab' },
         json: { type: 'boolean', default: false },
       },
     });
     let report: unknown;
-    if (what === 'allreduce') {
+    if (what === 'allreduce' && values.transport === 'tab') {
+      const { benchAllReduceTab } = await import('./bench-allreduce.js');
+      report = await benchAllReduceTab({ workers: list(values.workers, [2]), sizes: list(values.sizes, [2048, 65536, 4194304]) });
+    } else if (what === 'allreduce') {
+      if (values.transport !== 'sab') throw new UsageError('--transport is sab or tab');
       const { benchAllReduce } = await import('./bench-allreduce.js');
       report = await benchAllReduce({ workers: list(values.workers, [2, 4]), sizes: list(values.sizes, [2048, 65536, 4194304]) });
     } else if (what === 'kernels') {

@@ -165,6 +165,8 @@ export class DemoCharts {
 
   setLoad(rank: number, loadedBytes: number, totalBytes: number, fromCache: boolean): void {
     const p = totalBytes > 0 ? (100 * loadedBytes) / totalBytes : 0;
+    // Under "auto" the rank count is known only once placement is done: grow the bars.
+    if (rank >= this.loadTotals.length) this.load.data.labels = rankLabels(rank + 1);
     this.loadTotals[rank] = totalBytes;
     (this.load.data.datasets[0]!.data as number[])[rank] = fromCache ? 0 : p;
     (this.load.data.datasets[1]!.data as number[])[rank] = fromCache ? p : 0;

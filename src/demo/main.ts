@@ -33,6 +33,7 @@ const el = {
   fileModel: $('file-model'),
   fileTokenizer: $('file-tokenizer'),
   engineInfo: $('engine-info'),
+  placementInfo: $('placement-info'),
   tp: $<HTMLSelectElement>('tp'),
   temperature: $<HTMLInputElement>('temperature'),
   maxTokens: $<HTMLInputElement>('max-tokens'),
@@ -307,9 +308,19 @@ window.addEventListener('drop', (e) => {
   takeFiles([...e.dataTransfer.files]);
 });
 
-/** `auto`: one rank per GPU adapter. Browsers expose a single adapter today, so 1. */
-function resolveTp(): number {
-  return el.tp.value === 'auto' ? 1 : Number(el.tp.value);
+/** `auto` leaves the degree to the engine's placement (one rank per distinct adapter). */
+function resolveTp(): number | 'auto' {
+  return el.tp.value === 'auto' ? 'auto' : Number(el.tp.value);
+}
+
+/** Where the ranks went and why, from `stats().placement`. */
+function showPlacement(stats: EngineStats): void {
+  const p = stats.placement;
+  el.placementInfo.hidden = !p;
+  if (!p) return;
+  const split = p.split === 'even' ? '' : ` · split ${p.fractions.map((f) => `${Math.round(f * 100)}%`).join('/')} (${p.split})`;
+  el.placementInfo.textContent = `Devices: ${p.reason}${split}`;
+  el.placementInfo.title = p.calibrationMs ? `calibration, ms per 1024×1024 matmul: ${p.adapters.map((a, i) => `${a} ${p.calibrationMs![i]!.toFixed(2)}`).join(', ')}` : '';
 }
 
 // ---------------------------------------------------------------- engine
@@ -323,7 +334,7 @@ function modelSummary(engine: Engine, label: string, loadMs: number): string {
 /** The workers table: one row per rank, from `stats()`. */
 function renderRanks(stats: EngineStats | undefined): void {
   if (!stats || stats.ranks.length === 0) {
-    const td = Object.assign(document.createElement('td'), { colSpan: 5, className: 'muted', textContent: 'No workers yet' });
+    const td = Object.assign(document.createElement('td'), { colSpan: 6, className: 'muted', textContent: 'No workers yet' });
     el.ranksBody.replaceChildren(document.createElement('tr'));
     el.ranksBody.firstElementChild!.append(td);
     return;
@@ -338,13 +349,18 @@ function renderRanks(stats: EngineStats | undefined): void {
       dot.title = cached ? 'shard from the IndexedDB cache' : 'shard downloaded';
       first.append(dot, String(r.rank));
       first.title = r.adapter;
+      const placed = stats.placement?.ranks[r.rank];
+      const device = Object.assign(document.createElement('td'), {
+        textContent: placed ? `${placed.adapter} · heads ${placed.heads[0]}–${placed.heads[1] - 1}` : r.adapter,
+        title: placed ? `asked for: ${placed.spec}` : '',
+      });
       const cells = [
         formatBytes(r.weightBytes),
         formatBytes(r.workBytes),
         r.allreduceRoundtripMs > 0 ? `${r.allreduceRoundtripMs.toFixed(2)} ms` : stats.ranks.length === 1 ? 'none' : '–',
         String(r.steps),
       ].map((text) => Object.assign(document.createElement('td'), { textContent: text }));
-      tr.append(first, ...cells);
+      tr.append(first, device, ...cells);
       return tr;
     }),
   );
@@ -370,10 +386,11 @@ async function ensureEngine(signal: AbortSignal): Promise<Engine> {
   }
 
   setStatus('loading', 'Loading model');
-  el.engineInfo.textContent = `Loading ${src.label} over ${tp} worker${tp === 1 ? '' : 's'}…`;
+  el.engineInfo.textContent = tp === 'auto' ? `Loading ${src.label}, one worker per adapter…` : `Loading ${src.label} over ${tp} worker${tp === 1 ? '' : 's'}…`;
+  el.placementInfo.hidden = true;
   el.cacheStatus.dataset.cache = 'loading';
   el.cacheStatus.textContent = 'Shard cache: loading…';
-  charts.resetLoad(tp);
+  charts.resetLoad(tp === 'auto' ? 1 : tp);
   const fromCache = new Map<number, boolean>();
   const shardBytes = new Map<number, number>();
   const onProgress = (p: LoadProgress) => {
@@ -390,17 +407,19 @@ async function ensureEngine(signal: AbortSignal): Promise<Engine> {
   charts.setMemory(stats.ranks);
   renderRanks(stats);
   showWarnings(stats);
+  showPlacement(stats);
   el.engineInfo.textContent = modelSummary(engine, src.label, stats.loadMs);
+  const ranks = engine.tensorParallel;
 
   const hits = [...fromCache.values()].filter(Boolean).length;
   const downloaded = [...shardBytes.entries()].filter(([r]) => !fromCache.get(r)).reduce((a, [, b]) => a + b, 0);
   const cacheOff = stats.warnings.some((w) => w.includes('cache'));
-  if (hits === tp) {
+  if (hits === ranks) {
     el.cacheStatus.dataset.cache = 'hit';
-    el.cacheStatus.textContent = `Shard cache: ${hits}/${tp} cache hits: every shard came from IndexedDB, no weight download`;
+    el.cacheStatus.textContent = `Shard cache: ${hits}/${ranks} cache hits: every shard came from IndexedDB, no weight download`;
   } else {
     el.cacheStatus.dataset.cache = 'miss';
-    el.cacheStatus.textContent = `Shard cache: ${hits}/${tp} cache hits, ${formatBytes(downloaded)} downloaded${cacheOff ? ' (cache unavailable)' : ' and cached for next time'}`;
+    el.cacheStatus.textContent = `Shard cache: ${hits}/${ranks} cache hits, ${formatBytes(downloaded)} downloaded${cacheOff ? ' (cache unavailable)' : ' and cached for next time'}`;
   }
   return engine;
 }

@@ -4,7 +4,9 @@
  */
 import { Scheduler, type StepBackend, type SamplerFactory } from './scheduler.js';
 import { WorkerGroup, type LoadProgress } from './worker-group.js';
-import type { EngineStats, GenerateChunk, GenerateOptions } from './types.js';
+import type { DevicePlacement, EngineStats, GenerateChunk, GenerateOptions } from './types.js';
+import { browserProbe, placeRanks, type DevicesOption } from './placement.js';
+import { describeSpec } from '../gpu/adapter.js';
 import { openSource, type ModelSource } from '../loader/source.js';
 import { parseLlama2cHeader } from '../model/formats/llama2c.js';
 import { Tokenizer } from '../model/tokenizer/tokenizer.js';
@@ -36,11 +38,31 @@ export interface EngineOptions {
    */
   tokenizer?: ModelSource;
   /**
-   * Ranks to split the model over (default 1). Must divide the query heads. `"auto"` places
-   * one rank per distinct adapter: with one adapter (as in most machines and in headless
-   * Chromium) that is 1, since ranks sharing an adapter only add round trips.
+   * Ranks to split the model over (default 1). Must divide the query heads unless `split` is
+   * given. `"auto"` is the same as `devices: "auto"`.
    */
   tensorParallel?: number | 'auto';
+  /**
+   * Which adapters the ranks run on (default: every rank on the default adapter).
+   * - `"auto"`: ask for a high-performance and a low-power adapter; one rank per distinct one,
+   *   the work split by a short measurement of each (rounded to whole heads). On one adapter
+   *   (most machines, headless Chromium) TP=1, unless a buffer the model needs exceeds that
+   *   adapter's limits; then the smallest degree that fits.
+   * - a number N: N ranks on the default adapter (as `tensorParallel: N`).
+   * - a list: one rank per spec, `{powerPreference}`, `{forceFallbackAdapter: true}` or
+   *   `{info: {vendor?, architecture?, device?, description?}}` (case-insensitive substrings).
+   * A `tensorParallel` number must agree with a count or list; with `"auto"` it deals that many
+   * ranks round-robin over the adapters found. Disagreements throw `InvalidArgumentError`; a
+   * filter that matches no adapter throws `AdapterNotFoundError`. `stats().placement` says
+   * what was chosen and why.
+   */
+  devices?: DevicesOption;
+  /**
+   * Per-rank shares of the work for unequal devices, e.g. `[0.5, 0.25, 0.25]` (normalized). Query
+   * heads are given out whole, KV heads follow them, MLP units go in aligned blocks and vocabulary
+   * rows follow the shares. Its length is the rank count (must agree with `tensorParallel`/`devices`).
+   */
+  split?: number[];
   /**
    * Positions of KV cache to allocate (default: the model's seq_len, at most 4096: HF configs
    * state contexts of 131072 tokens, whose KV cache would take gigabytes).
@@ -127,8 +149,6 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     ({ config, tensors } = parseLlama2cHeader(head, size));
     tokenizer = parseTokenizer(tokBytes, config.vocabSize);
   }
-  const tp = options.tensorParallel === 'auto' ? 1 : (options.tensorParallel ?? 1);
-  const plan = makePlan(config, { tensorParallel: tp }, tensors);
   const contextLength = options.maxContext ?? Math.min(config.seqLen, DEFAULT_MAX_CONTEXT);
   if (!Number.isInteger(contextLength) || contextLength < 2) throw new InvalidArgumentError(`maxContext must be a whole number ≥ 2, got ${contextLength}`);
   if (slidingWindow !== undefined && contextLength > slidingWindow) {
@@ -137,6 +157,16 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const maxRows = Math.min(options.maxRows ?? 64, contextLength);
   const maxBatch = options.maxBatch ?? 4;
   if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new InvalidArgumentError(`maxBatch must be a whole number ≥ 1, got ${maxBatch}`);
+  const gpu = (navigator as Navigator & { gpu: GPU }).gpu;
+  const placement = await placeRanks(
+    { devices: options.devices, tensorParallel: options.tensorParallel, split: options.split },
+    config, { contextLength, maxBatch, maxRows }, browserProbe(gpu),
+    // Loaded on demand: it pulls in the GPU modules, which only a multi-adapter "auto" needs here.
+    async (specs) => (await import('../gpu/calibrate.js')).calibrateAdapters(specs),
+  );
+  const plan = placement.fractions
+    ? makePlan(config, { fractions: placement.fractions }, tensors)
+    : makePlan(config, { tensorParallel: placement.specs.length }, tensors);
 
   const group = await WorkerGroup.create({
     config, plan, source, maxRows, contextLength, maxSlots: maxBatch,
@@ -147,14 +177,22 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     onProgress: options.onProgress,
     signal: options.signal,
     cache: options.cache ?? true,
+    devices: placement.specs,
+    adapterKeys: placement.keys,
   });
   const loadMs = performance.now() - t0;
+  const names = group.adapterNames();
+  const report: DevicePlacement = {
+    ...placement.report,
+    fractions: plan.ranks.map((r) => (r.heads[1] - r.heads[0]) / config.nHeads),
+    ranks: plan.ranks.map((r) => ({ rank: r.rank, spec: describeSpec(placement.specs[r.rank]), adapter: names[r.rank] ?? '', heads: r.heads })),
+  };
   const engine = assembleEngine(config, plan.world, group, tokenizer, async () => group.stats(), () => group.dispose(), () => group.resetStats(), source.name);
   const out: Engine = {
     ...engine,
     async stats() {
       const s = await engine.stats();
-      return { ...s, loadMs, warnings: [...group.warnings, ...s.warnings] };
+      return { ...s, loadMs, placement: report, warnings: [...group.warnings, ...s.warnings] };
     },
   };
   registerFaultTarget(out, group);

@@ -90,8 +90,35 @@ export interface KernelTiming {
   gpuMs: number;
 }
 
+/** Where the ranks went and why (see `devices` in EngineOptions). */
+export interface DevicePlacement {
+  /** Which option decided: `tensorParallel`, a `devices` count, a `devices` list, or `"auto"`. */
+  mode: 'tensorParallel' | 'count' | 'list' | 'auto';
+  /** One sentence: how many ranks, on which adapters, and why. */
+  reason: string;
+  /** The distinct adapters the choice saw, by name. */
+  adapters: string[];
+  /** How the work is split: evenly, by the `split` option, or by measuring each adapter. */
+  split: 'even' | 'explicit' | 'calibrated';
+  /** Each rank's share of the query heads as planned (sums to 1). */
+  fractions: number[];
+  /** ms per calibration matmul on each of `adapters`, when they were measured. */
+  calibrationMs?: number[];
+  ranks: {
+    rank: number;
+    /** The spec the rank's worker asked with (`default`, `high-performance`, `fallback`, `vendor~x`, ...). */
+    spec: string;
+    /** The adapter its worker got. */
+    adapter: string;
+    /** Query heads [start, end). */
+    heads: [number, number];
+  }[];
+}
+
 export interface EngineStats {
   tensorParallel: number;
+  /** Where the ranks run (absent for backends without devices). */
+  placement?: DevicePlacement;
   loadMs: number;
   ranks: RankStats[];
   /** Time the scheduler spends on the main thread per step (ms, mean). */

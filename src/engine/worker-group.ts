@@ -25,6 +25,7 @@ import {
 } from '../errors.js';
 import type { ShardWorker, ShardInitResult } from '../../workers/shard.worker.js';
 import { getShard, putShard, shardKey } from '../cache/shard-cache.js';
+import type { DeviceSpec } from '../gpu/adapter.js';
 // The shard worker is bundled inline (Vite `?worker&inline`): its code, dependencies included,
 // is a string in the built module and starts as a module worker from a Blob URL. A
 // `new URL('…worker.ts', import.meta.url)` worker would be a second file beside the library,
@@ -40,8 +41,8 @@ installErrorTransfer();
 /** Longest a live rank may take to park after an abort before it counts as hung (ms). */
 const PARK_GRACE_MS = 5000;
 
-/** Kernel variants measured on this page's adapter by the first rank that tuned. */
-let tunedChoices: ShardInitResult['choices'] | undefined;
+/** Kernel variants measured by the first rank that tuned on each adapter (by identity key). */
+const tunedChoices = new Map<string, ShardInitResult['choices']>();
 
 export interface LoadProgress {
   rank: number;
@@ -70,6 +71,10 @@ export interface WorkerGroupOptions {
   signal?: AbortSignal;
   /** Keep each rank's packed shard in IndexedDB and reuse it (default true). */
   cache?: boolean;
+  /** Per rank: the adapter its worker asks for (default adapter when absent). */
+  devices?: (DeviceSpec | undefined)[];
+  /** Per rank: its adapter's identity, so kernel tuning runs once per adapter. */
+  adapterKeys?: string[];
 }
 
 interface Rank {
@@ -131,12 +136,14 @@ export class WorkerGroup implements StepBackend {
     const group = new WorkerGroup(o, ranks, collective, logits, maxLogitRows, logitStride);
     try {
       // Spawn and initialise every rank's device in parallel with the download. Kernel
-      // variants are measured once (rank 0 of the page's first engine) and handed on:
-      // tuning compiles several pipelines, seconds on a CPU adapter, so N ranks must not repeat it.
-      const first = tunedChoices ? undefined : plan.ranks[0]!;
+      // variants are measured once per adapter (the first rank on it of the page's first
+      // engine) and handed on: tuning compiles several pipelines, seconds on a CPU adapter,
+      // so N ranks must not repeat it.
+      const keyOf = (r: number) => o.adapterKeys?.[r] ?? 'default';
+      const firsts = plan.ranks.filter((rp, i) => !tunedChoices.has(keyOf(rp.rank)) && plan.ranks.findIndex((q) => keyOf(q.rank) === keyOf(rp.rank)) === i);
       const inits = (async () => {
-        if (first) await group.spawnRank(first);
-        await Promise.all(plan.ranks.filter((rp) => rp !== first).map((rp) => group.spawnRank(rp)));
+        await Promise.all(firsts.map((rp) => group.spawnRank(rp)));
+        await Promise.all(plan.ranks.filter((rp) => !firsts.includes(rp)).map((rp) => group.spawnRank(rp)));
       })();
       inits.catch(() => {}); // awaited below; this only keeps an early load failure from leaving it unhandled
       const shards = await loadShards(o, plan.ranks.map((_, i) => i), group.warnings);
@@ -159,6 +166,7 @@ export class WorkerGroup implements StepBackend {
   /** Starts rank `rp`'s worker and its device; the rank is in `ranks` from the start, so dispose reaches it. */
   private async spawnRank(rp: RankPlan): Promise<Rank> {
     const o = this.o;
+    const key = o.adapterKeys?.[rp.rank] ?? 'default';
     const { config: c, plan } = o;
     if (this.disposed) throw new DisposedError();
     const worker = new ShardWorkerCtor({ name: `webgpu-tp rank ${rp.rank}` });
@@ -179,9 +187,10 @@ export class WorkerGroup implements StepBackend {
     rank.info = await alive(rank, rank.api.init({
       rank: rp.rank, world: plan.world, config: c, plan: rp, collective: this.collective, logits: this.logits.buffer as SharedArrayBuffer,
       logitStride: this.logitStride, maxRows: o.maxRows, maxLogitRows: this.maxLogitRows,
-      contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs, profile: o.profile, overlap: o.overlap, choices: tunedChoices,
+      contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs, profile: o.profile, overlap: o.overlap,
+      choices: tunedChoices.get(key), device: o.devices?.[rp.rank],
     }));
-    tunedChoices ??= rank.info.choices;
+    if (!tunedChoices.has(key)) tunedChoices.set(key, rank.info.choices);
     return rank;
   }
 
@@ -301,6 +310,11 @@ export class WorkerGroup implements StepBackend {
     const rank = this.ranks[r];
     if (!rank) throw new RangeError(`no rank ${r}`);
     await rank.api._destroyDeviceForTest();
+  }
+
+  /** The adapter each rank's worker got, by name. */
+  adapterNames(): string[] {
+    return this.ranks.map((r) => r.info.adapter);
   }
 
   async stats(): Promise<RankStats[]> {

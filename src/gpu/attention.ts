@@ -14,8 +14,14 @@ export interface AttentionOptions {
   q: GPUBuffer;
   qStride: number;
   qOffset?: number;
-  /** Query heads of this rank; a multiple of the cache's nKvHeadsLocal. */
+  /** Query heads of this rank; a multiple of the cache's nKvHeadsLocal unless `kvGroup` is given. */
   nHeads: number;
+  /**
+   * Which kv head each query head reads when a rank's heads do not start on a kv-head boundary
+   * (uneven splits): local head h reads local kv head floor((h + headOffset) / kvMul), with
+   * kvMul the model's query heads per kv head. Default: kvMul = nHeads / nKvHeadsLocal, offset 0.
+   */
+  kvGroup?: { kvMul: number; headOffset: number };
   cache: KvCache;
   layer: number;
   /** out (maxM, outStride) f32: row r's heads at outOffset + r·outStride. */
@@ -44,8 +50,12 @@ export function attentionKinds(ctx: GpuContext, hs: number): AttentionKind[] {
 export function createAttention(ctx: GpuContext, step: StepParams, o: AttentionOptions): BoundOp {
   const c = o.cache;
   const hs = c.headSize;
-  if (o.nHeads % c.nKvHeadsLocal !== 0) {
+  if (!o.kvGroup && o.nHeads % c.nKvHeadsLocal !== 0) {
     throw new InvalidArgumentError(`attention: ${o.nHeads} query heads are not a multiple of ${c.nKvHeadsLocal} kv heads`);
+  }
+  const g = o.kvGroup ?? { kvMul: o.nHeads / c.nKvHeadsLocal, headOffset: 0 };
+  if (!(Number.isInteger(g.kvMul) && g.kvMul >= 1 && Number.isInteger(g.headOffset) && g.headOffset >= 0 && Math.floor((o.nHeads - 1 + g.headOffset) / g.kvMul) < c.nKvHeadsLocal)) {
+    throw new InvalidArgumentError(`attention: ${o.nHeads} query heads at offset ${g.headOffset} with ${g.kvMul} per kv head need more than the ${c.nKvHeadsLocal} kv heads cached`);
   }
   if (hs > 256) throw new InvalidArgumentError(`attention: head size ${hs} > 256 is not supported`);
   const kind = o.kind ?? attentionKinds(ctx, hs)[0]!;
@@ -55,7 +65,7 @@ export function createAttention(ctx: GpuContext, step: StepParams, o: AttentionO
     : ctx.pipelines.get(wgsl(commonSrc, attnSrc), 'attention', {}, 'attention');
   const p = createParamBlock(
     ctx,
-    [o.nHeads, c.nKvHeadsLocal, hs, c.maxSeq, o.qStride, o.qOffset ?? 0, o.outStride ?? o.nHeads * hs, o.outOffset ?? 0, Math.fround(Math.sqrt(hs)), 0, 0, 0],
+    [o.nHeads, c.nKvHeadsLocal, hs, c.maxSeq, o.qStride, o.qOffset ?? 0, o.outStride ?? o.nHeads * hs, o.outOffset ?? 0, Math.fround(Math.sqrt(hs)), g.kvMul, g.headOffset, 0],
     [8],
     'attention',
   );

@@ -8,6 +8,7 @@ import { WebGpuUnavailableError } from '../errors.js';
 import { createBufferPool, destroyBufferPool, type BufferPool } from './pool.js';
 import { createPipelineCache, type PipelineCache } from './pipelines.js';
 import { tuneGpuContext } from './tune.js';
+import { requestAdapterFor, type DeviceSpec } from './adapter.js';
 
 /** The limits the kernels plan against, as granted to the device. */
 export interface GpuLimits {
@@ -40,6 +41,7 @@ export interface GpuAdapterInfo {
   architecture: string;
   device: string;
   description: string;
+  isFallbackAdapter: boolean;
 }
 
 /**
@@ -78,6 +80,8 @@ export interface GpuContext {
 
 export interface GpuContextOptions {
   adapter?: GPURequestAdapterOptions;
+  /** Which adapter, as a rank's device spec says (a filter on adapter.info included); wins over `adapter`. */
+  device?: DeviceSpec;
   /** Test seam: plan as if maxStorageBufferBindingSize were this many bytes. */
   bindingLimit?: number;
   /** Pick kernel variants by measuring them now (default true); else use heuristics. */
@@ -113,7 +117,7 @@ function gpuApi(): GPU | undefined {
 export async function createGpuContext(opts: GpuContextOptions = {}): Promise<GpuContext> {
   const gpu = gpuApi();
   if (!gpu) throw new WebGpuUnavailableError('navigator.gpu is missing');
-  const adapter = await gpu.requestAdapter(opts.adapter);
+  const adapter = opts.device ? await requestAdapterFor(gpu, opts.device) : await gpu.requestAdapter(opts.adapter);
   if (!adapter) throw new WebGpuUnavailableError('navigator.gpu gave no adapter');
 
   const requiredLimits: Record<string, number> = {};
@@ -157,6 +161,7 @@ export async function createGpuContext(opts: GpuContextOptions = {}): Promise<Gp
     architecture: info.architecture,
     device: info.device,
     description: info.description,
+    isFallbackAdapter: (info as { isFallbackAdapter?: boolean }).isFallbackAdapter ?? false,
   };
   const dummy = device.createBuffer({ size: 256, usage: GPUBufferUsage.STORAGE, label: 'dummy' });
   const ctx: GpuContext = {

@@ -6,8 +6,9 @@
 import * as collective from './collective';
 import * as kernels from './kernels';
 import * as engine from './engine';
+import * as tabs from './tabs';
 
-const tp = { collective, kernels, engine };
+const tp = { collective, kernels, engine, tabs };
 export type Harness = typeof tp;
 
 declare global {

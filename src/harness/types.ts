@@ -3,13 +3,19 @@
  * Pure types: importing this from Node pulls in no browser code.
  */
 import type { EngineStats } from '../engine/types.js';
+import type { DevicesOption } from '../engine/placement.js';
 
 export interface PageGenerateOptions {
   /** A llama2.c file's URL, or a Hugging Face model's base URL as `{hf}`. */
   model: string | { hf: string };
   /** tokenizer.bin or tokenizer.json; an HF model defaults to its own tokenizer.json. */
   tokenizer?: string;
-  tp: number;
+  /** Ranks (engine tensorParallel); 0 leaves it to `devices` or `split`. */
+  tp: number | 'auto';
+  /** Engine `devices`: "auto", a count or per-rank specs. */
+  devices?: DevicesOption;
+  /** Engine `split`: per-rank shares. */
+  split?: number[];
   prompt: string;
   maxTokens: number;
   temperature: number;

@@ -1,0 +1,158 @@
+/**
+ * Where ranks run: `devices` as a count, as a list of specs (power preference, the CPU
+ * fallback, a filter on adapter.info) and as "auto". Every adapter here is SwiftShader, so the
+ * "auto" cases that need a second adapter or a small one get it from a page script that changes
+ * what the main thread's `requestAdapter` reports (the workers still get the real adapter):
+ * the placement decision is made on the main thread from exactly those reports.
+ */
+import { test as base, expect } from './fixtures.js';
+import { readFileSync } from 'node:fs';
+import { openHarness, type Harness } from '../src/cli/browser.js';
+import { runGenerate } from '../src/cli/generate.js';
+import type { PageGenerateOptions } from '../src/harness/types.js';
+
+const greedy = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
+const want = greedy.tokens.slice(1, 33);
+const base_: PageGenerateOptions = {
+  model: '/models/stories260K.bin', tokenizer: '/models/tok512.bin', tp: 0, prompt: '', maxTokens: want.length, temperature: 0, topP: 0.9, seed: 1,
+};
+const SWIFTSHADER = 'google / swiftshader (fallback)';
+
+/** Rewrites what the main thread's requestAdapter reports, as `window.__gpuFake` says. */
+const FAKE_GPU = `
+(() => {
+  const request = GPU.prototype.requestAdapter;
+  GPU.prototype.requestAdapter = async function (o) {
+    const a = await request.call(this, o);
+    const fake = window.__gpuFake;
+    if (!a || !fake) return a;
+    if (fake.lowPowerIsOther && o && o.powerPreference === 'low-power') {
+      const i = a.info;
+      const info = { vendor: 'fake-igpu', architecture: i.architecture, device: '', description: 'second adapter (test)', isFallbackAdapter: false,
+        subgroupMinSize: i.subgroupMinSize, subgroupMaxSize: i.subgroupMaxSize };
+      Object.defineProperty(a, 'info', { value: info });
+    }
+    if (fake.limit) {
+      const l = a.limits;
+      const small = new Proxy(l, { get: (t, k) => (k === 'maxStorageBufferBindingSize' ? fake.limit : t[k]) });
+      Object.defineProperty(a, 'limits', { value: small });
+    }
+    return a;
+  };
+})();
+`;
+
+const test = base.extend<object, { faked: Harness }>({
+  faked: [
+    async ({}, use) => {
+      const h = await openHarness({ initScript: FAKE_GPU });
+      try {
+        await use(h);
+      } finally {
+        await h.close();
+      }
+    },
+    { scope: 'worker', timeout: 120_000 },
+  ],
+});
+
+test.describe.configure({ mode: 'serial' });
+
+test('devices: 2 places two ranks on the default adapter and gives the reference tokens', async ({ harness }) => {
+  const r = await runGenerate(harness, { ...base_, devices: 2 });
+  expect(r.tokens).toEqual(want);
+  expect(r.tp).toBe(2);
+  const p = r.stats.placement!;
+  expect(p.mode).toBe('count');
+  expect(p.ranks.map((x) => [x.spec, x.adapter, x.heads])).toEqual([['default', SWIFTSHADER, [0, 4]], ['default', SWIFTSHADER, [4, 8]]]);
+  expect(p.fractions).toEqual([0.5, 0.5]);
+});
+
+test('a list of specs: each rank asks for its own adapter (power preference, CPU fallback)', async ({ harness }) => {
+  const r = await runGenerate(harness, { ...base_, devices: [{ powerPreference: 'high-performance' }, { forceFallbackAdapter: true }] });
+  expect(r.tokens).toEqual(want);
+  const p = r.stats.placement!;
+  expect(p.mode).toBe('list');
+  expect(p.ranks.map((x) => x.spec)).toEqual(['high-performance', 'fallback']);
+  expect(p.ranks.map((x) => x.adapter)).toEqual([SWIFTSHADER, SWIFTSHADER]);
+  expect(p.reason).toContain('one per device spec (high-performance, fallback)');
+});
+
+test('a filter on adapter.info picks the matching adapter; one that matches nothing is AdapterNotFoundError', async ({ harness }) => {
+  const r = await runGenerate(harness, { ...base_, devices: [{ info: { architecture: 'SwiftShader' } }, { info: { vendor: 'goog' } }] });
+  expect(r.tokens).toEqual(want);
+  expect(r.stats.placement!.ranks.map((x) => x.spec)).toEqual(['architecture~SwiftShader', 'vendor~goog']);
+  const err = await runGenerate(harness, { ...base_, devices: [{ info: { vendor: 'nvidia' } }] }).then(() => null, (e: Error & { code?: string }) => e);
+  expect(err?.name).toBe('AdapterNotFoundError');
+  expect(err?.code).toBe('NO_ADAPTER');
+  expect(err?.message).toContain(`the browser offered ${SWIFTSHADER}`);
+});
+
+test('contradicting options are InvalidArgumentError', async ({ harness }) => {
+  const err = await runGenerate(harness, { ...base_, tp: 4, devices: 2 }).then(() => null, (e: Error & { code?: string }) => e);
+  expect(err?.name).toBe('InvalidArgumentError');
+  expect(err?.message).toContain('devices says 2 ranks but tensorParallel says 4');
+});
+
+test('auto on the one adapter there is: TP=1, and stats() says why', async ({ harness }) => {
+  const r = await runGenerate(harness, { ...base_, devices: 'auto' });
+  expect(r.tokens).toEqual(want);
+  expect(r.tp).toBe(1);
+  const p = r.stats.placement!;
+  expect(p.mode).toBe('auto');
+  expect(p.adapters).toEqual([SWIFTSHADER]);
+  expect(p.reason).toContain('high-performance and low-power are the same adapter');
+  expect(p.reason).toContain('TP=1');
+});
+
+test('auto with two distinct adapters: one rank each, split by measuring them, in whole heads', async ({ faked }) => {
+  await faked.page.evaluate(() => ((window as unknown as { __gpuFake: object }).__gpuFake = { lowPowerIsOther: true }));
+  const r = await runGenerate(faked, { ...base_, devices: 'auto' });
+  expect(r.tokens).toEqual(want);
+  expect(r.tp).toBe(2);
+  const p = r.stats.placement!;
+  expect(p.adapters).toEqual([SWIFTSHADER, 'fake-igpu / swiftshader / second adapter (test)']);
+  expect(p.reason).toContain('2 distinct adapters');
+  expect(p.split).toBe('calibrated');
+  expect(p.calibrationMs).toHaveLength(2);
+  console.log(`calibration ms per gemv: ${p.calibrationMs!.map((x) => x.toFixed(3)).join(', ')}; heads ${p.ranks.map((x) => x.heads[1] - x.heads[0]).join('/')}`);
+  for (const ms of p.calibrationMs!) expect(ms).toBeGreaterThan(0);
+  expect(p.ranks.map((x) => x.spec)).toEqual(['high-performance', 'low-power']);
+  // Whole heads: the fractions are multiples of 1/8 that cover all 8 heads.
+  for (const f of p.fractions) expect(Number.isInteger(f * 8)).toBe(true);
+  expect(p.fractions.reduce((a, b) => a + b, 0)).toBe(1);
+  expect(p.ranks[1]!.heads[1]).toBe(8);
+});
+
+test('auto on one adapter whose limit is too small for TP=1 picks the smallest degree that fits', async ({ faked }) => {
+  // One layer's KV cache: 4 slots × 4 KV heads × 512 positions × 8 floats = 262144 bytes at TP=1.
+  await faked.page.evaluate(async () => {
+    await window.tp.engine.disposeAll();
+    (window as unknown as { __gpuFake: object }).__gpuFake = { limit: 200_000 };
+  });
+  const r = await runGenerate(faked, { ...base_, devices: 'auto' });
+  expect(r.tokens).toEqual(want);
+  expect(r.tp).toBe(2);
+  expect(r.stats.placement!.reason).toContain('at TP=1 the KV cache of one layer needs 262144 bytes, over its limit of 200000: TP=2');
+});
+
+test('the demo shows the placement "auto" chose and each rank\'s device', async ({ harness }) => {
+  const page = await harness.browser.context.newPage();
+  try {
+    await page.goto(`${harness.server.url}/index.html`);
+    await expect(page.locator('#default-status')).toContainText('Available', { timeout: 60_000 });
+    await page.selectOption('#tp', 'auto');
+    await page.fill('#prompt', 'Once upon a time');
+    await page.fill('#temperature', '0');
+    await page.fill('#max-tokens', '8');
+    await page.click('#generate');
+    await expect(page.locator('body')).toHaveAttribute('data-state', 'done', { timeout: 180_000 });
+    await expect(page.locator('#placement-info')).toBeVisible();
+    await expect(page.locator('#placement-info')).toContainText('Devices: high-performance and low-power are the same adapter');
+    await expect(page.locator('#engine-info')).toContainText('TP=1');
+    await expect(page.locator('#ranks-body tr')).toHaveCount(1);
+    await expect(page.locator('#ranks-body tr td').nth(1)).toHaveText(`${SWIFTSHADER} · heads 0–7`);
+  } finally {
+    await page.close();
+  }
+});
