@@ -18,6 +18,7 @@ import {
   type ShardWeights, type RunState, type StepTimes,
 } from './rank.js';
 import type { RankStats } from '../src/engine/types.js';
+import type { Q8Activations } from '../src/gpu/matmul-q8.js';
 
 installErrorTransfer();
 
@@ -40,6 +41,8 @@ export interface ShardInit {
   adapter?: GPURequestAdapterOptions;
   /** Kernel variants measured earlier (by another rank or engine): skips tuning. */
   choices?: Pick<KernelChoices, 'gemm' | 'gemv'>;
+  /** Inputs of Q8_0 matmuls: int8 per group (W8A8, runq.c) or f32 (weight-only). */
+  activations?: Q8Activations;
 }
 
 export interface ShardInitResult {
@@ -93,7 +96,7 @@ export class ShardWorker {
     this.weightBytes = packed.byteLength;
     const t1 = performance.now();
     this.state = createRunState(ctx, o.config, o.plan, this.weights, {
-      maxM: o.maxRows, maxLogitRows: o.maxLogitRows, contextLength: o.contextLength, slots: o.slots, world: o.world,
+      maxM: o.maxRows, maxLogitRows: o.maxLogitRows, contextLength: o.contextLength, slots: o.slots, world: o.world, activations: o.activations,
     });
     await ctx.device.queue.onSubmittedWorkDone();
     return { weightBytes: this.weightBytes, workBytes: this.state.workBytes, uploadMs: t1 - t0, buildMs: performance.now() - t1 };

@@ -11,7 +11,7 @@ import type { PageGenerateOptions, PageGenerateResult } from '../harness/types.j
 
 /** The page's generation options (model and tokenizer as local paths or URLs), plus the CLI's own. */
 export interface GenerateCommandOptions
-  extends Pick<PageGenerateOptions, 'model' | 'tokenizer' | 'tp' | 'prompt' | 'maxTokens' | 'temperature' | 'topP' | 'seed'> {
+  extends Pick<PageGenerateOptions, 'model' | 'tokenizer' | 'tp' | 'prompt' | 'maxTokens' | 'temperature' | 'topP' | 'seed' | 'weightOnly'> {
   ignoreEos: boolean;
   json: boolean;
   /** Keep shards in a persistent browser profile's IndexedDB (default true). */
@@ -48,7 +48,7 @@ export async function generateCommand(o: GenerateCommandOptions): Promise<void> 
     if (!o.json) await h.page.exposeFunction('tpEmit', (text: string) => void process.stdout.write(text));
     const r = await runGenerate(h, {
       model, tokenizer, tp: o.tp, prompt: o.prompt, maxTokens: o.maxTokens, temperature: o.temperature,
-      topP: o.topP, seed: o.seed, ignoreEos: o.ignoreEos, stream: !o.json, cache: o.cache,
+      topP: o.topP, seed: o.seed, ignoreEos: o.ignoreEos, stream: !o.json, cache: o.cache, weightOnly: o.weightOnly,
     });
     if (o.json) {
       const { stats: _stats, ...out } = r;

@@ -11,7 +11,9 @@ const USAGE = `webgpu-tp — tensor-parallel LLM inference over WebGPU, in headl
 Usage:
   webgpu-tp generate --model PATH|URL --tokenizer PATH|URL [--tp N] [--prompt TEXT]
                      [--max-tokens N] [--temperature T] [--top-p P] [--seed S]
-                     [--ignore-eos] [--no-cache] [--json]
+                     [--ignore-eos] [--no-cache] [--weight-only] [--json]
+                     (a llama2.c v2 / runq.c Q8_0 model runs W8A8 as runq.c does;
+                      --weight-only keeps f32 activations)
   webgpu-tp synth --shape stories15M|stories42M|stories110M [--seed S] --out DIR
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--json]
   webgpu-tp bench kernels [--json]
@@ -43,6 +45,7 @@ async function main(argv: string[]): Promise<number> {
         seed: { type: 'string' },
         'ignore-eos': { type: 'boolean', default: false },
         'no-cache': { type: 'boolean', default: false },
+        'weight-only': { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
       },
     });
@@ -60,6 +63,7 @@ async function main(argv: string[]): Promise<number> {
       ignoreEos: values['ignore-eos'] ?? false,
       json: values.json ?? false,
       cache: !values['no-cache'],
+      weightOnly: values['weight-only'] ?? false,
     });
     return 0;
   }

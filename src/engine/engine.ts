@@ -6,7 +6,7 @@ import { Scheduler, type StepBackend, type SamplerFactory } from './scheduler.js
 import { WorkerGroup, type LoadProgress } from './worker-group.js';
 import type { EngineStats, GenerateChunk, GenerateOptions } from './types.js';
 import { openSource, type ModelSource } from '../loader/source.js';
-import { parseLlama2cHeader } from '../model/formats/llama2c.js';
+import { MODEL_HEADER_BYTES, parseModelHeader } from '../model/formats/detect.js';
 import { Tokenizer } from '../model/tokenizer/tokenizer.js';
 import { Sampler } from '../model/sampler.js';
 import { makePlan } from '../parallel/plan.js';
@@ -17,7 +17,7 @@ import { clearShardCache } from '../cache/shard-cache.js';
 import { InvalidArgumentError, NotIsolatedError, WebGpuUnavailableError, DisposedError } from '../errors.js';
 
 export interface EngineOptions {
-  /** A llama2.c checkpoint: URL, File/Blob or ArrayBuffer. */
+  /** A llama2.c checkpoint (version 0 f32, or version 2 Q8_0 as runq.c reads): URL, File/Blob or ArrayBuffer. */
   model: ModelSource;
   /** The matching llama2.c tokenizer.bin: URL, File/Blob or ArrayBuffer. */
   tokenizer: ModelSource;
@@ -44,6 +44,11 @@ export interface EngineOptions {
   spin?: number;
   /** Longest wait in a collective before it names the missing rank (ms, default 30 000). */
   timeoutMs?: number;
+  /**
+   * Quantised (llama2.c v2) models: keep activations f32 and only dequantise the weights.
+   * By default they are quantised to int8 per group before every matmul, as runq.c does (W8A8).
+   */
+  weightOnly?: boolean;
 }
 
 /** A loaded model, ready to generate. One `Engine` interface for every backend. */
@@ -76,8 +81,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
 
   const t0 = performance.now();
   const source = openSource(options.model);
-  const [size, head, tokBytes] = await Promise.all([source.size(), source.head(28), readAll(options.tokenizer)]);
-  const { config, tensors } = parseLlama2cHeader(head, size);
+  const [size, head, tokBytes] = await Promise.all([source.size(), source.head(MODEL_HEADER_BYTES), readAll(options.tokenizer)]);
+  const { config, tensors, format } = parseModelHeader(head, size);
   const tokenizer = Tokenizer.parse(tokBytes, config.vocabSize);
   const tp = options.tensorParallel === 'auto' ? 1 : (options.tensorParallel ?? 1);
   const plan = makePlan(config, { tensorParallel: tp }, tensors);
@@ -94,6 +99,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     onProgress: options.onProgress,
     signal: options.signal,
     cache: options.cache ?? true,
+    activations: format === 'llama2c-v2' && !options.weightOnly ? 'int8' : 'f32',
   });
   const loadMs = performance.now() - t0;
   const engine = assembleEngine(config, plan.world, group, tokenizer, async () => group.stats(), () => group.dispose(), () => group.resetStats(), source.name);

@@ -17,6 +17,7 @@ import type { RankStats } from './types.js';
 import { ModelFormatError, reviveError, WorkerFailedError, AbortedError, WebGpuTpError } from '../errors.js';
 import type { ShardWorker, ShardInitResult } from '../../workers/shard.worker.js';
 import { getShard, putShard, shardKey } from '../cache/shard-cache.js';
+import type { Q8Activations } from '../gpu/matmul-q8.js';
 // The shard worker is bundled inline (Vite `?worker&inline`): its code, dependencies included,
 // is a string in the built module and starts as a module worker from a Blob URL. A
 // `new URL('…worker.ts', import.meta.url)` worker would be a second file beside the library,
@@ -55,6 +56,8 @@ export interface WorkerGroupOptions {
   signal?: AbortSignal;
   /** Keep each rank's packed shard in IndexedDB and reuse it (default true). */
   cache?: boolean;
+  /** Inputs of Q8_0 matmuls: int8 per group (W8A8) or f32 (default). */
+  activations?: Q8Activations;
 }
 
 interface Rank {
@@ -127,6 +130,7 @@ export class WorkerGroup implements StepBackend {
         rank.info = await alive(rank, rank.api.init({
           rank: rp.rank, world, config: c, plan: rp, collective, logits, logitStride, maxRows: o.maxRows, maxLogitRows,
           contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs, choices: tunedChoices,
+          activations: o.activations,
         }));
         tunedChoices ??= rank.info.choices;
       };

@@ -20,11 +20,11 @@ let current: { key: string; engine: Engine } | undefined;
 
 async function engineFor(o: PageGenerateOptions): Promise<{ engine: Engine; loadMs: number }> {
   const maxRows = o.noPrefillBatch ? 1 : o.maxRows;
-  const key = JSON.stringify([o.model, o.tokenizer, o.tp, maxRows, o.spin, o.cache, o.maxBatch]);
+  const key = JSON.stringify([o.model, o.tokenizer, o.tp, maxRows, o.spin, o.cache, o.maxBatch, o.weightOnly]);
   if (current?.key === key) return { engine: current.engine, loadMs: 0 };
   await disposeAll();
   const t0 = performance.now();
-  const engine = await createEngine({ model: o.model, tokenizer: o.tokenizer, tensorParallel: o.tp, maxRows, spin: o.spin, cache: o.cache, maxBatch: o.maxBatch,
+  const engine = await createEngine({ model: o.model, tokenizer: o.tokenizer, tensorParallel: o.tp, maxRows, spin: o.spin, cache: o.cache, maxBatch: o.maxBatch, weightOnly: o.weightOnly,
     onProgress: (p) => {
       if (p.loadedBytes === p.totalBytes) o.onProgressLog?.push({ rank: p.rank, fromCache: p.fromCache });
     },

@@ -27,6 +27,8 @@ export interface PageGenerateOptions {
   spin?: number;
   /** Feed the prompt one token per step instead of batched prefill (tests compare both). */
   noPrefillBatch?: boolean;
+  /** Quantised models: f32 activations instead of runq.c's int8 (engine weightOnly). */
+  weightOnly?: boolean;
 }
 
 export interface PageGenerateResult {
