@@ -6,8 +6,9 @@
 import * as collective from './collective';
 import * as kernels from './kernels';
 import * as engine from './engine';
+import * as q8 from './kernels-q8';
 
-const tp = { collective, kernels, engine };
+const tp = { collective, kernels, engine, q8 };
 export type Harness = typeof tp;
 
 declare global {
