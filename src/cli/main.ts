@@ -14,7 +14,7 @@ Usage:
                      [--ignore-eos] [--no-cache] [--weight-only] [--json]
                      (a llama2.c v2 / runq.c Q8_0 model runs W8A8 as runq.c does;
                       --weight-only keeps f32 activations)
-  webgpu-tp synth --shape stories15M|stories42M|stories110M [--seed S] --out DIR
+  webgpu-tp synth --shape stories15M|stories42M|stories110M [--seed S] [--quant q8_0] --out DIR
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--json]
   webgpu-tp bench kernels [--json]
   webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--json]
@@ -70,7 +70,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'synth') {
     const { values } = parseArgs({
       args: rest,
-      options: { shape: { type: 'string' }, seed: { type: 'string', default: '1' }, out: { type: 'string' } },
+      options: { shape: { type: 'string' }, seed: { type: 'string', default: '1' }, out: { type: 'string' }, quant: { type: 'string' } },
     });
     const shape = values.shape;
     if (shape !== 'stories15M' && shape !== 'stories42M' && shape !== 'stories110M') {
@@ -78,7 +78,7 @@ async function main(argv: string[]): Promise<number> {
     }
     if (!values.out) throw new UsageError('synth needs --out DIR');
     const { synthCommand } = await import('./synth.js');
-    const written = await synthCommand({ shape, seed: Number(values.seed), out: values.out });
+    const written = await synthCommand({ shape, seed: Number(values.seed), out: values.out, quant: values.quant?.split(',').map((q) => q.trim()) });
     console.log(JSON.stringify(written));
     return 0;
   }
