@@ -9,48 +9,27 @@ override GS: u32 = 32u;
 override WGX: u32 = 8u;
 override WGY: u32 = 8u;
 
-var<workgroup> red: array<vec4<f32>, WG>;
-var<workgroup> redSs: array<f32, WG>;
-
 // W[row][4·k4 .. 4·k4+3], dequantised.
 fn wq4(row: u32, k4: u32) -> vec4<f32> {
   return vec4<f32>(i8x4(WQ[row * P.kStride4 + k4])) * WS[row * (P.K / GS) + (k4 * 4u) / GS];
 }
 
-// m = 1: 4 rows of W per workgroup, K split over its invocations (as gemv_wg).
+// m = 1: one row of W per invocation, no workgroup memory or barrier (barriers are what a CPU
+// adapter such as SwiftShader pays most for; decode rows are short).
 @compute @workgroup_size(WG)
 fn gemv_q8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) tid: u32) {
-  let n0 = linearWg(wid, nwg) * 4u;
-  let nLast = P.N - 1u;
-  let r0 = min(n0, nLast);
-  let r1 = min(n0 + 1u, nLast);
-  let r2 = min(n0 + 2u, nLast);
-  let r3 = min(n0 + 3u, nLast);
+  let n = linearWg(wid, nwg) * WG + tid;
+  if (n >= P.N) { return; }
   let k4n = P.K / 4u;
-  var acc = vec4<f32>(0.0);
+  var acc = 0.0;
   var ss = 0.0;
-  for (var k4 = tid; k4 < k4n; k4 += WG) {
+  for (var k4 = 0u; k4 < k4n; k4++) {
     let raw = xRaw4(0u, k4 * 4u);
     if (MODE == 1u) { ss += dot(raw, raw); }
-    let x = xEff4(0u, k4 * 4u, raw);
-    acc += vec4<f32>(dot(wq4(r0, k4), x), dot(wq4(r1, k4), x), dot(wq4(r2, k4), x), dot(wq4(r3, k4), x));
+    acc += dot(wq4(n, k4), xEff4(0u, k4 * 4u, raw));
   }
-  red[tid] = acc;
-  if (MODE == 1u) { redSs[tid] = ss; }
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (tid < s) {
-      red[tid] += red[tid + s];
-      if (MODE == 1u) { redSs[tid] += redSs[tid + s]; }
-    }
-    workgroupBarrier();
-  }
-  if (tid < 4u && n0 + tid < P.N) {
-    var scale = 1.0;
-    if (MODE == 1u) { scale = rowScale(redSs[0]); }
-    storeY(0u, n0 + tid, red[0][tid] * scale);
-  }
+  storeY(0u, n, acc * rowScale(ss));
 }
 
 // m > 1: a 4×4 register block per invocation (4 rows of x × 4 rows of W), as gemm_regblock.

@@ -29,7 +29,6 @@ override WGY: u32 = 8u;
 override HAS_BIAS: bool = false;
 override ACCUMULATE: bool = false;
 
-var<workgroup> red: array<vec4<f32>, WG>;
 
 fn storeY(r: u32, n: u32, v: f32) {
   var out = v;
@@ -49,29 +48,22 @@ fn groupDot(xw: u32, w0: u32, w1: u32, w2: u32, w3: u32) -> vec4<i32> {
   return acc;
 }
 
-// m = 1: 4 rows of W per workgroup, the groups split over its invocations.
+// m = 1: one row of W per invocation, its groups summed in order as runq.c does; no
+// workgroup memory or barrier.
 @compute @workgroup_size(WG)
 fn gemv_q8a8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_index) tid: u32) {
-  let n0 = linearWg(wid, nwg) * 4u;
-  let nLast = P.N - 1u;
-  let rows = vec4<u32>(min(n0, nLast), min(n0 + 1u, nLast), min(n0 + 2u, nLast), min(n0 + 3u, nLast));
+  let n = linearWg(wid, nwg) * WG + tid;
+  if (n >= P.N) { return; }
   let nG = P.K / GS;
   let wpg = GS / 4u;
-  var acc = vec4<f32>(0.0);
-  for (var g = tid; g < nG; g += WG) {
-    let w = rows * P.kStride4 + g * wpg;
-    let isum = groupDot(g * wpg, w.x, w.y, w.z, w.w);
-    let ws = vec4<f32>(WS[rows.x * nG + g], WS[rows.y * nG + g], WS[rows.z * nG + g], WS[rows.w * nG + g]);
-    acc += (vec4<f32>(isum) * ws) * XS[g];
+  var acc = 0.0;
+  for (var g = 0u; g < nG; g++) {
+    var isum = 0;
+    for (var j = 0u; j < wpg; j++) { isum += dot(i8x4(XQ[g * wpg + j]), i8x4(WQ[n * P.kStride4 + g * wpg + j])); }
+    acc += (f32(isum) * WS[n * nG + g]) * XS[g];
   }
-  red[tid] = acc;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (tid < s) { red[tid] += red[tid + s]; }
-    workgroupBarrier();
-  }
-  if (tid < 4u && n0 + tid < P.N) { storeY(0u, n0 + tid, red[0][tid]); }
+  storeY(0u, n, acc);
 }
 
 // m > 1: 4 rows of x × 4 rows of W per invocation, groups in order (runq.c's order per output).

@@ -1,7 +1,8 @@
 // W8A8 activations, as llama2.c's runq.c `quantize`: per row r of xin and per group of GS
 // values, scale = max|xin| / 127 and q = round(xin / scale) (halves away from zero), packed four
 // int8 per u32 into XQ (K/4 words per row) with the scales in XS (K/GS per row). An all-zero
-// group gets scale 0 and zeros. One workgroup per row.
+// group gets scale 0 and zeros. One invocation per row, in runq.c's order (the sum of squares
+// sequentially), with no barrier: rows are short next to the matmul that follows.
 // MODE 0: xin = x. MODE 1: xin = g · (x / rms(x)) computed as runq.c does, g in AUX.
 // MODE 2: xin = silu(a) · b with a = x, b = AUX[bOff + r·bStride + k] (runq.c's SwiGLU order).
 struct QuantParams {
@@ -23,9 +24,6 @@ struct QuantParams {
 
 override MODE: u32 = 0u;
 override GS: u32 = 32u;
-override WG: u32 = 64u;
-
-var<workgroup> red: array<f32, WG>;
 
 fn xin(r: u32, k: u32, inv: f32) -> f32 {
   let v = X[P.xOff + r * P.xStride + k];
@@ -44,28 +42,21 @@ fn roundAway(v: f32) -> f32 {
   return sign(v) * select(f, f + 1.0, a - f >= 0.5);
 }
 
-@compute @workgroup_size(WG)
-fn quantize_q8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-               @builtin(local_invocation_index) tid: u32) {
+@compute @workgroup_size(1)
+fn quantize_q8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   // Dispatched with exactly m workgroups, so every row exists.
   let r = linearWg(wid, nwg);
   var inv = 1.0;
   if (MODE == 1u) {
     var ss = 0.0;
-    for (var k = tid; k < P.K; k += WG) {
+    for (var k = 0u; k < P.K; k++) {
       let v = X[P.xOff + r * P.xStride + k];
       ss += v * v;
     }
-    red[tid] = ss;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-      if (tid < s) { red[tid] += red[tid + s]; }
-      workgroupBarrier();
-    }
-    inv = 1.0 / sqrt(red[0] / f32(P.K) + P.eps);
+    inv = 1.0 / sqrt(ss / f32(P.K) + P.eps);
   }
   let nG = P.K / GS;
-  for (var g = tid; g < nG; g += WG) {
+  for (var g = 0u; g < nG; g++) {
     var wmax = 0.0;
     for (var i = 0u; i < GS; i++) { wmax = max(wmax, abs(xin(r, g * GS + i, inv))); }
     let scale = wmax / 127.0;

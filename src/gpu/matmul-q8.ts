@@ -5,7 +5,8 @@
  *   activations 'int8' (W8A8, llama2.c's runq.c): xin is first quantised per group of the
  *                      weights' group size (quantize_q8.wgsl, into this op's own scratch), then
  *                      each group's int8 dot product is summed exactly and scaled by both scales.
- * m = 1 runs a gemv, m > 1 a register-blocked gemm; one dispatch per row chunk of W.
+ * m = 1 runs a gemv (a row of W per invocation), m > 1 a register-blocked gemm; one dispatch per
+ * row chunk of W. None uses workgroup memory or barriers, which CPU adapters pay most for.
  */
 import commonSrc from '../../shaders/common.wgsl?raw';
 import matmulCommonSrc from '../../shaders/matmul_common.wgsl?raw';
@@ -90,7 +91,7 @@ export function createQ8Matmul(ctx: GpuContext, step: StepParams, o: Q8MatmulOpt
       for (const c of chunks) {
         pass.setBindGroup(0, useGemm ? c.gemmBg! : c.gemvBg);
         if (useGemm) pass.dispatchWorkgroups(...regblockGrid(c.rows, m));
-        else pass.dispatchWorkgroups(...grid2d(Math.ceil(c.rows / 4)), 1);
+        else pass.dispatchWorkgroups(...grid2d(Math.ceil(c.rows / WG)), 1);
       }
     });
   }
@@ -99,7 +100,7 @@ export function createQ8Matmul(ctx: GpuContext, step: StepParams, o: Q8MatmulOpt
   const xq = createStorageBuffer(ctx, maxM * K, `${w.label}.xq`);
   const xs = createStorageBuffer(ctx, (maxM * K) / GS * 4, `${w.label}.xs`);
   const qCode = wgsl(commonSrc, quantizeSrc);
-  const quant = ctx.pipelines.get(qCode, 'quantize_q8', { MODE: inp.mode, GS, WG }, 'quantize_q8');
+  const quant = ctx.pipelines.get(qCode, 'quantize_q8', { MODE: inp.mode, GS }, 'quantize_q8');
   const qp = createParamBlock(ctx, [K, xStride, xOffset, inp.bStride, inp.bOff, inp.eps, 0, 0], [5], `quantize ${w.label}`);
   params.push(qp);
   const quantBg = bindGroup(ctx, quant, [undefined, qp, o.x, inp.aux, xq, xs], `quantize ${w.label}`);
@@ -122,7 +123,7 @@ export function createQ8Matmul(ctx: GpuContext, step: StepParams, o: Q8MatmulOpt
     for (const c of chunks) {
       pass.setBindGroup(0, useGemm ? c.gemmBg! : c.gemvBg);
       if (useGemm) pass.dispatchWorkgroups(...regblockGrid(c.rows, m));
-      else pass.dispatchWorkgroups(...grid2d(Math.ceil(c.rows / 4)), 1);
+      else pass.dispatchWorkgroups(...grid2d(Math.ceil(c.rows / WG)), 1);
     }
   });
   return {

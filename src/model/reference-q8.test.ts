@@ -58,3 +58,23 @@ describe('stories260K-q8.bin (llama2.c v2, group size 4)', () => {
     expect(tok.decodeText(tokens.slice(1), 1).startsWith('Once upon a time, there was a little girl named Lily.')).toBe(true);
   });
 });
+
+describe('row-parallel summation order (TP splits)', () => {
+  it('a one-rank split is runq.c\'s matmul; a two-rank split sums halves, then adds them', () => {
+    const w: Q.Q8Tensor = { q: Int8Array.from({ length: 16 }, (_, i) => i - 8), s: Float32Array.of(0.1, 0.3, 0.7, 1.1) };
+    const x: Q.Q8Tensor = { q: Int8Array.from({ length: 8 }, (_, i) => 3 - i), s: Float32Array.of(0.013, 0.029) };
+    const a = new Float32Array(2);
+    const b = new Float32Array(2);
+    const c = new Float32Array(2);
+    Q.matmulQ8(a, x, w, 8, 2, 4);
+    Q.matmulQ8(b, x, w, 8, 2, 4, [0, 8]);
+    expect(Array.from(b)).toEqual(Array.from(a));
+    Q.matmulQ8(c, x, w, 8, 2, 4, [0, 4, 8]);
+    const half = (row: number, g: number) => {
+      let ival = 0;
+      for (let k = 0; k < 4; k++) ival += x.q[g * 4 + k]! * w.q[row * 8 + g * 4 + k]!;
+      return Math.fround(Math.fround(ival * w.s[row * 2 + g]!) * x.s[g]!);
+    };
+    expect(c[1]).toBe(Math.fround(half(1, 0) + half(1, 1)));
+  });
+});

@@ -12,6 +12,7 @@
  * (`dequantizeQ8Model` + reference.ts).
  */
 import type { ModelConfig } from './config.js';
+import { chunkBounds, summationOrder } from '../collective/layout.js';
 import {
   add, attention, createRunState, embed, rmsnorm, rope, type ReferenceModel, type RunState, type TransformerWeights,
 } from './reference.js';
@@ -84,7 +85,8 @@ export function dequantizeQ8(t: Q8Tensor, n: number, gs: number, out = new Float
  * runq.c's `matmul`: xout[i] = Σ_groups (float)(Σ x.q·w.q) · w.s · x.s for W (d, n) and x (n),
  * the groups summed in order into an f32 accumulator.
  */
-export function matmulQ8(xout: Float32Array, x: Q8Tensor, w: Q8Tensor, n: number, d: number, gs: number): void {
+export function matmulQ8(xout: Float32Array, x: Q8Tensor, w: Q8Tensor, n: number, d: number, gs: number, split?: readonly number[]): void {
+  if (split) return matmulQ8Split(xout, x, w, n, d, gs, split);
   for (let i = 0; i < d; i++) {
     const row = i * n;
     let val = 0;
@@ -95,6 +97,44 @@ export function matmulQ8(xout: Float32Array, x: Q8Tensor, w: Q8Tensor, n: number
     }
     xout[i] = val;
   }
+}
+
+/**
+ * `matmulQ8` as a row-parallel split computes it: rank r sums its columns [split[r],
+ * split[r+1]) in runq.c's order, and the partial sums meet in the all-reduce's documented
+ * order (collective/layout.ts `summationOrder`, for a one-row step).
+ */
+function matmulQ8Split(xout: Float32Array, x: Q8Tensor, w: Q8Tensor, n: number, d: number, gs: number, split: readonly number[]): void {
+  const world = split.length - 1;
+  const chunks = chunkBounds(d, world);
+  for (let i = 0; i < d; i++) {
+    const row = i * n;
+    const partial = new Float32Array(world);
+    for (let r = 0; r < world; r++) {
+      let val = 0;
+      for (let j = split[r]!; j < split[r + 1]!; j += gs) {
+        let ival = 0;
+        for (let k = 0; k < gs; k++) ival += x.q[j + k]! * w.q[row + j + k]!;
+        val = f(val + f(f(ival * w.s[(row + j) / gs]!) * x.s[j / gs]!));
+      }
+      partial[r] = val;
+    }
+    let c = 0;
+    while (i >= chunks[c + 1]!) c++;
+    const order = summationOrder(c, world);
+    let sum = partial[order[0]!]!;
+    for (let k = 1; k < world; k++) sum = f(sum + partial[order[k]!]!);
+    xout[i] = sum;
+  }
+}
+
+/**
+ * Column boundaries of the row-parallel matmuls' inputs at a TP degree (from the plan's ranges):
+ * wo's input is the attention output (heads × head size), w2's the MLP hidden vector.
+ */
+export interface Q8Split {
+  wo: readonly number[];
+  w2: readonly number[];
 }
 
 /** runq.c's `RunState`: the f32 buffers of run.c plus the quantised x (dim) and hb (hidden). */
@@ -118,7 +158,7 @@ export function createQ8RunState(model: Q8ReferenceModel): Q8RunState {
 }
 
 /** runq.c's `forward`: one token at one position; returns the logits (a view into state). */
-export function forwardQ8(model: Q8ReferenceModel, s: Q8RunState, token: number, pos: number): Float32Array {
+export function forwardQ8(model: Q8ReferenceModel, s: Q8RunState, token: number, pos: number, split?: Q8Split): Float32Array {
   const c = model.config;
   const w = model.weights;
   const gs = w.groupSize;
@@ -148,7 +188,7 @@ export function forwardQ8(model: Q8ReferenceModel, s: Q8RunState, token: number,
 
     // output projection of the quantised attention output, then the residual
     quantizeQ8(s.xb, qDim, gs, s.xq);
-    matmulQ8(s.xb2, s.xq, w.wo[l]!, qDim, dim, gs);
+    matmulQ8(s.xb2, s.xq, w.wo[l]!, qDim, dim, gs, split?.wo);
     add(x, s.xb2, dim);
 
     // ffn: w2(silu(w1(x)) · w3(x)), x and the hidden vector each quantised first
@@ -163,7 +203,7 @@ export function forwardQ8(model: Q8ReferenceModel, s: Q8RunState, token: number,
       s.hb[i] = f(val * s.hb2[i]!);
     }
     quantizeQ8(s.hb, hiddenDim, gs, s.hq);
-    matmulQ8(s.xb, s.hq, w.w2[l]!, hiddenDim, dim, gs);
+    matmulQ8(s.xb, s.hq, w.w2[l]!, hiddenDim, dim, gs, split?.w2);
     add(x, s.xb, dim);
   }
   rmsnorm(x, x, w.rmsFinalWeight, 1, dim, c.normEps);
@@ -174,7 +214,7 @@ export function forwardQ8(model: Q8ReferenceModel, s: Q8RunState, token: number,
 
 /** runq.c's `generate` loop (see reference.ts `generate`): BOS first, stops when BOS is picked. */
 export function generateQ8(
-  model: Q8ReferenceModel, promptTokens: readonly number[], steps: number, pick: (logits: Float32Array) => number,
+  model: Q8ReferenceModel, promptTokens: readonly number[], steps: number, pick: (logits: Float32Array) => number, split?: Q8Split,
 ): number[] {
   if (promptTokens.length < 1) throw new RangeError('generate needs at least one prompt token (BOS)');
   if (steps <= 0 || steps > model.config.seqLen) steps = model.config.seqLen;
@@ -182,7 +222,7 @@ export function generateQ8(
   const out = [promptTokens[0]!];
   let token = promptTokens[0]!;
   for (let pos = 0; pos < steps; pos++) {
-    const logits = forwardQ8(model, state, token, pos);
+    const logits = forwardQ8(model, state, token, pos, split);
     const next = pos < promptTokens.length - 1 ? promptTokens[pos + 1]! : pick(logits);
     if (next === 1) break;
     out.push(next);
