@@ -14,22 +14,30 @@ fn wq4(row: u32, k4: u32) -> vec4<f32> {
   return vec4<f32>(i8x4(WQ[row * P.kStride4 + k4])) * WS[row * (P.K / GS) + (k4 * 4u) / GS];
 }
 
-// m = 1: one row of W per invocation, no workgroup memory or barrier (barriers are what a CPU
-// adapter such as SwiftShader pays most for; decode rows are short).
+// m = 1: four rows of W per invocation, sharing each load (and fused transform) of x; no
+// workgroup memory or barrier (barriers are what a CPU adapter such as SwiftShader pays most for).
 @compute @workgroup_size(WG)
 fn gemv_q8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) tid: u32) {
-  let n = linearWg(wid, nwg) * WG + tid;
-  if (n >= P.N) { return; }
+  let n0 = (linearWg(wid, nwg) * WG + tid) * 4u;
+  if (n0 >= P.N) { return; }
+  let nLast = P.N - 1u;
+  let r1 = min(n0 + 1u, nLast);
+  let r2 = min(n0 + 2u, nLast);
+  let r3 = min(n0 + 3u, nLast);
   let k4n = P.K / 4u;
-  var acc = 0.0;
+  var acc = vec4<f32>(0.0);
   var ss = 0.0;
   for (var k4 = 0u; k4 < k4n; k4++) {
     let raw = xRaw4(0u, k4 * 4u);
     if (MODE == 1u) { ss += dot(raw, raw); }
-    acc += dot(wq4(n, k4), xEff4(0u, k4 * 4u, raw));
+    let x = xEff4(0u, k4 * 4u, raw);
+    acc += vec4<f32>(dot(wq4(n0, k4), x), dot(wq4(r1, k4), x), dot(wq4(r2, k4), x), dot(wq4(r3, k4), x));
   }
-  storeY(0u, n, acc * rowScale(ss));
+  let scale = rowScale(ss);
+  for (var j = 0u; j < 4u; j++) {
+    if (n0 + j < P.N) { storeY(0u, n0 + j, acc[j] * scale); }
+  }
 }
 
 // m > 1: a 4×4 register block per invocation (4 rows of x × 4 rows of W), as gemm_regblock.

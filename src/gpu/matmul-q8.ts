@@ -5,7 +5,7 @@
  *   activations 'int8' (W8A8, llama2.c's runq.c): xin is first quantised per group of the
  *                      weights' group size (quantize_q8.wgsl, into this op's own scratch), then
  *                      each group's int8 dot product is summed exactly and scaled by both scales.
- * m = 1 runs a gemv (a row of W per invocation), m > 1 a register-blocked gemm; one dispatch per
+ * m = 1 runs a gemv (rows of W per invocation: 4 weight-only, 1 W8A8), m > 1 a register-blocked gemm; one dispatch per
  * row chunk of W. None uses workgroup memory or barriers, which CPU adapters pay most for.
  */
 import commonSrc from '../../shaders/common.wgsl?raw';
@@ -91,7 +91,7 @@ export function createQ8Matmul(ctx: GpuContext, step: StepParams, o: Q8MatmulOpt
       for (const c of chunks) {
         pass.setBindGroup(0, useGemm ? c.gemmBg! : c.gemvBg);
         if (useGemm) pass.dispatchWorkgroups(...regblockGrid(c.rows, m));
-        else pass.dispatchWorkgroups(...grid2d(Math.ceil(c.rows / WG)), 1);
+        else pass.dispatchWorkgroups(...grid2d(Math.ceil(c.rows / (4 * WG))), 1);
       }
     });
   }
