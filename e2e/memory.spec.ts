@@ -5,7 +5,12 @@
  * the model's config, not with the engine's own report.
  */
 import { test as base, expect } from '@playwright/test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { openHarness, type Harness } from '../src/cli/browser.js';
+import { llama2cConfig, SYNTH_SHAPES, writeSynthTokenizer } from '../src/model/synth.js';
+import { exportGroupSize, writeSynthCheckpointQ8 } from '../src/model/synth-q8.js';
 
 const PRELUDE = `
 const ch = new BroadcastChannel('tp-upload-count');
@@ -113,3 +118,59 @@ for (const tp of [1, 2, 4]) {
     await counted.page.evaluate(() => window.tp.engine.disposeAll());
   });
 }
+
+/**
+ * Bytes a rank uploads for a llama2.c-shaped model whose matrices take `matrixBytes(rows, cols)`
+ * (f32: rows padded to vec4; Q8_0: int8 values and an f32 scale per group), with f32 norms and
+ * its RoPE table; MLP units split in whole groups of `hiddenGroup`.
+ */
+function expectedShapeBytes(
+  s: { dim: number; hiddenDim: number; nLayers: number; nHeads: number; nKvHeads: number; vocabSize: number; seqLen: number },
+  tp: number, rank: number, matrixBytes: (rows: number, cols: number) => number, hiddenGroup = 1,
+): number {
+  const hs = s.dim / s.nHeads;
+  const q = (s.nHeads / tp) * hs;
+  const kv = (tp <= s.nKvHeads ? s.nKvHeads / tp : 1) * hs;
+  const groups = s.hiddenDim / hiddenGroup;
+  const hid = (Math.floor(groups / tp) + (rank < groups % tp ? 1 : 0)) * hiddenGroup;
+  const voc = Math.floor(s.vocabSize / tp) + (rank < s.vocabSize % tp ? 1 : 0);
+  const perLayer = 2 * s.dim * 4 + matrixBytes(q + 2 * kv, s.dim) + matrixBytes(s.dim, q) + matrixBytes(2 * hid, s.dim) + matrixBytes(s.dim, hid);
+  return matrixBytes(s.vocabSize, s.dim) + s.nLayers * perLayer + s.dim * 4 + matrixBytes(voc, s.dim) + s.seqLen * hs * 4;
+}
+
+test('Q8_0 (synth stories15M, llama2.c v2, group 32): each rank uploads ≤ 0.3× its f32 bytes at TP 1 and 3 (counted by wrapping WebGPU)', async ({ counted }) => {
+  test.setTimeout(300_000);
+  const shape = SYNTH_SHAPES.stories15M;
+  const config = llama2cConfig(shape);
+  const gs = exportGroupSize(config);
+  const dir = mkdtempSync(join(tmpdir(), 'tp-mem-q8-'));
+  try {
+    await writeSynthCheckpointQ8(config, 1, join(dir, 'm.bin'));
+    await writeSynthTokenizer(config.vocabSize, 1, join(dir, 'tok.bin'));
+    const model = counted.server.mountFile('/files/q8/m.bin', join(dir, 'm.bin'));
+    const tokenizer = counted.server.mountFile('/files/q8/tok.bin', join(dir, 'tok.bin'));
+    // Head size 48 and groups of 32: TP 2 would cut a group of wo's columns at column 144, TP 3 does not.
+    const two = await counted.page.evaluate((o) => window.tp.engine.load(o), { model, tokenizer, tp: 2, prompt: '', maxTokens: 1, temperature: 0, topP: 0.9, seed: 1, cache: false });
+    expect('error' in two ? two.error.name : null).toBe('PlanError');
+    for (const tp of [1, 3]) {
+      await counted.page.evaluate(() => {
+        (window as unknown as { __uploads: object }).__uploads = {};
+      });
+      const r = await counted.page.evaluate((o) => window.tp.engine.load(o), { model, tokenizer, tp, prompt: '', maxTokens: 1, temperature: 0, topP: 0.9, seed: 1, cache: false });
+      expect('error' in r ? r.error : null).toBeNull();
+      await counted.page.waitForTimeout(300);
+      const uploads = await counted.page.evaluate(() => (window as unknown as { __uploads: Record<string, { storage: number; uniform: number }> }).__uploads);
+      for (let rank = 0; rank < tp; rank++) {
+        const got = uploads[`webgpu-tp rank ${rank}`]!.storage;
+        const want = expectedShapeBytes(shape, tp, rank, (rows, cols) => rows * cols + ((rows * cols) / gs) * 4, gs);
+        const f32 = expectedShapeBytes(shape, tp, rank, (rows, cols) => rows * pad4(cols) * 4);
+        expect(got).toBeGreaterThanOrEqual(want);
+        expect(got - want).toBeLessThan(4096);
+        expect(got / f32).toBeLessThanOrEqual(0.3);
+      }
+      await counted.page.evaluate(() => window.tp.engine.disposeAll());
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -17,6 +17,9 @@ import {
   type Matrix, type StepParams,
 } from '../src/gpu/buffers.js';
 import { createMatmul } from '../src/gpu/matmul.js';
+import { createQuantMatrix, destroyQuantMatrix, isQuantMatrix, writeQuantRows, type QuantMatrix } from '../src/gpu/q8.js';
+import { createEmbedQ8, type Q8Activations } from '../src/gpu/matmul-q8.js';
+import { q8ScalesOffset } from '../src/parallel/plan.js';
 import { createRopeTables, destroyRopeTables, createRopeKv, type RopeTables } from '../src/gpu/rope.js';
 import { createKvCache, destroyKvCache, type KvCache } from '../src/gpu/kv-cache.js';
 import { createAttention } from '../src/gpu/attention.js';
@@ -26,23 +29,26 @@ import type { BoundOp } from '../src/gpu/op.js';
 import type { KernelProfiler } from '../src/gpu/profiler.js';
 import { ModelFormatError } from '../src/errors.js';
 
+/** A weight matrix as the file stores it: f32, or Q8_0 kept quantised. */
+export type Weight = Matrix | QuantMatrix;
+
 /** The weights of one rank, on its device. */
 export interface ShardWeights {
-  tokEmbeddings: Matrix; // (vocab, dim), replicated
+  tokEmbeddings: Weight; // (vocab, dim), replicated
   layers: LayerWeights[];
   norm: GPUBuffer; // (dim,), replicated
-  output: Matrix; // (vocab/tp, dim): this rank's rows of the classifier
+  output: Weight; // (vocab/tp, dim): this rank's rows of the classifier
 }
 
 export interface LayerWeights {
   attentionNorm: GPUBuffer; // (dim,)
-  wqkv: Matrix; // ((heads/tp + 2·kvHeads/tp)·head_size, dim): wq rows, then wk, then wv
+  wqkv: Weight; // ((heads/tp + 2·kvHeads/tp)·head_size, dim): wq rows, then wk, then wv
   bqkv?: GPUBuffer; // ((heads/tp + 2·kvHeads/tp)·head_size,): bq, bk, bv with their rows (Qwen2)
-  wo: Matrix; // (dim, heads/tp·head_size): this rank's columns of wo
+  wo: Weight; // (dim, heads/tp·head_size): this rank's columns of wo
   bo?: GPUBuffer; // (dim,) replicated: added once, to the all-reduced Wo·att
   ffnNorm: GPUBuffer; // (dim,)
-  w13: Matrix; // (2·hidden/tp, dim): w1 rows, then w3 rows
-  w2: Matrix; // (dim, hidden/tp): this rank's columns of w2
+  w13: Weight; // (2·hidden/tp, dim): w1 rows, then w3 rows
+  w2: Weight; // (dim, hidden/tp): this rank's columns of w2
 }
 
 /** Per-rank sizes, from the plan. */
@@ -70,30 +76,56 @@ export function rankDims(c: ModelConfig, r: RankPlan): RankDims {
   };
 }
 
+/** A slice of the packed shard: f32 values, or Q8_0 values and their group scales. */
+type SliceView = { dtype: 'f32'; f: Float32Array } | { dtype: 'q8_0'; q: Int8Array; s: Float32Array; groupSize: number };
+
 /**
  * Uploads a rank's packed shard (its slices, dense, one after the other in plan order) into
- * GPU buffers, fusing wq|wk|wv and w1|w3 into one matrix each so each is one matmul.
+ * GPU buffers, fusing wq|wk|wv and w1|w3 into one matrix each so each is one matmul. Q8_0
+ * slices stay quantised (values and scales, as the plan packs them).
  */
 export function createShardWeights(ctx: GpuContext, c: ModelConfig, r: RankPlan, packed: ArrayBuffer): ShardWeights {
   const d = rankDims(c, r);
-  const views = new Map<string, Float32Array>();
+  const views = new Map<string, SliceView>();
   let offset = 0;
   for (const s of r.slices) {
-    views.set(s.name, new Float32Array(packed, offset, s.byteLength / 4));
+    if (s.dtype === 'q8_0') {
+      const n = s.shape[0] * s.shape[1];
+      const g = s.groupSize!;
+      views.set(s.name, { dtype: 'q8_0', q: new Int8Array(packed, offset, n), s: new Float32Array(packed, offset + q8ScalesOffset(n), n / g), groupSize: g });
+    } else views.set(s.name, { dtype: 'f32', f: new Float32Array(packed, offset, s.byteLength / 4) });
     offset += s.byteLength;
   }
   if (offset !== packed.byteLength) throw new ModelFormatError(`rank ${r.rank}: shard is ${packed.byteLength} bytes, its plan says ${offset}`);
-  const get = (name: string): Float32Array => {
+  const view = (name: string): SliceView => {
     const v = views.get(name);
     if (!v) throw new ModelFormatError(`rank ${r.rank}: tensor ${name} is missing from its shard`);
     return v;
   };
-  const matrix = (rows: number, cols: number, label: string, parts: Float32Array[]): Matrix => {
+  const get = (name: string): Float32Array => {
+    const v = view(name);
+    if (v.dtype !== 'f32') throw new ModelFormatError(`rank ${r.rank}: tensor ${name} must be f32, got ${v.dtype}`);
+    return v.f;
+  };
+  const matrix = (rows: number, cols: number, label: string, names: string[]): Weight => {
+    const parts = names.map(view);
+    const first = parts[0]!;
+    if (first.dtype === 'q8_0') {
+      const m = createQuantMatrix(ctx, rows, cols, first.groupSize, label);
+      let row = 0;
+      for (const [i, p] of parts.entries()) {
+        if (p.dtype !== 'q8_0' || p.groupSize !== first.groupSize) throw new ModelFormatError(`${names[i]} must be stored like ${names[0]} to be fused with it`);
+        writeQuantRows(ctx, m, row, p.q, p.s);
+        row += p.q.length / cols;
+      }
+      return m;
+    }
     const m = createMatrix(ctx, rows, cols, label);
     let row = 0;
-    for (const p of parts) {
-      writeMatrixRows(ctx, m, row, p);
-      row += p.length / cols;
+    for (const [i, p] of parts.entries()) {
+      if (p.dtype !== 'f32') throw new ModelFormatError(`${names[i]} must be stored like ${names[0]} to be fused with it`);
+      writeMatrixRows(ctx, m, row, p.f);
+      row += p.f.length / cols;
     }
     return m;
   };
@@ -114,35 +146,40 @@ export function createShardWeights(ctx: GpuContext, c: ModelConfig, r: RankPlan,
       ...(c.outBias ? { bo: createStorageBuffer(ctx, get(`${p}attention.bo`), `${p}bo`) } : {}),
       ...(c.qkvBias ? { bqkv: fusedBias(`${p}bqkv`, [get(`${p}attention.bq`), get(`${p}attention.bk`), get(`${p}attention.bv`)]) } : {}),
       attentionNorm: createStorageBuffer(ctx, get(`${p}attention_norm`), `${p}attention_norm`),
-      wqkv: matrix(d.qkv, d.dim, `${p}wqkv`, [get(`${p}attention.wq`), get(`${p}attention.wk`), get(`${p}attention.wv`)]),
-      wo: matrix(d.dim, d.nHeads * d.headSize, `${p}wo`, [get(`${p}attention.wo`)]),
+      wqkv: matrix(d.qkv, d.dim, `${p}wqkv`, [`${p}attention.wq`, `${p}attention.wk`, `${p}attention.wv`]),
+      wo: matrix(d.dim, d.nHeads * d.headSize, `${p}wo`, [`${p}attention.wo`]),
       ffnNorm: createStorageBuffer(ctx, get(`${p}ffn_norm`), `${p}ffn_norm`),
-      w13: matrix(2 * d.hidden, d.dim, `${p}w13`, [get(`${p}feed_forward.w1`), get(`${p}feed_forward.w3`)]),
-      w2: matrix(d.dim, d.hidden, `${p}w2`, [get(`${p}feed_forward.w2`)]),
+      w13: matrix(2 * d.hidden, d.dim, `${p}w13`, [`${p}feed_forward.w1`, `${p}feed_forward.w3`]),
+      w2: matrix(d.dim, d.hidden, `${p}w2`, [`${p}feed_forward.w2`]),
     });
   }
   return {
-    tokEmbeddings: matrix(c.vocabSize, d.dim, 'tok_embeddings', [get('tok_embeddings')]),
+    tokEmbeddings: matrix(c.vocabSize, d.dim, 'tok_embeddings', ['tok_embeddings']),
     layers,
     norm: createStorageBuffer(ctx, get('norm'), 'norm'),
-    output: matrix(d.vocab, d.dim, 'output', [get('output')]),
+    output: matrix(d.vocab, d.dim, 'output', ['output']),
   };
+}
+
+function destroyWeight(w: Weight): void {
+  if (isQuantMatrix(w)) destroyQuantMatrix(w);
+  else destroyMatrix(w);
 }
 
 export function destroyShardWeights(w: ShardWeights): void {
   for (const l of w.layers) {
     l.attentionNorm.destroy();
-    destroyMatrix(l.wqkv);
+    destroyWeight(l.wqkv);
     l.bqkv?.destroy();
     l.bo?.destroy();
-    destroyMatrix(l.wo);
+    destroyWeight(l.wo);
     l.ffnNorm.destroy();
-    destroyMatrix(l.w13);
-    destroyMatrix(l.w2);
+    destroyWeight(l.w13);
+    destroyWeight(l.w2);
   }
-  destroyMatrix(w.tokEmbeddings);
+  destroyWeight(w.tokEmbeddings);
   w.norm.destroy();
-  destroyMatrix(w.output);
+  destroyWeight(w.output);
 }
 
 /** Activations and caches for steps of up to `maxM` rows, and the ops bound to them. */
@@ -186,6 +223,8 @@ export interface RunStateOptions {
   world: number;
   /** The KV cache and RoPE tables of another state on the same weights (a second micro-batch). */
   share?: RunState;
+  /** Q8_0 weights: quantise each matmul's input to int8 per group first (W8A8, runq.c) or keep it f32. */
+  activations?: Q8Activations;
 }
 
 export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: ShardWeights, o: RunStateOptions): RunState {
@@ -217,36 +256,39 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
   // An uneven split may start a rank's heads inside a kv group (the shared kv head is on both ranks).
   const kvMul = c.nHeads / c.nKvHeads;
   const kvGroup = { kvMul, headOffset: r.heads[0] - r.kvHeads[0] * kvMul };
+  const activations = o.activations ?? 'f32';
   const stages: BoundOp[][] = [[]];
   const current = () => stages[stages.length - 1]!;
   for (let l = 0; l < c.nLayers; l++) {
     const L = w.layers[l]!;
     // Attention: qkv = Wqkv·rmsnorm(x) (+ bqkv), rope q and k, k/v into the cache, attention over it.
     current().push(
-      createMatmul(ctx, step, { x: s.x, w: L.wqkv, y: s.qkv, bias: L.bqkv, maxM, input: { kind: 'rmsnorm', weight: L.attentionNorm, eps } }),
+      createMatmul(ctx, step, { activations, x: s.x, w: L.wqkv, y: s.qkv, bias: L.bqkv, maxM, input: { kind: 'rmsnorm', weight: L.attentionNorm, eps } }),
       createRopeKv(ctx, step, { qkv: s.qkv, rowStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, tables: s.rope, style: c.ropeStyle, maxM }),
       createAttention(ctx, step, { q: s.qkv, qStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, out: s.att, maxM, kvGroup }),
     );
     // x += Wo·att: row-parallel, so a partial sum to all-reduce unless tp = 1.
     // A bias (bo) joins the full sum: x += (Wo·att + bo), at tp = 1 inside the matmul.
-    if (tp1) current().push(createMatmul(ctx, step, { x: s.att, w: L.wo, y: s.x, bias: L.bo, accumulate: true, maxM }));
+    if (tp1) current().push(createMatmul(ctx, step, { activations, x: s.att, w: L.wo, y: s.x, bias: L.bo, accumulate: true, maxM }));
     else {
-      current().push(createMatmul(ctx, step, { x: s.att, w: L.wo, y: s.partial, maxM }));
+      current().push(createMatmul(ctx, step, { activations, x: s.att, w: L.wo, y: s.partial, maxM }));
       const bias = L.bo ? [createAdd(ctx, step, { x: { buffer: L.bo, stride: 0 }, y: { buffer: s.partial }, n: d.dim, maxM })] : [];
       stages.push([...bias, createAdd(ctx, step, { x: { buffer: s.partial }, y: { buffer: s.x }, n: d.dim, maxM })]);
     }
     // MLP: h13 = W13·rmsnorm(x); x += W2·(silu(h1)·h3), row-parallel again.
-    current().push(createMatmul(ctx, step, { x: s.x, w: L.w13, y: s.h13, maxM, input: { kind: 'rmsnorm', weight: L.ffnNorm, eps } }));
+    current().push(createMatmul(ctx, step, { activations, x: s.x, w: L.w13, y: s.h13, maxM, input: { kind: 'rmsnorm', weight: L.ffnNorm, eps } }));
     const down = { x: s.h13, xStride: 2 * d.hidden, w: L.w2, maxM, input: { kind: 'siluMul' as const, b: s.h13, bStride: 2 * d.hidden, bOffset: d.hidden } };
-    if (tp1) current().push(createMatmul(ctx, step, { ...down, y: s.x, accumulate: true }));
+    if (tp1) current().push(createMatmul(ctx, step, { activations, ...down, y: s.x, accumulate: true }));
     else {
-      current().push(createMatmul(ctx, step, { ...down, y: s.partial }));
+      current().push(createMatmul(ctx, step, { activations, ...down, y: s.partial }));
       stages.push([createAdd(ctx, step, { x: { buffer: s.partial }, y: { buffer: s.x }, n: d.dim, maxM })]);
     }
   }
-  const head = createMatmul(ctx, headStep, { x: s.xsel, w: w.output, y: s.logits, maxM: o.maxLogitRows, input: { kind: 'rmsnorm', weight: w.norm, eps } });
+  const head = createMatmul(ctx, headStep, { activations, x: s.xsel, w: w.output, y: s.logits, maxM: o.maxLogitRows, input: { kind: 'rmsnorm', weight: w.norm, eps } });
   const ops: StepOps = {
-    embed: createEmbed(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM }),
+    embed: isQuantMatrix(w.tokEmbeddings)
+      ? createEmbedQ8(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM })
+      : createEmbed(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM }),
     stages,
     head,
     headOps: [head],

@@ -20,6 +20,7 @@ import {
 import type { RankStats } from '../src/engine/types.js';
 import { createKernelProfiler, type KernelProfiler } from '../src/gpu/profiler.js';
 import { adapterName, type DeviceSpec } from '../src/gpu/adapter.js';
+import type { Q8Activations } from '../src/gpu/matmul-q8.js';
 
 installErrorTransfer();
 
@@ -47,6 +48,8 @@ export interface ShardInit {
   overlap?: boolean;
   /** Kernel variants measured earlier (by another rank or engine): skips tuning. */
   choices?: Pick<KernelChoices, 'gemm' | 'gemv'>;
+  /** Inputs of Q8_0 matmuls: int8 per group (W8A8, runq.c) or f32 (weight-only). */
+  activations?: Q8Activations;
 }
 
 export interface ShardInitResult {
@@ -111,6 +114,9 @@ export class ShardWorker {
       this.profiler = createKernelProfiler(ctx, opCount(this.state));
       if (!this.profiler) this.warnings.push('profile: the adapter has no timestamp-query feature, so kernels are not timed');
     }
+    this.state = createRunState(ctx, o.config, o.plan, this.weights, {
+      maxM: o.maxRows, maxLogitRows: o.maxLogitRows, contextLength: o.contextLength, slots: o.slots, world: o.world, activations: o.activations,
+    });
     await ctx.device.queue.onSubmittedWorkDone();
     return { weightBytes: this.weightBytes, workBytes: this.workBytes(), uploadMs: t1 - t0, buildMs: performance.now() - t1 };
   }

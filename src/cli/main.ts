@@ -11,12 +11,14 @@ const USAGE = `webgpu-tp — tensor-parallel LLM inference over WebGPU, in headl
 Usage:
   webgpu-tp generate --model PATH|URL [--tokenizer PATH|URL] [--chat] [--tp N] [--split 0.5,0.25,0.25] [--prompt TEXT]
                      [--max-tokens N] [--temperature T] [--top-p P] [--seed S]
-                     [--ignore-eos] [--no-cache] [--json]
+                     [--ignore-eos] [--no-cache] [--weight-only] [--json]
+                     (a llama2.c v2 / runq.c Q8_0 model runs W8A8 as runq.c does;
+                      --weight-only keeps f32 activations)
       --model: a llama2.c .bin, a .safetensors with config.json beside it, a Hugging Face
                model directory, or a URL prefix of one (https://huggingface.co/ORG/NAME/resolve/main)
       --tokenizer: tokenizer.bin or tokenizer.json (default: tokenizer.json beside an HF model)
       --chat: the prompt is one user message, rendered by the model's chat template
-  webgpu-tp synth --shape stories15M|stories42M|stories110M [--seed S] --out DIR
+  webgpu-tp synth --shape stories15M|stories42M|stories110M [--seed S] [--quant q8_0] --out DIR
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--transport sab|tab] [--json]
                      (--transport tab: one rank per tab over BroadcastChannel, beside SAB)
   webgpu-tp bench kernels [--json]
@@ -51,6 +53,7 @@ async function main(argv: string[]): Promise<number> {
         seed: { type: 'string' },
         'ignore-eos': { type: 'boolean', default: false },
         'no-cache': { type: 'boolean', default: false },
+        'weight-only': { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
         chat: { type: 'boolean', default: false },
       },
@@ -73,13 +76,14 @@ async function main(argv: string[]): Promise<number> {
       json: values.json ?? false,
       cache: !values['no-cache'],
       chat: values.chat ?? false,
+      weightOnly: values['weight-only'] ?? false,
     });
     return 0;
   }
   if (command === 'synth') {
     const { values } = parseArgs({
       args: rest,
-      options: { shape: { type: 'string' }, seed: { type: 'string', default: '1' }, out: { type: 'string' } },
+      options: { shape: { type: 'string' }, seed: { type: 'string', default: '1' }, out: { type: 'string' }, quant: { type: 'string' } },
     });
     const shape = values.shape;
     if (shape !== 'stories15M' && shape !== 'stories42M' && shape !== 'stories110M') {
@@ -87,7 +91,7 @@ async function main(argv: string[]): Promise<number> {
     }
     if (!values.out) throw new UsageError('synth needs --out DIR');
     const { synthCommand } = await import('./synth.js');
-    const written = await synthCommand({ shape, seed: Number(values.seed), out: values.out });
+    const written = await synthCommand({ shape, seed: Number(values.seed), out: values.out, quant: values.quant?.split(',').map((q) => q.trim()) });
     console.log(JSON.stringify(written));
     return 0;
   }

@@ -8,7 +8,7 @@ import type { DevicePlacement, EngineStats, GenerateChunk, GenerateOptions } fro
 import { browserProbe, placeRanks, type DevicesOption } from './placement.js';
 import { describeSpec } from '../gpu/adapter.js';
 import { openSource, type ModelSource } from '../loader/source.js';
-import { parseLlama2cHeader } from '../model/formats/llama2c.js';
+import { MODEL_HEADER_BYTES, parseModelHeader, type ModelLayout } from '../model/formats/detect.js';
 import { Tokenizer } from '../model/tokenizer/tokenizer.js';
 import { isHfModelOption, openHfForEngine, type HfModelOption } from './hf-open.js';
 import { llama2cTokenizer, parseTokenizer, type EngineTokenizer } from './tokenizers.js';
@@ -26,7 +26,8 @@ import { InvalidArgumentError, TokenizerFormatError, NotIsolatedError, WebGpuUna
 
 export interface EngineOptions {
   /**
-   * A llama2.c checkpoint (URL, File/Blob or ArrayBuffer), or a Hugging Face model directory:
+   * A llama2.c checkpoint (version 0 f32, or version 2 Q8_0 as runq.c reads; URL, File/Blob or
+   * ArrayBuffer), or a Hugging Face model directory:
    * `{hf: 'https://huggingface.co/ORG/NAME/resolve/main'}` (any base URL holding config.json and
    * model.safetensors or model.safetensors.index.json + shards), or `{hf: {'config.json': file, ...}}`.
    * F16/BF16 weights are converted to f32 as they stream in.
@@ -96,6 +97,11 @@ export interface EngineOptions {
    * than the hidden round trips (synth stories15M, TP=2, batch 8: 6.8 vs 7.5–9.7 tok/s).
    */
   overlap?: boolean;
+  /**
+   * Quantised (llama2.c v2) models: keep activations f32 and only dequantise the weights.
+   * By default they are quantised to int8 per group before every matmul, as runq.c does (W8A8).
+   */
+  weightOnly?: boolean;
 }
 
 /** A loaded model, ready to generate. One `Engine` interface for every backend. */
@@ -137,6 +143,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const t0 = performance.now();
   let config: ModelConfig, tensors: TensorInfo[], source: ByteSource, tokenizer: EngineTokenizer;
   let slidingWindow: number | undefined;
+  let format: ModelLayout['format'] | 'hf' = 'hf';
   if (isHfModelOption(options.model)) {
     const hf = await openHfForEngine(options.model, options.tokenizer);
     ({ config, tensors, source } = hf.model);
@@ -145,8 +152,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   } else {
     if (options.tokenizer === undefined) throw new InvalidArgumentError('a llama2.c model needs a tokenizer', 'Pass tokenizer: the tokenizer.bin (or tokenizer.json) that goes with the model');
     source = openSource(options.model);
-    const [size, head, tokBytes] = await Promise.all([source.size(), source.head(28), readAll(options.tokenizer)]);
-    ({ config, tensors } = parseLlama2cHeader(head, size));
+    const [size, head, tokBytes] = await Promise.all([source.size(), source.head(MODEL_HEADER_BYTES), readAll(options.tokenizer)]);
+    ({ config, tensors, format } = parseModelHeader(head, size));
     tokenizer = parseTokenizer(tokBytes, config.vocabSize);
   }
   const contextLength = options.maxContext ?? Math.min(config.seqLen, DEFAULT_MAX_CONTEXT);
@@ -179,6 +186,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     cache: options.cache ?? true,
     devices: placement.specs,
     adapterKeys: placement.keys,
+    activations: format === 'llama2c-v2' && !options.weightOnly ? 'int8' : 'f32',
   });
   const loadMs = performance.now() - t0;
   const names = group.adapterNames();

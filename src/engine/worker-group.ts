@@ -26,6 +26,7 @@ import {
 import type { ShardWorker, ShardInitResult } from '../../workers/shard.worker.js';
 import { getShard, putShard, shardKey } from '../cache/shard-cache.js';
 import type { DeviceSpec } from '../gpu/adapter.js';
+import type { Q8Activations } from '../gpu/matmul-q8.js';
 // The shard worker is bundled inline (Vite `?worker&inline`): its code, dependencies included,
 // is a string in the built module and starts as a module worker from a Blob URL. A
 // `new URL('…worker.ts', import.meta.url)` worker would be a second file beside the library,
@@ -75,6 +76,8 @@ export interface WorkerGroupOptions {
   devices?: (DeviceSpec | undefined)[];
   /** Per rank: its adapter's identity, so kernel tuning runs once per adapter. */
   adapterKeys?: string[];
+  /** Inputs of Q8_0 matmuls: int8 per group (W8A8) or f32 (default). */
+  activations?: Q8Activations;
 }
 
 interface Rank {
@@ -188,7 +191,7 @@ export class WorkerGroup implements StepBackend {
       rank: rp.rank, world: plan.world, config: c, plan: rp, collective: this.collective, logits: this.logits.buffer as SharedArrayBuffer,
       logitStride: this.logitStride, maxRows: o.maxRows, maxLogitRows: this.maxLogitRows,
       contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs, profile: o.profile, overlap: o.overlap,
-      choices: tunedChoices.get(key), device: o.devices?.[rp.rank],
+      choices: tunedChoices.get(key), device: o.devices?.[rp.rank], activations: o.activations,
     }));
     if (!tunedChoices.has(key)) tunedChoices.set(key, rank.info.choices);
     return rank;

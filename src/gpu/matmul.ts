@@ -2,7 +2,7 @@
  * y[m][N] (+)= xin[m][K] · W[N][K]ᵀ (+ bias[N]), where xin is x, RMSNorm(x)·g (fused norm) or
  * silu(a)·b (fused SwiGLU). m = 1 runs a gemv, m > 1 a register-blocked or tiled gemm (the
  * adapter's measured choice, `ctx.choices`). A W split across bindings runs one dispatch per
- * chunk of its rows.
+ * chunk of its rows. Q8_0 weights (`QuantMatrix`) go to matmul-q8.ts.
  */
 import commonSrc from '../../shaders/common.wgsl?raw';
 import matmulCommonSrc from '../../shaders/matmul_common.wgsl?raw';
@@ -20,6 +20,8 @@ import type { Matrix, StepParams } from './buffers.js';
 import { createParamBlock } from './buffers.js';
 import { grid2d, wgsl } from './layout.js';
 import { bindGroup, makeOp, type Binding, type BoundOp } from './op.js';
+import { isQuantMatrix, type QuantMatrix } from './q8.js';
+import { createQ8Matmul, type Q8Activations } from './matmul-q8.js';
 
 /** Input transform fused into the matmul's loads. */
 export type MatmulInput =
@@ -37,7 +39,9 @@ export interface MatmulOptions {
   x: GPUBuffer;
   xStride?: number;
   xOffset?: number;
-  w: Matrix;
+  w: Matrix | QuantMatrix;
+  /** Q8_0 weights only: keep x in f32 (default) or quantise it to int8 per group first (W8A8). */
+  activations?: Q8Activations;
   /** y (maxM, yStride) f32; defaults yStride = N. */
   y: GPUBuffer;
   yStride?: number;
@@ -155,7 +159,9 @@ function gemmVariant(ctx: GpuContext, kind: GemmKind, constants: Record<string, 
 }
 
 export function createMatmul(ctx: GpuContext, step: StepParams, o: MatmulOptions): BoundOp {
-  const { w, maxM } = o;
+  const w = o.w;
+  if (isQuantMatrix(w)) return createQ8Matmul(ctx, step, { ...o, w, activations: o.activations ?? 'f32' });
+  const { maxM } = o;
   const K = w.k;
   const N = w.n;
   const xStride = o.xStride ?? K;

@@ -37,7 +37,7 @@ export async function info(): Promise<{ adapter: GpuContext['adapterInfo']; limi
   return { adapter: ctx.adapterInfo, limits: ctx.limits, features: ctx.features, choices: ctx.choices };
 }
 
-function rng(seed: number): () => number {
+export function rng(seed: number): () => number {
   let s = seed >>> 0;
   return () => {
     s = (s + 0x6d2b79f5) >>> 0;
@@ -48,7 +48,7 @@ function rng(seed: number): () => number {
   };
 }
 
-function randn(n: number, rand: () => number, scale = 1): Float32Array<ArrayBuffer> {
+export function randn(n: number, rand: () => number, scale = 1): Float32Array<ArrayBuffer> {
   const a = new Float32Array(n);
   for (let i = 0; i < n; i++) a[i] = (rand() * 2 - 1) * scale;
   return a;
@@ -56,7 +56,7 @@ function randn(n: number, rand: () => number, scale = 1): Float32Array<ArrayBuff
 
 const abs = (a: Float32Array) => a.map(Math.abs);
 
-async function readFloats(ctx: GpuContext, buf: GPUBuffer, floats: number, offset = 0): Promise<Float32Array> {
+export async function readFloats(ctx: GpuContext, buf: GPUBuffer, floats: number, offset = 0): Promise<Float32Array> {
   const bytes = floats * 4;
   const staging = ctx.device.createBuffer({ size: Math.max(16, bytes), usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ });
   const enc = ctx.device.createCommandEncoder();
@@ -68,7 +68,7 @@ async function readFloats(ctx: GpuContext, buf: GPUBuffer, floats: number, offse
   return out;
 }
 
-async function runOps(ctx: GpuContext, ops: BoundOp[], m: number): Promise<void> {
+export async function runOps(ctx: GpuContext, ops: BoundOp[], m: number): Promise<void> {
   const enc = ctx.device.createCommandEncoder();
   const pass = enc.beginComputePass();
   for (const op of ops) op.encode(pass, m);
@@ -77,7 +77,7 @@ async function runOps(ctx: GpuContext, ops: BoundOp[], m: number): Promise<void>
 }
 
 /** Catches validation errors of everything run inside `fn` (they are asynchronous in WebGPU). */
-async function checked<T>(ctx: GpuContext, fn: () => Promise<T>): Promise<T> {
+export async function checked<T>(ctx: GpuContext, fn: () => Promise<T>): Promise<T> {
   ctx.device.pushErrorScope('validation');
   let out: T;
   try {
@@ -100,7 +100,7 @@ export interface Check {
 }
 
 /** |gpu − ref| ≤ rel · mag + abs, elementwise; mag is the op's sum of magnitudes. */
-function compare(gpu: ArrayLike<number>, want: ArrayLike<number>, mag: ArrayLike<number> | number, rel = 1e-5, absTol = 1e-6): Check {
+export function compare(gpu: ArrayLike<number>, want: ArrayLike<number>, mag: ArrayLike<number> | number, rel = 1e-5, absTol = 1e-6): Check {
   let worst = 0;
   let at = -1;
   for (let i = 0; i < want.length; i++) {
@@ -280,7 +280,7 @@ export function jsMatmul(m: number, k: number, n: number, reps = 3): number {
 }
 
 /** Runs `body` on the shared context (or a fresh one with a binding limit), catching validation errors. */
-async function withCtx<T>(bindingLimit: number | undefined, body: (ctx: GpuContext) => Promise<T>): Promise<T> {
+export async function withCtx<T>(bindingLimit: number | undefined, body: (ctx: GpuContext) => Promise<T>): Promise<T> {
   const own = bindingLimit !== undefined;
   const ctx = own ? await createGpuContext({ bindingLimit, tune: false }) : await context();
   try {
@@ -290,7 +290,7 @@ async function withCtx<T>(bindingLimit: number | undefined, body: (ctx: GpuConte
   }
 }
 
-function stepFor(ctx: GpuContext, m: number, positions: ArrayLike<number>, slots?: ArrayLike<number>): StepParams {
+export function stepFor(ctx: GpuContext, m: number, positions: ArrayLike<number>, slots?: ArrayLike<number>): StepParams {
   const step = createStepParams(ctx, m);
   step.write(m, positions, slots);
   return step;

@@ -7,8 +7,9 @@ import * as collective from './collective';
 import * as kernels from './kernels';
 import * as engine from './engine';
 import * as tabs from './tabs';
+import * as q8 from './kernels-q8';
 
-const tp = { collective, kernels, engine, tabs };
+const tp = { collective, kernels, engine, tabs, q8 };
 export type Harness = typeof tp;
 
 declare global {

@@ -43,6 +43,8 @@ export interface PageGenerateOptions {
   chat?: boolean;
   /** Feed the prompt one token per step instead of batched prefill (tests compare both). */
   noPrefillBatch?: boolean;
+  /** Quantised models: f32 activations instead of runq.c's int8 (engine weightOnly). */
+  weightOnly?: boolean;
 }
 
 export interface PageGenerateResult {

@@ -50,9 +50,16 @@ export interface TensorInfo {
   offset: number;
   /** [rows, cols] = [out, in]; norms are [1, dim]. */
   shape: [number, number];
-  dtype: 'f32';
-  /** rows * cols * 4. */
+  /**
+   * `f32`: rows·cols floats. `q8_0`: llama2.c version 2 (runq.c) storage: rows·cols int8 values
+   * at `offset`, then one f32 scale per `quant.groupSize` consecutive values of a row at
+   * `quant.scaleOffset` (the value is q · scale).
+   */
+  dtype: 'f32' | 'q8_0';
+  /** f32: rows·cols·4; q8_0: the int8 values' rows·cols (the scales are extra). */
   byteLength: number;
+  /** Set for quantised dtypes. Groups never straddle rows (cols % groupSize === 0). */
+  quant?: { groupSize: number; scaleOffset: number };
   /**
    * Set when this tensor is stored as another one's bytes (`output` of a shared classifier is
    * `tok_embeddings`): same offset, same shape. Loaders may then route one range twice.

@@ -12,6 +12,11 @@
  * the rank's dense buffer for that tensor. Column and vocab slices are one range; row slices are
  * one short run per row (the rank's columns of it). Splitting the weights lives here; moving the
  * activations is the collectives' job.
+ *
+ * Quantised tensors (q8_0: int8 values plus an f32 scale per group of a row) are sliced the same
+ * way, plane by plane: the rank's values, then their scales. A group never straddles a shard
+ * boundary: the MLP split is made in whole groups, and a head split that would cut a group of
+ * wo's columns is a PlanError.
  */
 import { PlanError } from '../errors.js';
 import type { ModelConfig, TensorInfo } from '../model/config.js';
@@ -73,6 +78,12 @@ export interface ByteRange {
 export interface TensorSlice {
   name: string;
   style: ShardStyle;
+  dtype: TensorInfo['dtype'];
+  /**
+   * q8_0: values per scale. The dense slice is its shape's int8 values (padded to a multiple of
+   * 4 bytes), then one f32 scale per group of each row.
+   */
+  groupSize?: number;
   /** The rank's dense shard, [rows, cols] = [out, in], e.g. wq: (heads/tp * head_size, dim). */
   shape: [number, number];
   byteLength: number;
@@ -205,11 +216,17 @@ function mergeAdjacent(ranges: ByteRange[]): ByteRange[] {
   return out;
 }
 
+/** Where a q8_0 slice of `values` int8 values puts its scales: the next 4-byte boundary. */
+export function q8ScalesOffset(values: number): number {
+  return Math.ceil(values / 4) * 4;
+}
+
 function sliceTensor(t: TensorInfo, spec: ShardSpec, own: Range | null): TensorSlice {
+  if (t.dtype === 'q8_0') return sliceQ8(t, spec, own);
   const [rows, cols] = t.shape;
   const el = 4; // f32
   if (spec.style === 'replicated' || own === null) {
-    return { name: t.name, style: spec.style, shape: [rows, cols], byteLength: t.byteLength, ranges: [{ fileOffset: t.offset, length: t.byteLength, dstOffset: 0 }] };
+    return { name: t.name, style: spec.style, dtype: t.dtype, shape: [rows, cols], byteLength: t.byteLength, ranges: [{ fileOffset: t.offset, length: t.byteLength, dstOffset: 0 }] };
   }
   const [a, b] = own;
   if (spec.style === 'row') {
@@ -217,11 +234,53 @@ function sliceTensor(t: TensorInfo, spec: ShardSpec, own: Range | null): TensorS
     const run = (b - a) * el;
     const ranges: ByteRange[] = [];
     for (let i = 0; i < rows; i++) ranges.push({ fileOffset: t.offset + (i * cols + a) * el, length: run, dstOffset: i * run });
-    return { name: t.name, style: 'row', shape: [rows, b - a], byteLength: rows * run, ranges: mergeAdjacent(ranges) };
+    return { name: t.name, style: 'row', dtype: t.dtype, shape: [rows, b - a], byteLength: rows * run, ranges: mergeAdjacent(ranges) };
   }
   // column and vocab: a contiguous block of whole rows
   const length = (b - a) * cols * el;
-  return { name: t.name, style: spec.style, shape: [b - a, cols], byteLength: length, ranges: [{ fileOffset: t.offset + a * cols * el, length, dstOffset: 0 }] };
+  return { name: t.name, style: spec.style, dtype: t.dtype, shape: [b - a, cols], byteLength: length, ranges: [{ fileOffset: t.offset + a * cols * el, length, dstOffset: 0 }] };
+}
+
+/** A q8_0 slice: the values plane, then the scales plane, each cut like an f32 tensor. */
+function sliceQ8(t: TensorInfo, spec: ShardSpec, own: Range | null): TensorSlice {
+  const [rows, cols] = t.shape;
+  const g = t.quant!.groupSize;
+  const scaleOffset = t.quant!.scaleOffset;
+  const whole = spec.style === 'replicated' || own === null;
+  const [a, b] = whole ? [0, rows] : own;
+  let shape: [number, number];
+  const ranges: ByteRange[] = [];
+  if (spec.style === 'row' && !whole) {
+    // the rank's columns of every row, and the scales of their groups (a and b are group-aligned)
+    shape = [rows, b - a];
+    const sd = q8ScalesOffset(rows * (b - a));
+    for (let i = 0; i < rows; i++) ranges.push({ fileOffset: t.offset + i * cols + a, length: b - a, dstOffset: i * (b - a) });
+    for (let i = 0; i < rows; i++) {
+      ranges.push({ fileOffset: scaleOffset + ((i * cols + a) / g) * 4, length: ((b - a) / g) * 4, dstOffset: sd + i * ((b - a) / g) * 4 });
+    }
+  } else {
+    // whole rows a..b: one run of values, one of scales
+    shape = [b - a, cols];
+    ranges.push({ fileOffset: t.offset + a * cols, length: (b - a) * cols, dstOffset: 0 });
+    ranges.push({ fileOffset: scaleOffset + ((a * cols) / g) * 4, length: (((b - a) * cols) / g) * 4, dstOffset: q8ScalesOffset((b - a) * cols) });
+  }
+  const byteLength = q8ScalesOffset(shape[0] * shape[1]) + ((shape[0] * shape[1]) / g) * 4;
+  return { name: t.name, style: spec.style, dtype: 'q8_0', groupSize: g, shape, byteLength, ranges: mergeAdjacent(ranges) };
+}
+
+/** The quantisation group of the tensors split along `axis` by rows of their input (row style), or 1. */
+function rowSplitGroup(tensors: readonly TensorInfo[], specs: readonly ShardSpec[], axis: SplitAxis): number {
+  let g = 1;
+  tensors.forEach((t, i) => {
+    const s = specs[i]!;
+    if (t.quant && s.style === 'row' && s.by === axis) g = lcm(g, t.quant.groupSize);
+  });
+  return g;
+}
+
+function lcm(a: number, b: number): number {
+  const gcd = (x: number, y: number): number => (y === 0 ? x : gcd(y, x % y));
+  return (a / gcd(a, b)) * b;
 }
 
 /**
@@ -239,22 +298,6 @@ export function makePlan(
   if (!Number.isInteger(kvMul)) {
     throw new PlanError(`n_kv_heads must divide n_heads, got ${config.nHeads} heads and ${config.nKvHeads} kv heads`);
   }
-  let hidden: number[];
-  let vocabRows: number[];
-  if (opts.fractions) {
-    const block = opts.hiddenBlock ?? defaultHiddenBlock(config.hiddenDim);
-    if (!Number.isInteger(block) || block < 1) throw new PlanError(`hiddenBlock must be a positive integer, got ${block}`);
-    hidden = proportionalSizes(config.hiddenDim, opts.fractions, block);
-    vocabRows = proportionalSizes(config.vocabSize, opts.fractions);
-  } else {
-    hidden = evenSizes(config.hiddenDim, world);
-    vocabRows = evenSizes(config.vocabSize, world);
-  }
-  for (const [what, sizes] of [['MLP hidden units', hidden], ['vocab rows', vocabRows]] as const) {
-    const r = sizes.findIndex((s) => s === 0);
-    if (r >= 0) throw new PlanError(`rank ${r} gets none of the ${what} (split: ${sizes.join(', ')})`, 'Use fewer ranks or a larger fraction for it');
-  }
-
   // Check every tensor's split dimension before slicing anything.
   const specs = tensors.map((t) => {
     const s = styleFor(t.name, spec);
@@ -266,6 +309,36 @@ export function makePlan(
     }
     return s;
   });
+
+  // Quantisation groups of row-split tensors must not straddle ranks: split in whole groups.
+  const hiddenGroup = rowSplitGroup(tensors, specs, 'hidden');
+  if (config.hiddenDim % hiddenGroup !== 0) {
+    throw new PlanError(`hidden_dim ${config.hiddenDim} does not split into whole quantisation groups of ${hiddenGroup}`, 'The model file is inconsistent');
+  }
+  let hidden: number[];
+  let vocabRows: number[];
+  if (opts.fractions) {
+    const block = opts.hiddenBlock ?? defaultHiddenBlock(config.hiddenDim);
+    if (!Number.isInteger(block) || block < 1) throw new PlanError(`hiddenBlock must be a positive integer, got ${block}`);
+    hidden = proportionalSizes(config.hiddenDim, opts.fractions, lcm(block, hiddenGroup));
+    vocabRows = proportionalSizes(config.vocabSize, opts.fractions);
+  } else {
+    hidden = evenSizes(config.hiddenDim / hiddenGroup, world).map((n) => n * hiddenGroup);
+    vocabRows = evenSizes(config.vocabSize, world);
+  }
+  const headGroup = rowSplitGroup(tensors, specs, 'heads');
+  for (const [r, [h0]] of rangesFromSizes(heads).entries()) {
+    if ((h0 * config.headSize) % headGroup !== 0) {
+      throw new PlanError(
+        `rank ${r}'s heads start at column ${h0 * config.headSize} of wo, inside a quantisation group of ${headGroup} (head size ${config.headSize})`,
+        `Use a degree whose head split falls on group boundaries (every split does when the head size is a multiple of ${headGroup})`,
+      );
+    }
+  }
+  for (const [what, sizes] of [['MLP hidden units', hidden], ['vocab rows', vocabRows]] as const) {
+    const r = sizes.findIndex((s) => s === 0);
+    if (r >= 0) throw new PlanError(`rank ${r} gets none of the ${what} (split: ${sizes.join(', ')})`, 'Use fewer ranks or a larger fraction for it');
+  }
 
   const headRanges = rangesFromSizes(heads);
   const hiddenRanges = rangesFromSizes(hidden);
@@ -329,7 +402,7 @@ export function fnv1a64(s: string): string {
 export function sliceListHash(r: RankPlan): string {
   const parts = [`v${planVersion}`, `h${r.heads}`, `kv${r.kvHeads}`, `mlp${r.hidden}`, `voc${r.vocab}`];
   for (const s of r.slices) {
-    parts.push(`${s.name}:${s.style}:${s.shape[0]}x${s.shape[1]}`);
+    parts.push(`${s.name}:${s.style}:${s.shape[0]}x${s.shape[1]}${s.dtype === 'f32' ? '' : `:${s.dtype}/${s.groupSize}`}`);
     for (const g of s.ranges) parts.push(`${g.fileOffset}+${g.length}@${g.dstOffset}`);
   }
   return fnv1a64(parts.join(';'));

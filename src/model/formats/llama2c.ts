@@ -17,7 +17,7 @@ import type { TransformerWeights } from '../reference.js';
 export const LLAMA2C_HEADER_BYTES = 28;
 
 /** llama2.c's newer `export.py --version 1/2` files start with this magic ("ak42"). */
-const LLAMA2C_V1_MAGIC = 0x616b3432;
+export const LLAMA2C_MAGIC = 0x616b3432;
 
 /**
  * Upper bounds far above any Llama (the largest has dim 16384, 126 layers, a 256k vocab), so
@@ -53,23 +53,46 @@ function readHeader(header: ArrayBuffer | Uint8Array): Int32Array {
 export function parseLlama2cHeader(header: ArrayBuffer | Uint8Array, fileSize: number): Llama2cLayout {
   if (!Number.isSafeInteger(fileSize) || fileSize < 0) throw new ModelFormatError(`file size must be a byte count, got ${fileSize}`);
   const h = readHeader(header);
-  if (h[0] === LLAMA2C_V1_MAGIC) {
+  if (h[0] === LLAMA2C_MAGIC) {
     throw new ModelFormatError(
       'This is a llama2.c version 1/2 export (magic "ak42"); expected the legacy version 0 format',
-      'Export it with `python export.py out.bin --version 0 ...` or use run.c-compatible files such as stories*.bin',
+      'Read it with parseModelHeader (formats/detect.ts), which also takes version 2 (runq.c) files',
     );
   }
-  const [dim, hiddenDim, nLayers, nHeads, nKvHeads, rawVocab, seqLen] = Array.from(h) as [number, number, number, number, number, number, number];
+  const config = llama2cConfigFromHeader(Array.from(h), h[5]! > 0);
+  const { dim, hiddenDim, nLayers, nHeads, nKvHeads, seqLen } = config;
+  const rawVocab = h[5]!;
+
+  // Sizes in BigInt: rows and cols are exact numbers, their products may not be.
+  let expected = BigInt(LLAMA2C_HEADER_BYTES);
+  for (const k of storedKinds(config)) expected += BigInt(k.count) * BigInt(k.rows) * BigInt(k.cols) * 4n;
+  if (expected !== BigInt(fileSize)) {
+    const c = expected > BigInt(Number.MAX_SAFE_INTEGER) ? `${expected} (impossibly large: the header is corrupt)` : `${expected}`;
+    throw new ModelFormatError(
+      `llama2.c file size mismatch: header (dim ${dim}, hidden_dim ${hiddenDim}, n_layers ${nLayers}, n_heads ${nHeads}, ` +
+        `n_kv_heads ${nKvHeads}, vocab_size ${rawVocab}, seq_len ${seqLen}) implies ${c} bytes, the file has ${fileSize}`,
+    );
+  }
+  return { config, tensors: llama2cTensorTable(config) };
+}
+
+/**
+ * The ModelConfig of the 7 header ints (dim, hidden_dim, n_layers, n_heads, n_kv_heads,
+ * vocab_size, seq_len; |vocab_size| is used), validated: every field positive, heads dividing
+ * dim, kv heads dividing heads, an even head size. Shared by every llama2.c version.
+ */
+export function llama2cConfigFromHeader(h: readonly number[], sharedClassifier: boolean): ModelConfig {
+  const [dim, hiddenDim, nLayers, nHeads, nKvHeads, rawVocab, seqLen] = h as [number, number, number, number, number, number, number];
   const fields: [string, number][] = [
     ['dim', dim], ['hidden_dim', hiddenDim], ['n_layers', nLayers], ['n_heads', nHeads],
     ['n_kv_heads', nKvHeads], ['|vocab_size|', Math.abs(rawVocab)], ['seq_len', seqLen],
   ];
   for (const [name, v] of fields) {
-    if (!(v > 0)) throw new ModelFormatError(`llama2.c header: expected ${name} > 0, got ${v} (header ${Array.from(h).join(', ')})`);
+    if (!(v > 0)) throw new ModelFormatError(`llama2.c header: expected ${name} > 0, got ${v} (header ${h.join(', ')})`);
     const limit = HEADER_LIMITS[name]!;
     if (v > limit) {
       throw new ModelFormatError(
-        `llama2.c header: ${name} ${v} is above the limit ${limit} (header ${Array.from(h).join(', ')})`,
+        `llama2.c header: ${name} ${v} is above the limit ${limit} (header ${h.join(', ')})`,
         'The header is corrupt, or the model is far larger than webgpu-tp supports; check that the file is a llama2.c checkpoint',
       );
     }
@@ -84,25 +107,10 @@ export function parseLlama2cHeader(header: ArrayBuffer | Uint8Array, fileSize: n
   if (headSize % 2 !== 0) {
     throw new ModelFormatError(`llama2.c header: head size dim/n_heads must be even for RoPE, got ${dim}/${nHeads} = ${headSize}`);
   }
-  const sharedClassifier = rawVocab > 0;
-  const vocabSize = Math.abs(rawVocab);
-
-  const config: ModelConfig = {
-    dim, hiddenDim, nLayers, nHeads, nKvHeads, vocabSize, seqLen, headSize,
+  return {
+    dim, hiddenDim, nLayers, nHeads, nKvHeads, vocabSize: Math.abs(rawVocab), seqLen, headSize,
     sharedClassifier, normEps: 1e-5, ropeTheta: 10000, ropeStyle: 'interleaved',
   };
-
-  // Sizes in BigInt: rows and cols are exact numbers, their products may not be.
-  let expected = BigInt(LLAMA2C_HEADER_BYTES);
-  for (const k of storedKinds(config)) expected += BigInt(k.count) * BigInt(k.rows) * BigInt(k.cols) * 4n;
-  if (expected !== BigInt(fileSize)) {
-    const c = expected > BigInt(Number.MAX_SAFE_INTEGER) ? `${expected} (impossibly large: the header is corrupt)` : `${expected}`;
-    throw new ModelFormatError(
-      `llama2.c file size mismatch: header (dim ${dim}, hidden_dim ${hiddenDim}, n_layers ${nLayers}, n_heads ${nHeads}, ` +
-        `n_kv_heads ${nKvHeads}, vocab_size ${rawVocab}, seq_len ${seqLen}) implies ${c} bytes, the file has ${fileSize}`,
-    );
-  }
-  return { config, tensors: llama2cTensorTable(config) };
 }
 
 /** What run.c's `memory_map_weights` walks over, in file order; `count` is 1 or n_layers. */

@@ -1,0 +1,161 @@
+/**
+ * Matmuls with Q8_0 weights (`QuantMatrix`), dequantised inside the kernel:
+ *   activations 'f32'  (weight-only): y (+)= xin · Wᵀ with the fused RMSNorm / SiLU·mul inputs
+ *                      of the f32 matmul; w = q · scale.
+ *   activations 'int8' (W8A8, llama2.c's runq.c): xin is first quantised per group of the
+ *                      weights' group size (quantize_q8.wgsl, into this op's own scratch), then
+ *                      each group's int8 dot product is summed exactly and scaled by both scales.
+ * m = 1 runs a gemv (rows of W per invocation: 4 weight-only, 1 W8A8), m > 1 a register-blocked gemm; one dispatch per
+ * row chunk of W. None uses workgroup memory or barriers, which CPU adapters pay most for.
+ */
+import commonSrc from '../../shaders/common.wgsl?raw';
+import matmulCommonSrc from '../../shaders/matmul_common.wgsl?raw';
+import xF32Src from '../../shaders/matmul_x_f32.wgsl?raw';
+import xVec4Src from '../../shaders/matmul_x_vec4.wgsl?raw';
+import unpackSrc from '../../shaders/q8_unpack.wgsl?raw';
+import q8Src from '../../shaders/matmul_q8.wgsl?raw';
+import q8a8Src from '../../shaders/matmul_q8a8.wgsl?raw';
+import quantizeSrc from '../../shaders/quantize_q8.wgsl?raw';
+import embedSrc from '../../shaders/embed_q8.wgsl?raw';
+import { InvalidArgumentError } from '../errors.js';
+import type { GpuContext } from './device.js';
+import { createParamBlock, createStorageBuffer, type StepParams } from './buffers.js';
+import { grid2d, wgsl } from './layout.js';
+import { bindGroup, dispatchLinear, makeOp, type Binding, type BoundOp } from './op.js';
+import type { QuantMatrix } from './q8.js';
+import type { MatmulInput } from './matmul.js';
+
+/** How a Q8_0 matmul treats its input: f32 as it is, or quantised to int8 per group (runq.c). */
+export type Q8Activations = 'f32' | 'int8';
+
+export interface Q8MatmulOptions {
+  x: GPUBuffer;
+  xStride?: number;
+  xOffset?: number;
+  w: QuantMatrix;
+  y: GPUBuffer;
+  yStride?: number;
+  bias?: GPUBuffer;
+  accumulate?: boolean;
+  input?: MatmulInput;
+  maxM: number;
+  activations: Q8Activations;
+}
+
+const WG = 64;
+
+function inputOf(ctx: GpuContext, input: MatmulInput | undefined, xStride: number) {
+  if (input?.kind === 'rmsnorm') return { mode: 1, aux: input.weight as Binding, eps: input.eps, bStride: 0, bOff: 0 };
+  if (input?.kind === 'siluMul') return { mode: 2, aux: input.b as Binding, eps: 0, bStride: input.bStride ?? xStride, bOff: input.bOffset ?? 0 };
+  return { mode: 0, aux: ctx.dummy as Binding, eps: 0, bStride: 0, bOff: 0 };
+}
+
+function regblockGrid(rows: number, m: number): [number, number, number] {
+  const [x, z] = grid2d(Math.ceil(rows / 32));
+  return [x, Math.ceil(m / 32), z];
+}
+
+export function createQ8Matmul(ctx: GpuContext, step: StepParams, o: Q8MatmulOptions): BoundOp {
+  const { w, maxM } = o;
+  const K = w.k;
+  const N = w.n;
+  const GS = w.groupSize;
+  const xStride = o.xStride ?? K;
+  const xOffset = o.xOffset ?? 0;
+  const yStride = o.yStride ?? N;
+  if (maxM > step.maxM) throw new InvalidArgumentError(`matmul ${w.label}: maxM ${maxM} exceeds the step's ${step.maxM}`);
+  if (xStride < K) throw new InvalidArgumentError(`matmul ${w.label}: x stride ${xStride} < K ${K}`);
+  if (o.x.size < (xOffset + (maxM - 1) * xStride + K) * 4) throw new InvalidArgumentError(`matmul ${w.label}: x buffer too small for ${maxM}×${K}`);
+  if (o.y.size < ((maxM - 1) * yStride + N) * 4) throw new InvalidArgumentError(`matmul ${w.label}: y buffer too small for ${maxM}×${N}`);
+  const inp = inputOf(ctx, o.input, xStride);
+  const common = { HAS_BIAS: o.bias ? 1 : 0, ACCUMULATE: o.accumulate ? 1 : 0, GS };
+  const params: GPUBuffer[] = [];
+
+  if (o.activations === 'f32') {
+    const aligned4 = (...v: number[]) => v.every((q) => q % 4 === 0);
+    const xSrc = aligned4(xStride, xOffset) && (inp.mode !== 2 || aligned4(inp.bStride, inp.bOff)) ? xVec4Src : xF32Src;
+    const code = wgsl(commonSrc, matmulCommonSrc, xSrc, unpackSrc, q8Src);
+    const constants = { ...common, MODE: inp.mode, ALIGNED: 1 };
+    const gemv = ctx.pipelines.get(code, 'gemv_q8', { ...constants, WG }, 'gemv_q8');
+    const gemm = maxM > 1 ? ctx.pipelines.get(code, 'gemm_q8', constants, 'gemm_q8') : undefined;
+    const chunks = w.chunks.map((c) => {
+      const p = createParamBlock(ctx, [K, c.rows, K / 4, c.rowStart, yStride, xStride, xOffset, inp.bStride, inp.bOff, inp.eps, 0, 0], [9], `matmul ${w.label}`);
+      params.push(p);
+      const entries = (pl: GPUComputePipeline, usesStep: boolean) =>
+        bindGroup(ctx, pl, [usesStep ? step.buffer : undefined, p, o.x, c.q, o.y, o.bias ?? ctx.dummy, inp.aux, c.s], w.label);
+      return { rows: c.rows, gemvBg: entries(gemv, false), gemmBg: gemm ? entries(gemm, true) : undefined };
+    });
+    return makeOp(ctx, `matmul ${w.label}`, maxM, params, (pass, m) => {
+      const useGemm = m > 1 && gemm;
+      pass.setPipeline(useGemm ? gemm : gemv);
+      for (const c of chunks) {
+        pass.setBindGroup(0, useGemm ? c.gemmBg! : c.gemvBg);
+        if (useGemm) pass.dispatchWorkgroups(...regblockGrid(c.rows, m));
+        else pass.dispatchWorkgroups(...grid2d(Math.ceil(c.rows / (4 * WG))), 1);
+      }
+    });
+  }
+
+  // W8A8: quantise xin into this op's scratch, then the integer matmul.
+  const xq = createStorageBuffer(ctx, maxM * K, `${w.label}.xq`);
+  const xs = createStorageBuffer(ctx, (maxM * K) / GS * 4, `${w.label}.xs`);
+  const qCode = wgsl(commonSrc, quantizeSrc);
+  const quant = ctx.pipelines.get(qCode, 'quantize_q8', { MODE: inp.mode, GS }, 'quantize_q8');
+  const qp = createParamBlock(ctx, [K, xStride, xOffset, inp.bStride, inp.bOff, inp.eps, 0, 0], [5], `quantize ${w.label}`);
+  params.push(qp);
+  const quantBg = bindGroup(ctx, quant, [undefined, qp, o.x, inp.aux, xq, xs], `quantize ${w.label}`);
+  const code = wgsl(commonSrc, unpackSrc, q8a8Src);
+  const gemv = ctx.pipelines.get(code, 'gemv_q8a8', { ...common, WG }, 'gemv_q8a8');
+  const gemm = maxM > 1 ? ctx.pipelines.get(code, 'gemm_q8a8', common, 'gemm_q8a8') : undefined;
+  const chunks = w.chunks.map((c) => {
+    const p = createParamBlock(ctx, [K, c.rows, K / 4, c.rowStart, yStride, 0, 0, 0], [], `matmul ${w.label}`);
+    params.push(p);
+    const entries = (pl: GPUComputePipeline, usesStep: boolean) =>
+      bindGroup(ctx, pl, [usesStep ? step.buffer : undefined, p, xq, c.q, o.y, o.bias ?? ctx.dummy, xs, c.s], w.label);
+    return { rows: c.rows, gemvBg: entries(gemv, false), gemmBg: gemm ? entries(gemm, true) : undefined };
+  });
+  const op = makeOp(ctx, `matmul ${w.label}`, maxM, params, (pass, m) => {
+    pass.setPipeline(quant);
+    pass.setBindGroup(0, quantBg);
+    pass.dispatchWorkgroups(...grid2d(m), 1);
+    const useGemm = m > 1 && gemm;
+    pass.setPipeline(useGemm ? gemm : gemv);
+    for (const c of chunks) {
+      pass.setBindGroup(0, useGemm ? c.gemmBg! : c.gemvBg);
+      if (useGemm) pass.dispatchWorkgroups(...regblockGrid(c.rows, m));
+      else pass.dispatchWorkgroups(...grid2d(Math.ceil(c.rows / WG)), 1);
+    }
+  });
+  return {
+    name: op.name,
+    encode: op.encode,
+    destroy() {
+      op.destroy();
+      xq.destroy();
+      xs.destroy();
+    },
+  };
+}
+
+/** y[r] = the dequantised row tokens[r] of a Q8_0 table (see createEmbed for the options). */
+export function createEmbedQ8(
+  ctx: GpuContext, step: StepParams,
+  o: { table: QuantMatrix; tokens: GPUBuffer; tokenStride?: number; tokenOffset?: number; y: GPUBuffer; yStride?: number; maxM: number },
+): BoundOp {
+  const dim = o.table.k;
+  const pipeline = ctx.pipelines.get(wgsl(commonSrc, unpackSrc, embedSrc), 'embed_q8', {}, 'embed_q8');
+  const params: GPUBuffer[] = [];
+  const bgs = o.table.chunks.map((c) => {
+    const p = createParamBlock(ctx, [dim, dim / 4, c.rowStart, c.rows, o.tokenStride ?? 1, o.tokenOffset ?? 0, o.yStride ?? dim, o.table.groupSize], [], 'embed_q8');
+    params.push(p);
+    return bindGroup(ctx, pipeline, [step.buffer, p, o.tokens, c.q, o.y, c.s], 'embed_q8');
+  });
+  return makeOp(ctx, 'embed_q8', o.maxM, params, (pass, m) => {
+    pass.setPipeline(pipeline);
+    for (const bg of bgs) {
+      pass.setBindGroup(0, bg);
+      dispatchLinear(pass, Math.ceil((m * dim) / WG));
+    }
+  });
+}
+

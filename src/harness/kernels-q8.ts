@@ -1,0 +1,142 @@
+/**
+ * Page-side tests of the Q8_0 kernels, exposed as `window.tp.q8.*`: the GPU against the CPU
+ * oracles (reference.ts on the dequantised weights for weight-only runs, reference-q8.ts's
+ * runq.c arithmetic for W8A8), on random inputs. Returns `worst` as in kernels.ts (≤ 1 passes).
+ */
+import * as ref from '../model/reference.js';
+import { dequantizeQ8, matmulQ8, quantizeQ8, type Q8Tensor } from '../model/reference-q8.js';
+import { createStepParams, createStorageBuffer, destroyStepParams } from '../gpu/buffers.js';
+import { createMatmul, type MatmulInput } from '../gpu/matmul.js';
+import { createEmbedQ8, type Q8Activations } from '../gpu/matmul-q8.js';
+import { createQuantMatrix, destroyQuantMatrix, writeQuantRows } from '../gpu/q8.js';
+import { compare, randn, readFloats, rng, runOps, stepFor, withCtx, type Check } from './kernels.js';
+
+export interface Q8MatmulCase {
+  m: number;
+  k: number;
+  n: number;
+  groupSize: number;
+  activations: Q8Activations;
+  input?: 'plain' | 'rmsnorm' | 'siluMul';
+  bias?: boolean;
+  accumulate?: boolean;
+  seed?: number;
+  /** A fresh context whose storage bindings hold at most this many bytes (W split in row chunks). */
+  bindingLimit?: number;
+}
+
+/** runq.c's SwiGLU: val *= 1/(1+expf(-val)); val *= b. */
+function siluMulRunq(a: number, b: number): number {
+  const f = Math.fround;
+  return f(f(a * f(1 / f(1 + f(Math.exp(-a))))) * b);
+}
+
+export async function testQ8Matmul(c: Q8MatmulCase): Promise<Check & { chunks: number }> {
+  return withCtx(c.bindingLimit, async (ctx) => {
+    const { m, k, n, groupSize: gs } = c;
+    const rand = rng(c.seed ?? 3);
+    const input = c.input ?? 'plain';
+    const xStride = input === 'siluMul' ? 2 * k : k;
+    const xData = randn(m * xStride, rand);
+    const wq = quantizeQ8(randn(n * k, rand, 0.3), n * k, gs);
+    const wd = dequantizeQ8(wq, n * k, gs);
+    const g = randn(k, rand);
+    const bias = randn(n, rand);
+    const y0 = randn(m * n, rand);
+
+    // The effective input as runq.c computes it (weight-only uses the same f32 values).
+    const xin = new Float32Array(m * k);
+    for (let r = 0; r < m; r++) {
+      const row = xData.subarray(r * xStride, r * xStride + k);
+      if (input === 'rmsnorm') ref.rmsnorm(xin.subarray(r * k, (r + 1) * k), row, g, 1, k, 1e-5);
+      else if (input === 'siluMul') for (let i = 0; i < k; i++) xin[r * k + i] = siluMulRunq(row[i]!, xData[r * xStride + k + i]!);
+      else xin.set(row, r * k);
+    }
+    const want = new Float32Array(m * n);
+    const mag = new Float32Array(m * n);
+    const slack = new Float32Array(m * n);
+    if (c.activations === 'f32') {
+      ref.matmul(want, xin, wd, m, k, n);
+      ref.matmul(mag, xin.map(Math.abs), wd.map(Math.abs), m, k, n);
+    } else {
+      for (let r = 0; r < m; r++) {
+        const xq: Q8Tensor = quantizeQ8(xin.subarray(r * k, (r + 1) * k), k, gs);
+        matmulQ8(want.subarray(r * n, (r + 1) * n), xq, wq, k, n, gs);
+        const xd = dequantizeQ8(xq, k, gs);
+        ref.matmul(mag.subarray(r * n, (r + 1) * n), xd.map(Math.abs), wd.map(Math.abs), 1, k, n);
+        // A fused input computed in another order may round one value per group to the other
+        // side of a half (plain input is bit-exact): allow one int8 step per group there.
+        if (input !== 'plain') {
+          for (let i = 0; i < n; i++) {
+            let s = 0;
+            for (let j = 0; j < k; j += gs) {
+              let wmax = 0;
+              for (let t = j; t < j + gs; t++) wmax = Math.max(wmax, Math.abs(wd[i * k + t]!));
+              s += wmax * xq.s[j / gs]!;
+            }
+            slack[r * n + i] = s;
+          }
+        }
+      }
+    }
+    for (let i = 0; i < m * n; i++) {
+      if (c.bias) {
+        want[i] = Math.fround(want[i]! + bias[i % n]!);
+        mag[i] = mag[i]! + Math.abs(bias[i % n]!);
+      }
+      if (c.accumulate) {
+        want[i] = Math.fround(want[i]! + y0[i]!);
+        mag[i] = mag[i]! + Math.abs(y0[i]!);
+      }
+      mag[i] = mag[i]! + slack[i]! * 1e5;
+    }
+
+    const step = createStepParams(ctx, m);
+    step.write(m, new Uint32Array(m));
+    const x = createStorageBuffer(ctx, xData);
+    const w = createQuantMatrix(ctx, n, k, gs, 'wq8');
+    writeQuantRows(ctx, w, 0, wq.q, wq.s);
+    const y = createStorageBuffer(ctx, y0);
+    const gb = createStorageBuffer(ctx, g);
+    const bb = createStorageBuffer(ctx, bias);
+    const inputOpt: MatmulInput =
+      input === 'rmsnorm' ? { kind: 'rmsnorm', weight: gb, eps: 1e-5 }
+        : input === 'siluMul' ? { kind: 'siluMul', b: x, bOffset: k, bStride: xStride }
+          : { kind: 'plain' };
+    const op = createMatmul(ctx, step, {
+      x, xStride, w, y, maxM: m, input: inputOpt, bias: c.bias ? bb : undefined, accumulate: c.accumulate, activations: c.activations,
+    });
+    await runOps(ctx, [op], m);
+    const got = await readFloats(ctx, y, m * n);
+    const chunks = w.chunks.length;
+    op.destroy();
+    destroyQuantMatrix(w);
+    for (const b of [x, y, gb, bb]) b.destroy();
+    destroyStepParams(step);
+    return { ...compare(got, want, mag), chunks };
+  });
+}
+
+/** Embedding rows of a Q8_0 table: exactly q · scale (runq.c dequantises the table the same way). */
+export async function testQ8Embed(c: { vocab: number; dim: number; groupSize: number; tokens: number[]; bindingLimit?: number; seed?: number }): Promise<Check & { chunks: number }> {
+  return withCtx(c.bindingLimit, async (ctx) => {
+    const rand = rng(c.seed ?? 5);
+    const m = c.tokens.length;
+    const tq = quantizeQ8(randn(c.vocab * c.dim, rand), c.vocab * c.dim, c.groupSize);
+    const want = new Float32Array(m * c.dim);
+    ref.embed(want, dequantizeQ8(tq, c.vocab * c.dim, c.groupSize), c.tokens, c.dim);
+    const step = stepFor(ctx, m, new Uint32Array(m));
+    const t = createQuantMatrix(ctx, c.vocab, c.dim, c.groupSize, 'embedding');
+    writeQuantRows(ctx, t, 0, tq.q, tq.s);
+    const tok = createStorageBuffer(ctx, Uint32Array.from(c.tokens));
+    const yb = createStorageBuffer(ctx, m * c.dim * 4);
+    const op = createEmbedQ8(ctx, step, { table: t, tokens: tok, y: yb, maxM: m });
+    await runOps(ctx, [op], m);
+    const got = await readFloats(ctx, yb, m * c.dim);
+    const chunks = t.chunks.length;
+    op.destroy();
+    destroyQuantMatrix(t);
+    [tok, yb, step.buffer].forEach((b) => b.destroy());
+    return { ...compare(got, want, 0, 0, 0), chunks };
+  });
+}
