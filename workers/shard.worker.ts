@@ -105,7 +105,9 @@ export class ShardWorker {
     this.weights = createShardWeights(ctx, o.config, o.plan, packed);
     this.weightBytes = packed.byteLength;
     const t1 = performance.now();
-    const so = { maxM: o.maxRows, maxLogitRows: o.maxLogitRows, contextLength: o.contextLength, slots: o.slots, world: o.world };
+    const so = {
+      maxM: o.maxRows, maxLogitRows: o.maxLogitRows, contextLength: o.contextLength, slots: o.slots, world: o.world, activations: o.activations,
+    };
     this.state = createRunState(ctx, o.config, o.plan, this.weights, so);
     if (o.overlap && o.world > 1 && o.maxRows >= 2 && !o.profile) {
       this.stateB = createRunState(ctx, o.config, o.plan, this.weights, { ...so, maxM: Math.floor(o.maxRows / 2), share: this.state });
@@ -114,9 +116,6 @@ export class ShardWorker {
       this.profiler = createKernelProfiler(ctx, opCount(this.state));
       if (!this.profiler) this.warnings.push('profile: the adapter has no timestamp-query feature, so kernels are not timed');
     }
-    this.state = createRunState(ctx, o.config, o.plan, this.weights, {
-      maxM: o.maxRows, maxLogitRows: o.maxLogitRows, contextLength: o.contextLength, slots: o.slots, world: o.world, activations: o.activations,
-    });
     await ctx.device.queue.onSubmittedWorkDone();
     return { weightBytes: this.weightBytes, workBytes: this.workBytes(), uploadMs: t1 - t0, buildMs: performance.now() - t1 };
   }
