@@ -68,11 +68,11 @@ export class CollectiveTimeoutError extends WebGpuTpError {
   readonly missingRanks: number[];
   readonly op: string;
   readonly seq: number;
-  constructor(op: string, seq: number, missingRanks: number[], timeoutMs: number, rank?: number) {
+  constructor(op: string, seq: number, missingRanks: number[], timeoutMs: number, rank?: number, remedy?: string) {
     super(
       'COLLECTIVE_TIMEOUT',
       `${op} #${seq}${rank === undefined ? '' : ` on rank ${rank}`} timed out after ${timeoutMs} ms waiting for rank${missingRanks.length === 1 ? '' : 's'} ${missingRanks.join(', ')}`,
-      'A worker died, hung or lost its device; the engine rebuilds it, or dispose() and create a new engine',
+      remedy ?? 'A worker died, hung or lost its device; the engine rebuilds it, or dispose() and create a new engine',
     );
     this.missingRanks = missingRanks;
     this.op = op;

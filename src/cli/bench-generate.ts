@@ -83,6 +83,8 @@ export async function benchGenerate(o: BenchGenerateOptions): Promise<BenchGener
       for (const profile of o.profile ? [false, true] : [false]) {
         const common: Omit<PageGenerateOptions, 'maxTokens'> = {
           model, tokenizer, tp, prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch, profile, overlap: o.overlap,
+          // A 64-row prefill step of a large model can take minutes on a CPU adapter.
+          timeoutMs: 600_000,
         };
         // Warm-up: loads the engine and compiles every pipeline; the measured runs reuse it.
         const warm = await runGenerate(h, { ...common, maxTokens: 4 });

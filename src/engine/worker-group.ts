@@ -215,7 +215,7 @@ export class WorkerGroup implements StepBackend {
       this.ctrl.waitStep(seq, this.o.timeoutMs * 2),
       ...this.ranks.map((r) => r.died.catch(() => 'dead' as const)),
     ]);
-    if (outcome !== 'done' || this.ranks.some((_, r) => this.ctrl.status(r) !== STATUS_OK)) throw await this.fail(seq);
+    if (outcome !== 'done' || this.ranks.some((_, r) => this.ctrl.status(r) !== STATUS_OK)) throw await this.fail(seq, outcome === 'timeout');
     // Each rank's logits are its vocabulary slice; the full row is their concatenation. A rank
     // writes its rows packed at its own slice width, from the start of its region.
     const c = this.o.config;
@@ -237,7 +237,7 @@ export class WorkerGroup implements StepBackend {
    * sequence of the failed step gets: the dead rank's `WorkerFailedError`, else the
    * `DeviceLostError`, else the rank's own typed error, else a timeout naming the hung ranks.
    */
-  private async fail(seq: number): Promise<Error> {
+  private async fail(seq: number, timedOut = false): Promise<Error> {
     if (this.disposed) return new DisposedError();
     this.ctrl.abort();
     const world = this.ranks.length;
@@ -263,7 +263,11 @@ export class WorkerGroup implements StepBackend {
       : lost.length ? errors.get(lost[0]!)!
       : own ? own
       : hung.length ? new CollectiveTimeoutError('step', seq, hung, this.o.timeoutMs * 2)
-      : [...errors.values()][0] ?? new WorkerFailedError(0, `step #${seq} failed on ${world} rank(s) without an error`);
+      : [...errors.values()][0] ??
+        // Every rank finished in the end, without an error: the step was only slower than the timeout.
+        (timedOut
+          ? new CollectiveTimeoutError('step', seq, live, this.o.timeoutMs * 2, undefined, 'The step was still computing: on a slow adapter pass a larger timeoutMs to createEngine, or a smaller maxRows')
+          : new WorkerFailedError(0, `step #${seq} failed on ${world} rank(s) without an error`));
     this.recovery = this.recover(rebuild).catch((e: unknown) => {
       this.broken = e instanceof WebGpuTpError ? e : new WorkerFailedError(rebuild[0] ?? 0, `could not rebuild: ${(e as Error).message}`);
     });
