@@ -4,27 +4,6 @@
 // q·k / sqrt(hs). The context is walked in blocks of B keys with an online (running max)
 // softmax, so its length is bounded only by the cache, not by workgroup memory.
 // Cache layout (per layer): [slot][kvHead][pos][hs].
-struct AttnParams {
-  nHeads: u32,
-  nKv: u32,
-  hs: u32,
-  maxSeq: u32,
-  qStride: u32,
-  qOff: u32,
-  outStride: u32,
-  outOff: u32,
-  scale: f32,     // sqrt(hs), rounded to f32 on the CPU; scores are divided by it like run.c
-  kvMul: u32,     // query heads per kv head (the model's, not the rank's)
-  headOff: u32,   // the rank's first query head minus kvMul × its first kv head (uneven splits)
-  _p2: u32,
-}
-
-@group(0) @binding(1) var<uniform> P: AttnParams;
-@group(0) @binding(2) var<storage, read> Q: array<f32>;
-@group(0) @binding(3) var<storage, read> KC: array<f32>;
-@group(0) @binding(4) var<storage, read> VC: array<f32>;
-@group(0) @binding(5) var<storage, read_write> OUT: array<f32>;
-
 const WG = 64u;
 const B = 64u;        // keys per block: one score per invocation
 const MAX_HS = 256u;  // 4 output dims per invocation

@@ -4,28 +4,7 @@ enable subgroups;
 // adapters a barrier suspends and resumes every SIMD group, the dominant cost of the workgroup
 // kernel). Lane i owns head dims i, i + WG, ...; a score is one subgroupAdd of the lanes'
 // partial dot products, and the softmax runs online key by key on that uniform value.
-// Same parameters, bindings and cache layout as attention.wgsl.
-struct AttnParams {
-  nHeads: u32,
-  nKv: u32,
-  hs: u32,
-  maxSeq: u32,
-  qStride: u32,
-  qOff: u32,
-  outStride: u32,
-  outOff: u32,
-  scale: f32,
-  kvMul: u32,     // query heads per kv head (the model's, not the rank's)
-  headOff: u32,   // the rank's first query head minus kvMul × its first kv head (uneven splits)
-  _p2: u32,
-}
-
-@group(0) @binding(1) var<uniform> P: AttnParams;
-@group(0) @binding(2) var<storage, read> Q: array<f32>;
-@group(0) @binding(3) var<storage, read> KC: array<f32>;
-@group(0) @binding(4) var<storage, read> VC: array<f32>;
-@group(0) @binding(5) var<storage, read_write> OUT: array<f32>;
-
+// Parameters and bindings: attention_common.wgsl; cache layout as attention.wgsl.
 override WG: u32 = 4u;
 const MAX_PER_LANE = 64u; // head dims per lane: hs ≤ 64·WG
 const NEG = -3.0e38;

@@ -2,6 +2,7 @@
 import commonSrc from '../../shaders/common.wgsl?raw';
 import attnSrc from '../../shaders/attention.wgsl?raw';
 import attnSgSrc from '../../shaders/attention_sg.wgsl?raw';
+import attnCommonSrc from '../../shaders/attention_common.wgsl?raw';
 import { InvalidArgumentError } from '../errors.js';
 import type { GpuContext } from './device.js';
 import { createParamBlock, type StepParams } from './buffers.js';
@@ -61,8 +62,8 @@ export function createAttention(ctx: GpuContext, step: StepParams, o: AttentionO
   const kind = o.kind ?? attentionKinds(ctx, hs)[0]!;
   if (!attentionKinds(ctx, hs).includes(kind)) throw new InvalidArgumentError(`attention: the ${kind} variant cannot run on this adapter`);
   const pipeline = kind === 'subgroup'
-    ? ctx.pipelines.get(wgsl(commonSrc, attnSgSrc), 'attention_sg', { WG: ctx.features.subgroupMinSize }, 'attention_sg')
-    : ctx.pipelines.get(wgsl(commonSrc, attnSrc), 'attention', {}, 'attention');
+    ? ctx.pipelines.get(wgsl(commonSrc, attnCommonSrc, attnSgSrc), 'attention_sg', { WG: ctx.features.subgroupMinSize }, 'attention_sg')
+    : ctx.pipelines.get(wgsl(commonSrc, attnCommonSrc, attnSrc), 'attention', {}, 'attention');
   const p = createParamBlock(
     ctx,
     [o.nHeads, c.nKvHeadsLocal, hs, c.maxSeq, o.qStride, o.qOffset ?? 0, o.outStride ?? o.nHeads * hs, o.outOffset ?? 0, Math.fround(Math.sqrt(hs)), g.kvMul, g.headOffset, 0],
