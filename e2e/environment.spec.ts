@@ -37,12 +37,18 @@ test('no navigator.gpu: createEngine throws WebGpuUnavailableError with the reme
 
 test('requestAdapter gives null in the rank workers: WebGpuUnavailableError with the remedy, every worker terminated', async () => {
   const noAdapter = 'GPU.prototype.requestAdapter = async () => null;\n';
-  const r = await loadError({ initScript: `${noAdapter}${countingInit(noAdapter)}` });
+  // Only inside the workers: the page's placement probe still sees an adapter, the ranks do not.
+  const r = await loadError({ initScript: countingInit(noAdapter) });
   expect(r.error).toMatchObject({ name: 'WebGpuUnavailableError', code: 'NO_WEBGPU' });
   expect(r.error.message).toContain('gave no adapter');
   expect(r.error.extra?.remedy).toMatch(/enable-unsafe-webgpu/);
   expect(r.counts.workersMade).toBeGreaterThan(0);
   expect(r.counts.workersAlive).toBe(0);
+  // Everywhere: the page finds out before it starts any worker.
+  const early = await loadError({ initScript: `${noAdapter}${countingInit(noAdapter)}` });
+  expect(early.error).toMatchObject({ name: 'WebGpuUnavailableError', code: 'NO_WEBGPU' });
+  expect(early.error.extra?.remedy).toMatch(/enable-unsafe-webgpu/);
+  expect(early.counts.workersAlive).toBe(0);
 });
 
 test('served without COOP/COEP: NotIsolatedError naming both headers', async () => {

@@ -145,6 +145,8 @@ export async function placeRanks(
   const split = checkSplit(opts.split);
   const tp = opts.tensorParallel;
   if (tp !== undefined && tp !== 'auto' && !(Number.isInteger(tp) && tp >= 1)) {
+    // A number that is no degree at all gets the plan's PlanError, which lists the valid ones.
+    if (typeof tp === 'number') makePlan(config, { tensorParallel: tp });
     throw new InvalidArgumentError(`tensorParallel must be a whole number ≥ 1 or "auto", got ${String(tp)}`);
   }
   const tpN = typeof tp === 'number' ? tp : undefined;

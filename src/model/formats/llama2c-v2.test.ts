@@ -60,7 +60,7 @@ describe('llama2.c version 2 (runq.c Q8_0)', () => {
     ['a group size that does not divide the rows', corrupt((v) => v.setInt32(37, 12, true)), bytes.byteLength, /groups of 12/],
     ['a group size of 2', corrupt((v) => v.setInt32(37, 2, true)), bytes.byteLength, /multiple of 4/],
     ['a negative vocab', corrupt((v) => v.setInt32(28, -512, true)), bytes.byteLength, /vocab_size > 0/],
-    ['an absurd dim', corrupt((v) => v.setInt32(8, 0x40000000, true)), bytes.byteLength, /n_heads must divide dim|impossibly large|size mismatch/],
+    ['an absurd dim', corrupt((v) => v.setInt32(8, 0x40000000, true)), bytes.byteLength, /above the limit|n_heads must divide dim|impossibly large|size mismatch/],
     ['a header shorter than 256 bytes', head.subarray(0, 40), 40, /256-byte header/],
   ])('rejects %s with ModelFormatError', (_, h, size, msg) => {
     expect(() => parseLlama2cV2Header(h, size)).toThrow(ModelFormatError);
