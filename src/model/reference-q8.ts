@@ -14,7 +14,7 @@
 import type { ModelConfig } from './config.js';
 import { chunkBounds, summationOrder } from '../collective/layout.js';
 import {
-  add, attention, createRunState, embed, rmsnorm, rope, type ReferenceModel, type RunState, type TransformerWeights,
+  add, attention, createRunState, embed, generateLoop, rmsnorm, rope, siluMul, type ReferenceModel, type RunState, type TransformerWeights,
 } from './reference.js';
 
 const f = Math.fround;
@@ -196,12 +196,7 @@ export function forwardQ8(model: Q8ReferenceModel, s: Q8RunState, token: number,
     quantizeQ8(s.xb, dim, gs, s.xq);
     matmulQ8(s.hb, s.xq, w.w1[l]!, dim, hiddenDim, gs);
     matmulQ8(s.hb2, s.xq, w.w3[l]!, dim, hiddenDim, gs);
-    for (let i = 0; i < hiddenDim; i++) {
-      // runq.c: val *= (1.0f / (1.0f + expf(-val))); val *= hb2[i]
-      let val = s.hb[i]!;
-      val = f(val * f(1 / f(1 + f(Math.exp(-val)))));
-      s.hb[i] = f(val * s.hb2[i]!);
-    }
+    siluMul(s.hb, s.hb, s.hb2, hiddenDim); // runq.c's SwiGLU is run.c's, float for float
     quantizeQ8(s.hb, hiddenDim, gs, s.hq);
     matmulQ8(s.xb, s.hq, w.w2[l]!, hiddenDim, dim, gs, split?.w2);
     add(x, s.xb, dim);
@@ -216,19 +211,8 @@ export function forwardQ8(model: Q8ReferenceModel, s: Q8RunState, token: number,
 export function generateQ8(
   model: Q8ReferenceModel, promptTokens: readonly number[], steps: number, pick: (logits: Float32Array) => number, split?: Q8Split,
 ): number[] {
-  if (promptTokens.length < 1) throw new RangeError('generate needs at least one prompt token (BOS)');
-  if (steps <= 0 || steps > model.config.seqLen) steps = model.config.seqLen;
   const state = createQ8RunState(model);
-  const out = [promptTokens[0]!];
-  let token = promptTokens[0]!;
-  for (let pos = 0; pos < steps; pos++) {
-    const logits = forwardQ8(model, state, token, pos, split);
-    const next = pos < promptTokens.length - 1 ? promptTokens[pos + 1]! : pick(logits);
-    if (next === 1) break;
-    out.push(next);
-    token = next;
-  }
-  return out;
+  return generateLoop(model.config.seqLen, promptTokens, steps, (token, pos) => forwardQ8(model, state, token, pos, split), pick);
 }
 
 /** The f32 model of the dequantised weights (q·s): the oracle of weight-only (f32 activation) runs. */

@@ -335,13 +335,21 @@ export function forward(model: ReferenceModel, s: RunState, token: number, pos: 
 export function generate(
   model: ReferenceModel, promptTokens: readonly number[], steps: number, pick: (logits: Float32Array) => number,
 ): number[] {
-  if (promptTokens.length < 1) throw new RangeError('generate needs at least one prompt token (BOS)');
-  if (steps <= 0 || steps > model.config.seqLen) steps = model.config.seqLen;
   const state = createRunState(model.config);
+  return generateLoop(model.config.seqLen, promptTokens, steps, (token, pos) => forward(model, state, token, pos), pick);
+}
+
+/** The loop of `generate` over any forward pass (the f32 oracle, runq.c's Q8 one). */
+export function generateLoop(
+  seqLen: number, promptTokens: readonly number[], steps: number,
+  forwardStep: (token: number, pos: number) => Float32Array, pick: (logits: Float32Array) => number,
+): number[] {
+  if (promptTokens.length < 1) throw new RangeError('generate needs at least one prompt token (BOS)');
+  if (steps <= 0 || steps > seqLen) steps = seqLen;
   const out = [promptTokens[0]!];
   let token = promptTokens[0]!;
   for (let pos = 0; pos < steps; pos++) {
-    const logits = forward(model, state, token, pos);
+    const logits = forwardStep(token, pos);
     const next = pos < promptTokens.length - 1 ? promptTokens[pos + 1]! : pick(logits);
     if (next === 1) break; // BOS delimits sequences
     out.push(next);
