@@ -24,7 +24,7 @@ import {
   type AdapterIdentity, type DeviceSpec,
 } from '../gpu/adapter.js';
 import type { ModelConfig } from '../model/config.js';
-import { makePlan } from '../parallel/plan.js';
+import { degreeError, makePlan } from '../parallel/plan.js';
 import { proportionalSizes } from '../parallel/split.js';
 import type { DevicePlacement } from './types.js';
 
@@ -146,7 +146,7 @@ export async function placeRanks(
   const tp = opts.tensorParallel;
   if (tp !== undefined && tp !== 'auto' && !(Number.isInteger(tp) && tp >= 1)) {
     // A number that is no degree at all gets the plan's PlanError, which lists the valid ones.
-    if (typeof tp === 'number') makePlan(config, { tensorParallel: tp });
+    if (typeof tp === 'number') throw degreeError(config.nHeads, tp);
     throw new InvalidArgumentError(`tensorParallel must be a whole number ≥ 1 or "auto", got ${String(tp)}`);
   }
   const tpN = typeof tp === 'number' ? tp : undefined;

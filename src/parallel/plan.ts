@@ -149,18 +149,20 @@ export function styleFor(name: string, spec: PlanSpec = llamaPlan): ShardSpec {
   throw new PlanError(`No plan entry matches tensor "${name}"`, `Add a pattern for it (one of: ${Object.keys(spec).join(', ')})`);
 }
 
+/** The error for a degree that does not divide the heads (or is no degree at all): it lists the valid ones. */
+export function degreeError(nHeads: number, tp: unknown): PlanError {
+  return new PlanError(
+    `tensorParallel must divide the ${nHeads} heads: use ${orList(divisors(nHeads))} (got ${String(tp)})`,
+    `Pick one of those degrees, or pass explicit fractions (at most ${nHeads}) for an uneven split`,
+  );
+}
+
 /** Query heads per rank, validated; the world size is its length. */
 function headSizes(config: ModelConfig, opts: PlanOptions): number[] {
   const nHeads = config.nHeads;
-  const valid = divisors(nHeads);
   const { tensorParallel: tp, fractions } = opts;
   if (fractions === undefined) {
-    if (tp === undefined || !Number.isInteger(tp) || tp < 1 || nHeads % tp !== 0) {
-      throw new PlanError(
-        `tensorParallel must divide the ${nHeads} heads: use ${orList(valid)} (got ${tp})`,
-        `Pick one of those degrees, or pass explicit fractions (at most ${nHeads}) for an uneven split`,
-      );
-    }
+    if (tp === undefined || !Number.isInteger(tp) || tp < 1 || nHeads % tp !== 0) throw degreeError(nHeads, tp);
     return evenSizes(nHeads, tp);
   }
   if (!Array.isArray(fractions) || fractions.length < 1 || fractions.some((f) => !(Number.isFinite(f) && f > 0))) {
