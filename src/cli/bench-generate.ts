@@ -7,7 +7,7 @@ import { mountInput, runGenerate } from './generate.js';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { EngineStats, StepBreakdown } from '../engine/types.js';
 import type { ModelConfig } from '../model/config.js';
-import { LLAMA2C_HEADER_BYTES, parseLlama2cHeader } from '../model/formats/llama2c.js';
+import { MODEL_HEADER_BYTES, parseModelHeader } from '../model/formats/detect.js';
 import { reviveError, type SerializedError } from '../errors.js';
 import type { PageConcurrentResult, PageGenerateOptions } from '../harness/types.js';
 
@@ -130,13 +130,13 @@ async function measure(
   };
 }
 
-/** The header of a llama2.c checkpoint on disk (for the matmul FLOP count). */
+/** The config of a llama2.c checkpoint on disk, either version (for the matmul FLOP count). */
 function readConfig(path: string): ModelConfig {
   const fd = openSync(path, 'r');
   try {
-    const head = new Uint8Array(LLAMA2C_HEADER_BYTES);
-    readSync(fd, head, 0, head.byteLength, 0);
-    return parseLlama2cHeader(head, fstatSync(fd).size).config;
+    const head = new Uint8Array(MODEL_HEADER_BYTES);
+    const n = readSync(fd, head, 0, head.byteLength, 0);
+    return parseModelHeader(head.subarray(0, n), fstatSync(fd).size).config;
   } finally {
     closeSync(fd);
   }
