@@ -22,7 +22,7 @@ Usage:
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--transport sab|tab] [--json]
                      (--transport tab: one rank per tab over BroadcastChannel, beside SAB)
   webgpu-tp bench kernels [--json]
-  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--no-overlap] [--json]
+  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--overlap] [--json]
   webgpu-tp bench all [--out DIR] [--max-tokens N]   (all of the above on synth models; writes DIR/<date>.json,
                                                       and report.html + report.png beside DIR)
   webgpu-tp bench report --from DIR/<date>.json [--out DIR]   (rebuilds report.html and report.png)
@@ -109,7 +109,7 @@ async function main(argv: string[]): Promise<number> {
         spin: { type: 'string' },
         batch: { type: 'string' },
         profile: { type: 'boolean', default: false },
-        'no-overlap': { type: 'boolean', default: false },
+        overlap: { type: 'boolean', default: false },
         out: { type: 'string' },
         from: { type: 'string' },
         transport: { type: 'string', default: 'sab' },
@@ -138,7 +138,7 @@ async function main(argv: string[]): Promise<number> {
         spin: values.spin === undefined ? undefined : Number(values.spin),
         batch: list(values.batch, [1]),
         profile: values.profile,
-        overlap: values['no-overlap'] ? false : undefined,
+        overlap: values.overlap,
       });
     } else if (what === 'all') {
       const { benchAll } = await import('./bench-all.js');
