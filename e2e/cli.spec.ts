@@ -36,3 +36,17 @@ test('`webgpu-tp generate --tp 3` fails with the PlanError and its remedy', asyn
   expect(err!.stderr).toContain('error [PLAN]');
   expect(err!.stderr).toContain('1, 2, 4 or 8');
 });
+
+test('`--help` after a command prints the usage; an unknown option is a usage error, not a stack trace', async () => {
+  const { stdout } = await run('node', [cli, 'bench', 'allreduce', '--help'], { timeout: 30_000 });
+  expect(stdout).toContain('webgpu-tp bench allreduce');
+  const err = await run('node', [cli, 'generate', '--modle', model], { timeout: 30_000 }).then(
+    () => null,
+    (e: { stderr: string; code: number }) => e,
+  );
+  expect(err).not.toBeNull();
+  expect(err!.code).toBe(2);
+  expect(err!.stderr).toContain("Unknown option '--modle'");
+  expect(err!.stderr).toContain('Usage:');
+  expect(err!.stderr).not.toContain('    at ');
+});

@@ -24,6 +24,8 @@ for (const world of [2, 4]) {
       const label = `${c.algorithm}${c.zeroCopy ? ' zero-copy' : ''} len ${c.len}`;
       expect(c.exact, label).toBe(true);
       expect(c.sameOnAllRanks, label).toBe(true);
+      // The group buffer is a WebAssembly.Memory, as in the engine: the SIMD sums ran.
+      expect(c.simd, label).toBe(true);
       expect(new Set(c.picked).size, label).toBe(1);
       if (c.algorithm !== 'auto') expect(c.picked[0], label).toBe(c.algorithm);
     }

@@ -8,7 +8,7 @@
 import * as Comlink from 'comlink';
 import { installErrorTransfer } from '../src/engine/protocol.js';
 import { createGpuContext, destroyGpuContext, type GpuContext, type KernelChoices } from '../src/gpu/device.js';
-import { attachCommunicator, ControlBlock, STATUS_FAILED, STATUS_OK, STATUS_PARKED, type Communicator } from '../src/collective/index.js';
+import { attachCommunicator, ControlBlock, type CollectiveBuffer, STATUS_FAILED, STATUS_OK, STATUS_PARKED, type Communicator } from '../src/collective/index.js';
 import { decodeStep } from '../src/engine/step-words.js';
 import { AbortedError, DeviceLostError, DisposedError, InvalidArgumentError, WebGpuTpError, serializeError, type SerializedError } from '../src/errors.js';
 import type { ModelConfig } from '../src/model/config.js';
@@ -30,7 +30,7 @@ export interface ShardInit {
   config: ModelConfig;
   plan: RankPlan;
   /** The collective buffer (control block + one slot per rank). */
-  collective: SharedArrayBuffer;
+  collective: CollectiveBuffer;
   /** world regions of maxLogitRows·logitStride floats: each rank's logits rows. */
   logits: SharedArrayBuffer;
   logitStride: number;

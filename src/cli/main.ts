@@ -34,7 +34,7 @@ const list = (s: string | undefined, dflt: number[]): number[] =>
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  if (!command || command === '--help' || command === '-h' || command === 'help') {
+  if (!command || command === 'help' || argv.includes('--help') || argv.includes('-h')) {
     console.log(USAGE);
     return command ? 0 : 1;
   }
@@ -161,12 +161,18 @@ async function main(argv: string[]): Promise<number> {
 
 class UsageError extends Error {}
 
+/** node:util parseArgs's own errors (an unknown option, a missing value): a usage mistake, not a crash. */
+function isArgError(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_');
+}
+
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (e: unknown) => {
-    if (e instanceof UsageError) console.error(`${e.message}\n\n${USAGE}`);
+    if (e instanceof UsageError || isArgError(e)) console.error(`${(e as Error).message}\n\n${USAGE}`);
     else if (e instanceof WebGpuTpError) console.error(`error [${e.code}]: ${e.message}`);
     else console.error(e);
-    process.exit(e instanceof UsageError ? 2 : 1);
+    process.exit(e instanceof UsageError || isArgError(e) ? 2 : 1);
   },
 );

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCollectiveBuffer } from './layout.js';
+import { createCollectiveBuffer, createCollectiveMemory, isMemory, type CollectiveBuffer } from './layout.js';
 import { pickAllReduce, type AllReduceChoice } from './all-reduce.js';
 import { RankPool } from './testing/pool.js';
 import { firstBitDifference, randomFloats, rankOrderSum, referenceSum } from './testing/data.js';
@@ -15,11 +15,20 @@ beforeAll(async () => {
 });
 afterAll(() => pool?.close());
 
-describe.each(WORLDS)('allReduce over %i ranks', (world) => {
+// Every case runs over both kinds of group buffer: the scalar JavaScript sums and the
+// WebAssembly SIMD sums must give the same, documented-order bits.
+const BUFFERS = [
+  ['a SharedArrayBuffer', createCollectiveBuffer],
+  ['a WebAssembly.Memory', createCollectiveMemory],
+] as const;
+
+describe.each(BUFFERS.flatMap(([kind, make]) => WORLDS.map((world) => [world, kind, make] as const)))('allReduce over %i ranks, %s', (world, kind, make) => {
   const lengths = [...new Set([1, Math.max(world - 1, 1), 2048, 65537, MAX])];
-  let sab: SharedArrayBuffer;
+  let sab: CollectiveBuffer;
   beforeAll(() => {
-    sab = createCollectiveBuffer({ world, slotFloats: MAX });
+    sab = make({ world, slotFloats: MAX });
+    // Node 20 has WebAssembly SIMD and threads: the Memory case must not silently fall back.
+    expect(isMemory(sab)).toBe(kind === 'a WebAssembly.Memory');
   });
 
   it.each(lengths)('%i floats: every algorithm gives the documented-order sum, bitwise on every rank', async (len) => {

@@ -65,11 +65,12 @@ export function allReduce(
 
 /**
  * dst[i] = sum over k of src[k][i] for i in [a, b), left to right, rounding to float32 after
- * every addition. A double holds the sum of two floats closely enough that rounding it to float32
+ * every addition (in WebAssembly SIMD when every array is in the group's Memory). A double holds the sum of two floats closely enough that rounding it to float32
  * equals float32 addition (53 ≥ 2·24+2), so Math.fround gives IEEE float32 results. `dst` may be
  * `src[0]` (in place): each element is read before it is written.
  */
-function sumInto(dst: Float32Array, src: readonly Float32Array[], a: number, b: number): void {
+function sumInto(comm: Communicator, dst: Float32Array, src: readonly Float32Array[], a: number, b: number): void {
+  if (comm.simd?.sum(dst, src, a, b)) return;
   const n = src.length;
   const x = src[0];
   const y = src[1];
@@ -98,7 +99,7 @@ function oneShot(comm: Communicator, input: Float32Array, out: Float32Array): vo
   comm.publish(t + 1);
   comm.waitAll(t + 1);
   for (let c = 0; c < comm.world; c++) {
-    if (bounds[c] < bounds[c + 1]) sumInto(out, comm.chunkOrders[c], bounds[c], bounds[c + 1]);
+    if (bounds[c] < bounds[c + 1]) sumInto(comm, out, comm.chunkOrders[c], bounds[c], bounds[c + 1]);
   }
   comm.publish(t + 2);
   comm.exposeSlot(comm.otherRanks, t + 2);
@@ -114,7 +115,7 @@ function direct(comm: Communicator, input: Float32Array, out: Float32Array): voi
   comm.publish(t + 1);
   comm.waitAll(t + 1);
   // Rank r owns chunk r; its order starts at r, so the first source is the destination itself.
-  if (bounds[r] < bounds[r + 1]) sumInto(comm.slots[r], comm.chunkOrders[r], bounds[r], bounds[r + 1]);
+  if (bounds[r] < bounds[r + 1]) sumInto(comm, comm.slots[r], comm.chunkOrders[r], bounds[r], bounds[r + 1]);
   comm.publish(t + 2);
   comm.waitAll(t + 2);
   for (let c = 0; c < comm.world; c++) {
@@ -153,7 +154,7 @@ function ring(comm: Communicator, input: Float32Array, out: Float32Array): void 
     const b = bounds[step.recv + 1];
     if (step.phase === 'reduce-scatter') {
       comm.waitRank(left, t + 1 + s);
-      sumInto(mine, pair, a, b);
+      sumInto(comm, mine, pair, a, b);
       comm.publish(t + 2 + s);
       if (s === n - 2) {
         const own = ringOwnedChunk(r, n);

@@ -47,5 +47,11 @@ export interface AllReduceBenchReport {
     postmessage: PostMessageBaseline[];
   };
   /** Spin iterations used, hardware threads of the machine, and notes. */
-  meta: { spin: number; hardwareConcurrency: number; note: string };
+  meta: {
+    spin: number;
+    hardwareConcurrency: number;
+    /** How the ranks add floats: WebAssembly SIMD over a shared Memory, or the scalar JavaScript loop (absent in records made before the SIMD sums). */
+    sums?: 'wasm-simd' | 'js';
+    note: string;
+  };
 }

@@ -12,8 +12,10 @@
  */
 import { AbortedError, CollectiveTimeoutError, DisposedError, InvalidArgumentError } from '../errors.js';
 import {
-  ABORT, DISPOSE, EPOCH, LINE_WORDS, PROGRESS, SLEEPERS, chunkBounds, readLayout, summationOrder, type Layout,
+  ABORT, DISPOSE, EPOCH, LINE_WORDS, PROGRESS, SLEEPERS, chunkBounds, collectiveBytes, isMemory, readLayout, summationOrder,
+  type CollectiveBuffer, type Layout,
 } from './layout.js';
+import { SimdSum } from './simd-sum.js';
 import { barrier } from './barrier.js';
 import { allReduce, type AllReduceAlgorithm, type AllReduceChoice } from './all-reduce.js';
 import { allGather } from './all-gather.js';
@@ -44,9 +46,12 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
 /** Longest single Atomics.wait: bounds how late a sleeper sees abort/dispose/reset. */
 const SLEEP_SLICE_MS = 50;
 
-/** Attaches rank `rank` to the group whose buffer is `sab` (from `createCollectiveBuffer`). */
-export function attachCommunicator(sab: SharedArrayBuffer, rank: number, opts: CommunicatorOptions = {}): Communicator {
-  return new Communicator(sab, rank, opts);
+/**
+ * Attaches rank `rank` to the group whose buffer is `buf` (from `createCollectiveBuffer`, or
+ * `createCollectiveMemory` for the WebAssembly SIMD sums).
+ */
+export function attachCommunicator(buf: CollectiveBuffer, rank: number, opts: CommunicatorOptions = {}): Communicator {
+  return new Communicator(buf, rank, opts);
 }
 
 export class Communicator {
@@ -87,7 +92,11 @@ export class Communicator {
   readonly chunkOrders: Float32Array[][];
   private readonly slotView: Float32Array;
 
-  constructor(sab: SharedArrayBuffer, rank: number, opts: CommunicatorOptions = {}) {
+  /** @internal The SIMD sums, when the buffer is a WebAssembly.Memory and the thread has SIMD. */
+  readonly simd: SimdSum | undefined;
+
+  constructor(buf: CollectiveBuffer, rank: number, opts: CommunicatorOptions = {}) {
+    const sab = collectiveBytes(buf);
     this.layout = readLayout(sab);
     const { world } = this.layout;
     if (!Number.isInteger(rank) || rank < 0 || rank >= world) {
@@ -110,6 +119,7 @@ export class Communicator {
     this.slots = Array.from({ length: world }, (_, j) => this.data.subarray(this.slotOffset(j), this.slotOffset(j) + this.slotFloats));
     this.chunkOrders = Array.from({ length: world }, (_, c) => summationOrder(c, world).map((j) => this.slots[j]));
     this.slotView = this.slots[rank];
+    this.simd = isMemory(buf) ? SimdSum.attach(buf, sab) : undefined;
   }
 
   /** Float offset of slot `j` in `data`. */

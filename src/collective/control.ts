@@ -18,7 +18,7 @@
 import { AbortedError, CollectiveTimeoutError, DisposedError, InvalidArgumentError } from '../errors.js';
 import {
   ABORT, CMD_BASE, DISPOSE, DONE_SEQ, DONE_STATUS, DOORBELL, EPOCH, LINE_WORDS, PROGRESS, REPLY_BASE, REPLY_WORDS,
-  STEP_SEQ, readLayout, type Layout,
+  STEP_SEQ, readLayout, type Layout, collectiveBytes, type CollectiveBuffer,
 } from './layout.js';
 import { DEFAULT_TIMEOUT_MS } from './communicator.js';
 
@@ -63,7 +63,8 @@ export class ControlBlock {
   private readonly layout: Layout;
   private readonly commands: Int32Array;
 
-  constructor(sab: SharedArrayBuffer) {
+  constructor(buf: CollectiveBuffer) {
+    const sab = collectiveBytes(buf);
     this.layout = readLayout(sab);
     this.world = this.layout.world;
     this.commandWords = this.layout.commandWords;

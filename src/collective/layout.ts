@@ -13,6 +13,7 @@
  * also covers adjacent-line prefetch on x86).
  */
 import { InvalidArgumentError } from '../errors.js';
+import { simdSumAvailable } from './simd-sum.js';
 
 /** Int32 words per 128-byte line. */
 export const LINE_WORDS = 32;
@@ -89,19 +90,58 @@ function computeLayout(world: number, slotFloats: number, commandWords: number):
  * sends the buffer to every worker, which calls `attachCommunicator` and/or `new ControlBlock`.
  */
 export function createCollectiveBuffer(opts: CollectiveBufferOptions): SharedArrayBuffer {
+  const l = checkedLayout(opts);
+  return initBuffer(new SharedArrayBuffer(bufferBytes(l)), l);
+}
+
+/**
+ * The group's buffer as a shared `WebAssembly.Memory`, so the all-reduce can sum in WebAssembly
+ * SIMD (simd-sum.ts); its `buffer` has the same layout as `createCollectiveBuffer`'s. Send the
+ * Memory itself to the workers (it is cloneable like a SharedArrayBuffer): a worker cannot make
+ * a Memory out of a SharedArrayBuffer. Falls back to a plain SharedArrayBuffer where WebAssembly
+ * SIMD is unavailable.
+ */
+export function createCollectiveMemory(opts: CollectiveBufferOptions): CollectiveBuffer {
+  const l = checkedLayout(opts);
+  if (!simdSumAvailable()) return initBuffer(new SharedArrayBuffer(bufferBytes(l)), l);
+  const pages = Math.ceil(bufferBytes(l) / 65536);
+  const memory = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true });
+  initBuffer(memory.buffer as unknown as SharedArrayBuffer, l);
+  return memory;
+}
+
+/** A group's shared memory: a SharedArrayBuffer, or a shared WebAssembly.Memory around one. */
+export type CollectiveBuffer = SharedArrayBuffer | WebAssembly.Memory;
+
+/** The SharedArrayBuffer of a collective buffer. */
+export function collectiveBytes(buf: CollectiveBuffer): SharedArrayBuffer {
+  return isMemory(buf) ? (buf.buffer as unknown as SharedArrayBuffer) : buf;
+}
+
+export function isMemory(buf: CollectiveBuffer): buf is WebAssembly.Memory {
+  return typeof WebAssembly !== 'undefined' && buf instanceof WebAssembly.Memory;
+}
+
+function bufferBytes(l: Layout): number {
+  return roundUp(l.dataOffset + l.world * l.slotStride * 4, LINE_BYTES);
+}
+
+function checkedLayout(opts: CollectiveBufferOptions): Layout {
   const { world, slotFloats } = opts;
   const commandWords = opts.commandWords ?? 64;
   if (!Number.isInteger(world) || world < 1) throw new InvalidArgumentError(`world must be a whole number ≥ 1, got ${world}`);
   if (!Number.isInteger(slotFloats) || slotFloats < 0) throw new InvalidArgumentError(`slotFloats must be a whole number ≥ 0, got ${slotFloats}`);
   if (!Number.isInteger(commandWords) || commandWords < 64) throw new InvalidArgumentError(`commandWords must be a whole number ≥ 64, got ${commandWords}`);
-  const l = computeLayout(world, slotFloats, commandWords);
-  const sab = new SharedArrayBuffer(roundUp(l.dataOffset + world * l.slotStride * 4, LINE_BYTES));
+  return computeLayout(world, slotFloats, commandWords);
+}
+
+function initBuffer(sab: SharedArrayBuffer, l: Layout): SharedArrayBuffer {
   const h = new Int32Array(sab, 0, LINE_WORDS);
   h[H_VERSION] = VERSION;
-  h[H_WORLD] = world;
-  h[H_SLOT_FLOATS] = slotFloats;
+  h[H_WORLD] = l.world;
+  h[H_SLOT_FLOATS] = l.slotFloats;
   h[H_SLOT_STRIDE] = l.slotStride;
-  h[H_CMD_WORDS] = commandWords;
+  h[H_CMD_WORDS] = l.commandWords;
   h[H_DATA_OFFSET] = l.dataOffset;
   // Written last: an attacher that sees the magic sees a complete header.
   Atomics.store(h, H_MAGIC, MAGIC);
@@ -109,7 +149,8 @@ export function createCollectiveBuffer(opts: CollectiveBufferOptions): SharedArr
 }
 
 /** Reads the layout from a buffer made by `createCollectiveBuffer`. */
-export function readLayout(sab: SharedArrayBuffer): Layout {
+export function readLayout(buf: CollectiveBuffer): Layout {
+  const sab = collectiveBytes(buf);
   if (!(sab instanceof SharedArrayBuffer) || sab.byteLength < LINE_BYTES) {
     throw new InvalidArgumentError('expected a SharedArrayBuffer from createCollectiveBuffer()');
   }

@@ -12,7 +12,7 @@
  */
 import * as Comlink from 'comlink';
 import { installErrorTransfer } from './protocol.js';
-import { ControlBlock, createCollectiveBuffer, STATUS_OK } from '../collective/index.js';
+import { ControlBlock, createCollectiveMemory, STATUS_OK, type CollectiveBuffer } from '../collective/index.js';
 import { ByteRouter, type ByteRun } from '../loader/route.js';
 import type { ByteSource } from '../loader/source.js';
 import type { ModelConfig } from '../model/config.js';
@@ -112,7 +112,7 @@ export class WorkerGroup implements StepBackend {
   private constructor(
     private readonly o: WorkerGroupOptions,
     private readonly ranks: Rank[],
-    private readonly collective: SharedArrayBuffer,
+    private readonly collective: CollectiveBuffer,
     logits: SharedArrayBuffer,
     maxLogitRows: number,
     logitStride: number,
@@ -133,7 +133,7 @@ export class WorkerGroup implements StepBackend {
     // Every sequence of a full batch may want its logits in the same step.
     const maxLogitRows = Math.min(o.maxSlots, o.maxRows);
     const logitStride = Math.max(...plan.ranks.map((r) => r.vocab[1] - r.vocab[0]));
-    const collective = createCollectiveBuffer({ world, slotFloats: o.maxRows * c.dim, commandWords: commandWords(o.maxRows) });
+    const collective = createCollectiveMemory({ world, slotFloats: o.maxRows * c.dim, commandWords: commandWords(o.maxRows) });
     const logits = new SharedArrayBuffer(world * maxLogitRows * logitStride * 4);
     const ranks: Rank[] = [];
     const group = new WorkerGroup(o, ranks, collective, logits, maxLogitRows, logitStride);

@@ -3,8 +3,9 @@
  * the Node tests, run in real dedicated Web Workers, and the `bench allreduce` measurements.
  */
 import { reviveError, type SerializedError } from '../errors.js';
-import { createCollectiveBuffer } from '../collective/layout.js';
+import { createCollectiveBuffer, createCollectiveMemory, type CollectiveBuffer } from '../collective/layout.js';
 import { ControlBlock } from '../collective/control.js';
+import { simdSumAvailable } from '../collective/simd-sum.js';
 import { DEFAULT_SPIN } from '../collective/communicator.js';
 import type { AllReduceAlgorithm, AllReduceChoice } from '../collective/all-reduce.js';
 import type { RankJob, RankOp, RankResult } from '../collective/testing/ops.js';
@@ -57,7 +58,7 @@ class Ranks {
 
 let groups = 0;
 
-function runJobs(ranks: Ranks, sab: SharedArrayBuffer, ops: RankOp[], opts?: RankJob['opts']): Promise<RankResult[][]> {
+function runJobs(ranks: Ranks, sab: CollectiveBuffer, ops: RankOp[], opts?: RankJob['opts']): Promise<RankResult[][]> {
   const group = ++groups;
   return ranks.all<RankResult[]>((rank) => ({ kind: 'job', job: { sab, group, rank, ops, opts } }));
 }
@@ -72,6 +73,8 @@ export interface AllReduceCheck {
   exact: boolean;
   /** Every rank's result equals rank 0's, bit for bit. */
   sameOnAllRanks: boolean;
+  /** Every rank summed in WebAssembly SIMD. */
+  simd: boolean;
 }
 
 /** Runs every algorithm (and auto, and zero-copy input) at each length on `world` workers. */
@@ -80,7 +83,8 @@ export async function checkAllReduce(opts: { world: number; lens: number[]; algo
   const algorithms = opts.algorithms ?? ['one-shot', 'ring', 'direct', 'auto'];
   const ranks = Ranks.start(world);
   try {
-    const sab = createCollectiveBuffer({ world, slotFloats: Math.max(...lens) });
+    // A WebAssembly.Memory, as the engine uses: the SIMD sums must give the reference bits.
+    const sab = createCollectiveMemory({ world, slotFloats: Math.max(...lens) });
     const ops: RankOp[] = [];
     for (const len of lens) {
       for (const zeroCopy of [false, true]) for (const algorithm of algorithms) ops.push({ kind: 'allReduce', len, algorithm, seed: len + world, zeroCopy });
@@ -99,6 +103,7 @@ export async function checkAllReduce(opts: { world: number; lens: number[]; algo
         picked: got.map((g) => g.algorithm!),
         exact: got.every((g) => firstBitDifference(g.data!, want) === -1),
         sameOnAllRanks: got.every((g) => firstBitDifference(g.data!, got[0].data!) === -1),
+        simd: got.every((g) => g.simd === true),
       };
     });
   } finally {
@@ -199,6 +204,7 @@ export async function benchAllReduce(opts: AllReduceBenchOptions): Promise<AllRe
     meta: {
       spin,
       hardwareConcurrency: navigator.hardwareConcurrency,
+      sums: simdSumAvailable() ? 'wasm-simd' : 'js',
       note: 'median of samples; each sample times `batch` back-to-back all-reduces (≥ 1000 when one takes < 50 µs, else ~10 ms worth; large sizes use batch 1 with samples of several ms) and takes the slowest rank',
     },
   };
@@ -210,7 +216,7 @@ export async function benchAllReduce(opts: AllReduceBenchOptions): Promise<AllRe
         const floats = smoke ? 65536 : Math.max(maxFloats, 1 << 20);
         report.baselines.memcpy_gbs = await ranks.request<number>(0, { kind: 'memcpy', floats, reps: Math.max(1, Math.round(2 ** 26 / (floats * 4))), samples: smoke ? 2 : 10 });
       }
-      const sab = createCollectiveBuffer({ world, slotFloats: maxFloats });
+      const sab = createCollectiveMemory({ world, slotFloats: maxFloats });
       const group = ++groups;
       const channels = Array.from({ length: world - 1 }, () => new MessageChannel());
       await ranks.request(0, { kind: 'ports', ports: channels.map((c) => c.port1) }, channels.map((c) => c.port1));

@@ -5,15 +5,16 @@
 import { serializeError } from '../errors.js';
 import { attachCommunicator, type Communicator } from '../collective/communicator.js';
 import type { AllReduceChoice } from '../collective/all-reduce.js';
+import type { CollectiveBuffer } from '../collective/layout.js';
 import { runJob, type RankJob } from '../collective/testing/ops.js';
 import { timeAllReduce, timeMemcpy, timePostMessageAllReduce } from '../collective/bench.js';
 
 export type RankRequest =
   | { kind: 'job'; job: RankJob }
-  | { kind: 'bench'; sab: SharedArrayBuffer; group: number; rank: number; spin?: number; floats: number; algorithm: AllReduceChoice; batch: number; samples: number }
+  | { kind: 'bench'; sab: CollectiveBuffer; group: number; rank: number; spin?: number; floats: number; algorithm: AllReduceChoice; batch: number; samples: number }
   | { kind: 'memcpy'; floats: number; reps: number; samples: number }
   | { kind: 'ports'; ports: MessagePort[] }
-  | { kind: 'postmessage'; sab: SharedArrayBuffer; group: number; rank: number; floats: number; batch: number; samples: number };
+  | { kind: 'postmessage'; sab: CollectiveBuffer; group: number; rank: number; floats: number; batch: number; samples: number };
 
 let ports: MessagePort[] = [];
 let comm: { group: number; comm: Communicator } | undefined;
@@ -22,7 +23,7 @@ let comm: { group: number; comm: Communicator } | undefined;
  * One communicator per group, kept across requests as a shard worker keeps it across steps
  * (every message brings a new SharedArrayBuffer object, so groups are told apart by id).
  */
-function communicator(sab: SharedArrayBuffer, group: number, rank: number, spin?: number): Communicator {
+function communicator(sab: CollectiveBuffer, group: number, rank: number, spin?: number): Communicator {
   if (!comm || comm.group !== group) comm = { group, comm: attachCommunicator(sab, rank) };
   if (spin !== undefined) comm.comm.spin = spin;
   return comm.comm;

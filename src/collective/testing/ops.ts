@@ -7,6 +7,7 @@ import { DEFAULT_SPIN, DEFAULT_TIMEOUT_MS, attachCommunicator, type Communicator
 import type { AllReduceAlgorithm, AllReduceChoice } from '../all-reduce.js';
 import { ControlBlock } from '../control.js';
 import { randomFloats } from './data.js';
+import type { CollectiveBuffer } from '../layout.js';
 
 export type RankOp =
   /** zeroCopy: write the input into comm.slot() and reduce from there into a separate out. */
@@ -26,10 +27,12 @@ export interface RankResult {
   algorithm?: AllReduceAlgorithm;
   data?: Float32Array;
   note?: string;
+  /** The rank summed in WebAssembly SIMD (its buffer is a WebAssembly.Memory). */
+  simd?: boolean;
 }
 
 export interface RankJob {
-  sab: SharedArrayBuffer;
+  sab: CollectiveBuffer;
   /** Identifies the group across jobs (each message delivers a new SharedArrayBuffer object). */
   group?: number;
   rank: number;
@@ -61,12 +64,12 @@ export async function runJob(job: RankJob): Promise<RankResult[]> {
           const slot = comm.slot().subarray(0, op.len);
           slot.set(input);
           const out = new Float32Array(op.len);
-          results.push({ kind: op.kind, algorithm: comm.allReduce(slot, op.algorithm, out), data: out });
+          results.push({ kind: op.kind, algorithm: comm.allReduce(slot, op.algorithm, out), data: out, simd: !!comm.simd });
         } else if (op.outOfPlace) {
           const out = new Float32Array(op.len);
-          results.push({ kind: op.kind, algorithm: comm.allReduce(input, op.algorithm, out), data: out });
+          results.push({ kind: op.kind, algorithm: comm.allReduce(input, op.algorithm, out), data: out, simd: !!comm.simd });
         } else {
-          results.push({ kind: op.kind, algorithm: comm.allReduce(input, op.algorithm), data: input });
+          results.push({ kind: op.kind, algorithm: comm.allReduce(input, op.algorithm), data: input, simd: !!comm.simd });
         }
         break;
       }

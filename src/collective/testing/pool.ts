@@ -1,14 +1,15 @@
 /** Test-only: a pool of worker_threads ranks that run jobs (ops.ts) for the Node tests. */
 import { Worker } from 'node:worker_threads';
 import { reviveError, type SerializedError } from '../../errors.js';
+import type { CollectiveBuffer } from '../layout.js';
 import type { RankJob, RankResult } from './ops.js';
 
 type Reply = { ready: true } | { ok: true; results: RankResult[] } | { ok: false; error: SerializedError };
 
 /** Workers receive a new SharedArrayBuffer object per message, so groups are told apart by id. */
-const groups = new WeakMap<SharedArrayBuffer, number>();
+const groups = new WeakMap<CollectiveBuffer, number>();
 let lastGroup = 0;
-function groupId(sab: SharedArrayBuffer): number {
+function groupId(sab: CollectiveBuffer): number {
   let id = groups.get(sab);
   if (id === undefined) groups.set(sab, (id = ++lastGroup));
   return id;
@@ -67,7 +68,7 @@ export class RankPool {
   }
 
   /** Runs one job per rank 0…world−1 of `sab` and resolves with every rank's results. */
-  runAll(sab: SharedArrayBuffer, world: number, ops: RankJob['ops'], opts?: RankJob['opts']): Promise<RankResult[][]> {
+  runAll(sab: CollectiveBuffer, world: number, ops: RankJob['ops'], opts?: RankJob['opts']): Promise<RankResult[][]> {
     return Promise.all(Array.from({ length: world }, (_, r) => this.run(r, { sab, rank: r, ops, opts })));
   }
 
