@@ -196,6 +196,7 @@ export interface RunState {
   partial: GPUBuffer; // (maxM, dim) a row-parallel partial sum, all-reduced in place
   xsel: GPUBuffer; // (maxLogitRows, dim) the rows whose logits are wanted
   logits: GPUBuffer; // (maxLogitRows, vocab/tp)
+  scores?: GPUBuffer; // (maxM, heads/tp, context) runqExact's attention scores, shared by the layers
   kv: KvCache; // (layer) → (slot, kvHeads/tp, seq, head_size)
   rope: RopeTables; // (seq, head_size/2) cos and sin
   /** kv and rope belong to another state (this one is a second micro-batch). */
@@ -258,6 +259,7 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
     partial: f32(maxM * d.dim, 'partial'),
     xsel: f32(o.maxLogitRows * d.dim, 'xsel'),
     logits: f32(o.maxLogitRows * d.vocab, 'logits'),
+    scores: o.runqExact && o.activations === 'int8' ? f32(maxM * d.nHeads * o.contextLength, 'attention scores') : undefined,
     kv: o.share?.kv ?? createKvCache(ctx, { nLayers: c.nLayers, nKvHeadsLocal: d.nKvHeads, headSize: d.headSize, maxSeq: o.contextLength, nSlots: o.slots }),
     rope: o.share?.rope ?? createRopeTables(ctx, d.headSize, ropeTables(c.headSize, o.contextLength, c.ropeTheta, c.ropeScaling)),
     shared: !!o.share,
@@ -272,7 +274,7 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
   const stages: BoundOp[][] = [[]];
   const current = () => stages[stages.length - 1]!;
   // Rank order is column order (the plan's ranges ascend with the rank), so the chain runs 0, 1, ….
-  const exact = !!o.runqExact && activations === 'int8';
+  const exact = !!s.scores;
   const chain = !tp1 && exact;
   const links: BoundOp[] = [];
   const rowParallel = (op: BoundOp) => (chain ? links.push(op) : current().push(op));
@@ -283,7 +285,7 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
     current().push(
       createMatmul(ctx, step, { activations, x: s.x, w: L.wqkv, y: s.qkv, bias: L.bqkv, maxM, input: { kind: 'rmsnorm', weight: L.attentionNorm, eps } }),
       createRopeKv(ctx, step, { qkv: s.qkv, rowStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, tables: s.rope, style: c.ropeStyle, maxM }),
-      createAttention(ctx, step, { q: s.qkv, qStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, out: s.att, maxM, kvGroup, ...(exact && { kind: 'exact' as const }) }),
+      createAttention(ctx, step, { q: s.qkv, qStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, out: s.att, maxM, kvGroup, ...(exact && { kind: 'exact' as const, scores: s.scores }) }),
     );
     // x += Wo·att: row-parallel, so a partial sum to all-reduce unless tp = 1.
     // A bias (bo) joins the full sum: x += (Wo·att + bo), at tp = 1 inside the matmul.
@@ -314,6 +316,7 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
   };
   const workBytes =
     4 * (maxM * (2 * d.dim + d.qkv + d.nHeads * d.headSize + 2 * d.hidden + 1) + o.maxLogitRows * (d.dim + d.vocab)) +
+    (s.scores ? s.scores.size : 0) +
     (o.share ? 0 : 2 * c.nLayers * o.slots * d.nKvHeads * o.contextLength * d.headSize * 4 + o.contextLength * d.headSize * 4);
   return { ...s, ops, workBytes };
 }
@@ -321,6 +324,7 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
 export function destroyRunState(s: RunState, ctx: GpuContext): void {
   for (const op of [s.ops.embed, s.ops.head, ...s.ops.stages.flat(), ...(s.ops.chain?.links ?? [])]) op.destroy();
   for (const b of [s.tokens, s.x, s.qkv, s.att, s.h13, s.partial, s.xsel, s.logits]) b.destroy();
+  s.scores?.destroy();
   destroyStepParams(s.step);
   destroyStepParams(s.headStep);
   if (!s.shared) {

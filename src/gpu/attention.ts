@@ -34,6 +34,11 @@ export interface AttentionOptions {
   maxM: number;
   /** Kernel variant; default: `subgroup` where it runs (see `attentionKinds`), else `workgroup`. */
   kind?: AttentionKind;
+  /**
+   * `exact` only: its scores, ≥ maxM·nHeads·cache.maxSeq floats. The ops of every layer can share
+   * one (they run one after another); without it the op allocates its own.
+   */
+  scores?: GPUBuffer;
 }
 
 /**
@@ -77,20 +82,23 @@ export function createAttention(ctx: GpuContext, step: StepParams, o: AttentionO
     [8],
     'attention',
   );
-  const scores = kind === 'exact' ? createStorageBuffer(ctx, o.maxM * o.nHeads * c.maxSeq * 4, 'attention scores') : undefined;
+  const scoreBytes = o.maxM * o.nHeads * c.maxSeq * 4;
+  if (o.scores && o.scores.size < scoreBytes) throw new InvalidArgumentError(`attention: the scores buffer holds ${o.scores.size} bytes, ${scoreBytes} needed`);
+  const own = kind === 'exact' && !o.scores ? createStorageBuffer(ctx, scoreBytes, 'attention scores') : undefined;
+  const scores = kind === 'exact' ? (o.scores ?? own) : undefined;
   const bg = bindGroup(ctx, pipeline, [step.buffer, p, o.q, c.k[o.layer]!, c.v[o.layer]!, o.out, ...(scores ? [scores] : [])], 'attention');
   const op = makeOp(ctx, 'attention', o.maxM, [p], (pass, m) => {
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bg);
     dispatchLinear(pass, scores ? Math.ceil((m * o.nHeads) / EXACT_WG) : m * o.nHeads);
   });
-  if (!scores) return op;
+  if (!own) return op;
   return {
     name: op.name,
     encode: op.encode,
     destroy() {
       op.destroy();
-      scores.destroy();
+      own.destroy();
     },
   };
 }
