@@ -155,13 +155,14 @@ test('kv write and fused rope + kv write, across slots', async ({ harness }) => 
   expectWithin(await each(harness.page, 'testKvWrite', cases), cases);
 });
 
-test('attention, every variant: positions 0, 1, 300; GQA 1 and 2; decode and causal prefill', async ({ harness }) => {
+test('attention, every variant (exact: bit for bit): positions 0, 1, 300; GQA 1 and 2; decode and causal prefill', async ({ harness }) => {
   const range = (a: number, b: number) => Array.from({ length: b - a }, (_, i) => a + i);
   const kinds = await harness.page.evaluate(() => window.tp.kernels.attentionVariants(128));
   // SwiftShader has subgroups: both variants must be checked, not only the default.
   expect(kinds).toEqual(['subgroup', 'workgroup']);
   const cases = [];
-  for (const kind of kinds) {
+  // `exact` (run.c's order, the runq.c-exact W8A8 path) must equal the oracle bit for bit.
+  for (const kind of [...kinds, 'exact' as const]) {
     for (const [nHeads, nKv] of [[4, 4], [4, 2]]) {
       for (const p of [0, 1, 300]) cases.push({ nHeads, nKv, headSize: 32, positions: [p], kind });
       cases.push({ nHeads, nKv, headSize: 16, positions: range(0, 17), kind });

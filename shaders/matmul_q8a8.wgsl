@@ -3,6 +3,9 @@
 // group are summed exactly in i32, so only the f32 sum over groups depends on the order.
 // XQ/XS come from quantize_q8.wgsl (K/4 words and K/GS scales per row); WQ/WS are a chunk's
 // rows of W (P.kStride4 = K/4 words per row).
+// CONTINUE: the sum starts from Y's value instead of 0, so a row-parallel matmul whose
+// columns are split over ranks can carry on the sum an earlier rank began, group after group
+// exactly as runq.c's one loop over all of them (ACCUMULATE would add Y after the sum instead).
 struct Q8Params {
   K: u32,
   N: u32,        // rows of W in this chunk
@@ -28,6 +31,7 @@ override WGX: u32 = 8u;
 override WGY: u32 = 8u;
 override HAS_BIAS: bool = false;
 override ACCUMULATE: bool = false;
+override CONTINUE: bool = false;
 
 
 fn storeY(r: u32, n: u32, v: f32) {
@@ -58,6 +62,7 @@ fn gemv_q8a8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
   let nG = P.K / GS;
   let wpg = GS / 4u;
   var acc = 0.0;
+  if (CONTINUE) { acc = Y[P.rowStart + n]; }
   for (var g = 0u; g < nG; g++) {
     var isum = 0;
     for (var j = 0u; j < wpg; j++) { isum += dot(i8x4(XQ[g * wpg + j]), i8x4(WQ[n * P.kStride4 + g * wpg + j])); }
@@ -83,6 +88,13 @@ fn gemm_q8a8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
   let wpg = GS / 4u;
   let xrow = P.K / 4u;
   var acc = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+  if (CONTINUE) {
+    // Clamped rows and columns read valid entries that are never stored.
+    for (var i = 0u; i < 4u; i++) {
+      let y = xr[i] * P.yStride + P.rowStart;
+      acc[i] = vec4<f32>(Y[y + rows.x], Y[y + rows.y], Y[y + rows.z], Y[y + rows.w]);
+    }
+  }
   for (var g = 0u; g < nG; g++) {
     let w = rows * P.kStride4 + g * wpg;
     let ws = vec4<f32>(WS[rows.x * nG + g], WS[rows.y * nG + g], WS[rows.z * nG + g], WS[rows.w * nG + g]);

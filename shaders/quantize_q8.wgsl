@@ -1,4 +1,5 @@
-// W8A8 activations, as llama2.c's runq.c `quantize`: per row r of xin and per group of GS
+// W8A8 activations, as llama2.c's runq.c `quantize` (its divisions, sqrtf and expf correctly
+// rounded as on a CPU: exact_math.wgsl): per row r of xin and per group of GS
 // values, scale = max|xin| / 127 and q = round(xin / scale) (halves away from zero), packed four
 // int8 per u32 into XQ (K/4 words per row) with the scales in XS (K/GS per row). An all-zero
 // group gets scale 0 and zeros. One invocation per row, in runq.c's order (the sum of squares
@@ -30,7 +31,7 @@ fn xin(r: u32, k: u32, inv: f32) -> f32 {
   if (MODE == 1u) {
     return AUX[k] * (inv * v);
   } else if (MODE == 2u) {
-    return (v * (1.0 / (1.0 + exp(-v)))) * AUX[P.bOff + r * P.bStride + k];
+    return (v * divRn(1.0, 1.0 + expRn(-v))) * AUX[P.bOff + r * P.bStride + k];
   }
   return v;
 }
@@ -53,19 +54,19 @@ fn quantize_q8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
       let v = X[P.xOff + r * P.xStride + k];
       ss += v * v;
     }
-    inv = 1.0 / sqrt(ss / f32(P.K) + P.eps);
+    inv = divRn(1.0, sqrtRn(divRn(ss, f32(P.K)) + P.eps));
   }
   let nG = P.K / GS;
   for (var g = 0u; g < nG; g++) {
     var wmax = 0.0;
     for (var i = 0u; i < GS; i++) { wmax = max(wmax, abs(xin(r, g * GS + i, inv))); }
-    let scale = wmax / 127.0;
+    let scale = divRn(wmax, 127.0);
     XS[r * nG + g] = scale;
     for (var j = 0u; j < GS / 4u; j++) {
       var word = 0u;
       for (var b = 0u; b < 4u; b++) {
         var q = 0;
-        if (scale > 0.0) { q = i32(roundAway(xin(r, g * GS + j * 4u + b, inv) / scale)); }
+        if (scale > 0.0) { q = i32(roundAway(divRn(xin(r, g * GS + j * 4u + b, inv), scale))); }
         word |= (u32(q) & 0xffu) << (8u * b);
       }
       XQ[r * (P.K / 4u) + g * (GS / 4u) + j] = word;

@@ -27,7 +27,7 @@ import { createAdd, createEmbed } from '../src/gpu/elementwise.js';
 import { createReadback, destroyReadback, type Readback, type ReadTicket } from '../src/gpu/readback.js';
 import type { BoundOp } from '../src/gpu/op.js';
 import type { KernelProfiler } from '../src/gpu/profiler.js';
-import { ModelFormatError } from '../src/errors.js';
+import { InvalidArgumentError, ModelFormatError } from '../src/errors.js';
 
 /** A weight matrix as the file stores it: f32, or Q8_0 kept quantised. */
 export type Weight = Matrix | QuantMatrix;
@@ -196,6 +196,7 @@ export interface RunState {
   partial: GPUBuffer; // (maxM, dim) a row-parallel partial sum, all-reduced in place
   xsel: GPUBuffer; // (maxLogitRows, dim) the rows whose logits are wanted
   logits: GPUBuffer; // (maxLogitRows, vocab/tp)
+  scores?: GPUBuffer; // (maxM, heads/tp, context) runqExact's attention scores, shared by the layers
   kv: KvCache; // (layer) → (slot, kvHeads/tp, seq, head_size)
   rope: RopeTables; // (seq, head_size/2) cos and sin
   /** kv and rope belong to another state (this one is a second micro-batch). */
@@ -210,6 +211,11 @@ interface StepOps {
   embed: BoundOp;
   /** One list per stretch between sync points; at tp = 1 a single list holds every layer. */
   stages: BoundOp[][];
+  /**
+   * Exact sums: `links[i]` is sync point i's row-parallel matmul, kept out of `stages[i]` because
+   * it runs only once the earlier ranks' sums have arrived (see `chainSync`).
+   */
+  chain?: { links: BoundOp[]; rank: number; world: number };
   head: BoundOp; // final norm + classifier over xsel
   /** `[head]`, so the head encodes like a stage without allocating per step. */
   headOps: BoundOp[];
@@ -225,6 +231,13 @@ export interface RunStateOptions {
   share?: RunState;
   /** Q8_0 weights: quantise each matmul's input to int8 per group first (W8A8, runq.c) or keep it f32. */
   activations?: Q8Activations;
+  /**
+   * W8A8 (int8 activations): runq.c's arithmetic bit for bit. Attention runs in run.c's order
+   * (`attention_exact`), and at world > 1 each row-parallel matmul's groups are summed in
+   * runq.c's order, rank after rank (each rank's matmul continues the sums the previous rank
+   * passed on) instead of all-reducing the ranks' own partial sums: one round trip per rank.
+   */
+  runqExact?: boolean;
 }
 
 export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: ShardWeights, o: RunStateOptions): RunState {
@@ -246,6 +259,7 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
     partial: f32(maxM * d.dim, 'partial'),
     xsel: f32(o.maxLogitRows * d.dim, 'xsel'),
     logits: f32(o.maxLogitRows * d.vocab, 'logits'),
+    scores: o.runqExact && o.activations === 'int8' ? f32(maxM * d.nHeads * o.contextLength, 'attention scores') : undefined,
     kv: o.share?.kv ?? createKvCache(ctx, { nLayers: c.nLayers, nKvHeadsLocal: d.nKvHeads, headSize: d.headSize, maxSeq: o.contextLength, nSlots: o.slots }),
     rope: o.share?.rope ?? createRopeTables(ctx, d.headSize, ropeTables(c.headSize, o.contextLength, c.ropeTheta, c.ropeScaling)),
     shared: !!o.share,
@@ -259,19 +273,25 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
   const activations = o.activations ?? 'f32';
   const stages: BoundOp[][] = [[]];
   const current = () => stages[stages.length - 1]!;
+  // Rank order is column order (the plan's ranges ascend with the rank), so the chain runs 0, 1, ….
+  const exact = !!s.scores;
+  const chain = !tp1 && exact;
+  const links: BoundOp[] = [];
+  const rowParallel = (op: BoundOp) => (chain ? links.push(op) : current().push(op));
+  const continueSum = chain && r.rank > 0;
   for (let l = 0; l < c.nLayers; l++) {
     const L = w.layers[l]!;
     // Attention: qkv = Wqkv·rmsnorm(x) (+ bqkv), rope q and k, k/v into the cache, attention over it.
     current().push(
       createMatmul(ctx, step, { activations, x: s.x, w: L.wqkv, y: s.qkv, bias: L.bqkv, maxM, input: { kind: 'rmsnorm', weight: L.attentionNorm, eps } }),
       createRopeKv(ctx, step, { qkv: s.qkv, rowStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, tables: s.rope, style: c.ropeStyle, maxM }),
-      createAttention(ctx, step, { q: s.qkv, qStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, out: s.att, maxM, kvGroup }),
+      createAttention(ctx, step, { q: s.qkv, qStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, out: s.att, maxM, kvGroup, ...(exact && { kind: 'exact' as const, scores: s.scores }) }),
     );
     // x += Wo·att: row-parallel, so a partial sum to all-reduce unless tp = 1.
     // A bias (bo) joins the full sum: x += (Wo·att + bo), at tp = 1 inside the matmul.
     if (tp1) current().push(createMatmul(ctx, step, { activations, x: s.att, w: L.wo, y: s.x, bias: L.bo, accumulate: true, maxM }));
     else {
-      current().push(createMatmul(ctx, step, { activations, x: s.att, w: L.wo, y: s.partial, maxM }));
+      rowParallel(createMatmul(ctx, step, { activations, x: s.att, w: L.wo, y: s.partial, maxM, continueSum }));
       const bias = L.bo ? [createAdd(ctx, step, { x: { buffer: L.bo, stride: 0 }, y: { buffer: s.partial }, n: d.dim, maxM })] : [];
       stages.push([...bias, createAdd(ctx, step, { x: { buffer: s.partial }, y: { buffer: s.x }, n: d.dim, maxM })]);
     }
@@ -280,7 +300,7 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
     const down = { x: s.h13, xStride: 2 * d.hidden, w: L.w2, maxM, input: { kind: 'siluMul' as const, b: s.h13, bStride: 2 * d.hidden, bOffset: d.hidden } };
     if (tp1) current().push(createMatmul(ctx, step, { activations, ...down, y: s.x, accumulate: true }));
     else {
-      current().push(createMatmul(ctx, step, { activations, ...down, y: s.partial }));
+      rowParallel(createMatmul(ctx, step, { activations, ...down, y: s.partial, continueSum }));
       stages.push([createAdd(ctx, step, { x: { buffer: s.partial }, y: { buffer: s.x }, n: d.dim, maxM })]);
     }
   }
@@ -290,18 +310,21 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
       ? createEmbedQ8(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM })
       : createEmbed(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM }),
     stages,
+    ...(chain && { chain: { links, rank: r.rank, world: o.world } }),
     head,
     headOps: [head],
   };
   const workBytes =
     4 * (maxM * (2 * d.dim + d.qkv + d.nHeads * d.headSize + 2 * d.hidden + 1) + o.maxLogitRows * (d.dim + d.vocab)) +
+    (s.scores ? s.scores.size : 0) +
     (o.share ? 0 : 2 * c.nLayers * o.slots * d.nKvHeads * o.contextLength * d.headSize * 4 + o.contextLength * d.headSize * 4);
   return { ...s, ops, workBytes };
 }
 
 export function destroyRunState(s: RunState, ctx: GpuContext): void {
-  for (const op of [s.ops.embed, s.ops.head, ...s.ops.stages.flat()]) op.destroy();
+  for (const op of [s.ops.embed, s.ops.head, ...s.ops.stages.flat(), ...(s.ops.chain?.links ?? [])]) op.destroy();
   for (const b of [s.tokens, s.x, s.qkv, s.att, s.h13, s.partial, s.xsel, s.logits]) b.destroy();
+  s.scores?.destroy();
   destroyStepParams(s.step);
   destroyStepParams(s.headStep);
   if (!s.shared) {
@@ -337,6 +360,11 @@ export interface Reducer {
   slot(n: number): Float32Array;
   /** All-reduces the slot's first n floats across ranks; the sum stays valid until the next call. */
   reduce(n: number): Float32Array;
+  /**
+   * Rank `root`'s first n slot floats on every rank: the root passes on what it read back into
+   * its slot; the others get a copy that stays valid until the next call.
+   */
+  broadcast(n: number, root: number): Float32Array;
 }
 
 /** A sync point in flight: the partial sum's copy to the CPU is submitted. */
@@ -369,6 +397,54 @@ async function finishSync(ctx: GpuContext, s: RunState, p: PendingSync, m: numbe
   if (times.roundtrips.length < 4096) times.roundtrips.push(t3 - p.t0);
 }
 
+/**
+ * Sync point of the exact sums: the row-parallel matmul runs on one rank after another, each
+ * continuing the per-row sums of the ranks before it (their columns come first), and the last
+ * rank's sums, runq.c's to the bit, go to every rank. Ranks after the first submit their stage
+ * first, so only the matmuls and round trips are serial: world of them instead of one.
+ */
+async function chainSync(
+  ctx: GpuContext, s: RunState, encoder: GPUCommandEncoder, link: BoundOp, m: number, dim: number, red: Reducer, rank: number, world: number,
+  times: StepTimes, prof?: KernelProfiler,
+): Promise<void> {
+  const n = m * dim;
+  const t0 = performance.now();
+  let waited = 0;
+  let uploaded = 0;
+  const upload = (v: Float32Array) => {
+    const u = performance.now();
+    ctx.device.queue.writeBuffer(s.partial, 0, v.buffer, v.byteOffset, n * 4);
+    uploaded += performance.now() - u;
+  };
+  const receive = (root: number) => {
+    const w = performance.now();
+    const v = red.broadcast(n, root);
+    waited += performance.now() - w;
+    return v;
+  };
+  if (rank > 0) {
+    ctx.device.queue.submit([encoder.finish()]);
+    let before!: Float32Array;
+    for (let r = 0; r < rank; r++) before = receive(r);
+    upload(before);
+    encoder = ctx.device.createCommandEncoder();
+  }
+  encodeOps(encoder, [link], m, undefined, prof);
+  const ticket = s.readback.encodeCopy(encoder, s.partial, 0, n * 4);
+  ctx.device.queue.submit([encoder.finish()]);
+  const r0 = performance.now();
+  await s.readback.read(ticket, { into: red.slot(n), key: `chain:${m}` });
+  times.readback += performance.now() - r0;
+  receive(rank);
+  // The last rank's partial already holds the full sums.
+  let sum: Float32Array | undefined;
+  for (let r = rank + 1; r < world; r++) sum = receive(r);
+  if (sum) upload(sum);
+  times.allreduce += waited;
+  times.upload += uploaded;
+  if (times.roundtrips.length < 4096) times.roundtrips.push(performance.now() - t0);
+}
+
 /** Writes a step's rows (a range of the posted ones) into a state's step block and token buffer. */
 function writeRows(ctx: GpuContext, s: RunState, input: StepInput, r0: number, m: number): void {
   s.step.write(m, input.positions.subarray(r0, r0 + m), input.slots.subarray(r0, r0 + m));
@@ -396,7 +472,9 @@ export async function forward(
     encodeOps(encoder, stages[i]!, m, i === 0 ? s.ops.embed : undefined, prof);
     if (i === stages.length - 1) break;
     // Sync point i: the partial sum of a row-parallel matmul is combined across ranks.
-    await finishSync(ctx, s, submitPartial(ctx, s, encoder, m, dim), m, red, times);
+    const chain = s.ops.chain;
+    if (chain) await chainSync(ctx, s, encoder, chain.links[i]!, m, dim, red, chain.rank, chain.world, times, prof);
+    else await finishSync(ctx, s, submitPartial(ctx, s, encoder, m, dim), m, red, times);
     encoder = device.createCommandEncoder();
   }
   await finishHead(ctx, s, encoder, dim, input.logitRows, 0, nl, into, m, prof);
@@ -414,6 +492,7 @@ export async function forwardOverlapped(
 ): Promise<void> {
   const { device } = ctx;
   const { m } = input;
+  if (A.ops.chain) throw new InvalidArgumentError('two-batch overlap cannot run the exact (chained) sums');
   const a = Math.ceil(m / 2);
   // logitRows is increasing (the scheduler lists rows in order), so A's come first.
   let la = 0;
@@ -497,5 +576,5 @@ function encodeOne(prof: KernelProfiler, encoder: GPUCommandEncoder, op: BoundOp
 
 /** Passes a profiled step of this state encodes at most (one per op). */
 export function opCount(s: RunState): number {
-  return 2 + s.ops.stages.reduce((n, st) => n + st.length, 0);
+  return 2 + s.ops.stages.reduce((n, st) => n + st.length, 0) + (s.ops.chain?.links.length ?? 0);
 }

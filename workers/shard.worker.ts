@@ -50,6 +50,8 @@ export interface ShardInit {
   choices?: Pick<KernelChoices, 'gemm' | 'gemv'>;
   /** Inputs of Q8_0 matmuls: int8 per group (W8A8, runq.c) or f32 (weight-only). */
   activations?: Q8Activations;
+  /** W8A8: runq.c's arithmetic bit for bit (see RunStateOptions.runqExact). */
+  runqExact?: boolean;
 }
 
 export interface ShardInitResult {
@@ -107,9 +109,11 @@ export class ShardWorker {
     const t1 = performance.now();
     const so = {
       maxM: o.maxRows, maxLogitRows: o.maxLogitRows, contextLength: o.contextLength, slots: o.slots, world: o.world, activations: o.activations,
+      runqExact: o.runqExact,
     };
     this.state = createRunState(ctx, o.config, o.plan, this.weights, so);
-    if (o.overlap && o.world > 1 && o.maxRows >= 2 && !o.profile) {
+    if (this.state.ops.chain && o.overlap) this.warnings.push('overlap: off, runq.c-exact sums run one rank after another');
+    else if (o.overlap && o.world > 1 && o.maxRows >= 2 && !o.profile) {
       this.stateB = createRunState(ctx, o.config, o.plan, this.weights, { ...so, maxM: Math.floor(o.maxRows / 2), share: this.state });
     }
     if (o.profile) {
@@ -192,6 +196,16 @@ export class ShardWorker {
       reduce: (n) => {
         const out = sum.subarray(0, n);
         comm.allReduce(comm.slot().subarray(0, n), 'auto', out);
+        return out;
+      },
+      broadcast: (n, root) => {
+        if (root === comm.rank) {
+          const mine = comm.slot().subarray(0, n);
+          comm.broadcast(mine, root);
+          return mine;
+        }
+        const out = sum.subarray(0, n);
+        comm.broadcast(out, root);
         return out;
       },
     };

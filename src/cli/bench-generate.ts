@@ -30,6 +30,8 @@ export interface BenchGenerateOptions {
   profile?: boolean;
   /** Two-batch overlap at TP > 1 (default: the engine's). */
   overlap?: boolean;
+  /** W8A8: runq.c's arithmetic bit for bit (default: the engine's, true). */
+  runqExact?: boolean;
 }
 
 export interface BenchGenerateResult {
@@ -82,7 +84,7 @@ export async function benchGenerate(o: BenchGenerateOptions): Promise<BenchGener
     for (const tp of o.tp) {
       for (const profile of o.profile ? [false, true] : [false]) {
         const common: Omit<PageGenerateOptions, 'maxTokens'> = {
-          model, tokenizer, tp, prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch, profile, overlap: o.overlap,
+          model, tokenizer, tp, prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch, profile, overlap: o.overlap, runqExact: o.runqExact,
           // A 64-row prefill step of a large model can take minutes on a CPU adapter.
           timeoutMs: 600_000,
         };

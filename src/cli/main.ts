@@ -11,9 +11,12 @@ const USAGE = `webgpu-tp — tensor-parallel LLM inference over WebGPU, in headl
 Usage:
   webgpu-tp generate --model PATH|URL [--tokenizer PATH|URL] [--chat] [--tp N] [--split 0.5,0.25,0.25] [--prompt TEXT]
                      [--max-tokens N] [--temperature T] [--top-p P] [--seed S]
-                     [--ignore-eos] [--no-cache] [--weight-only] [--json]
+                     [--ignore-eos] [--no-cache] [--weight-only] [--no-runq-exact] [--json]
                      (a llama2.c v2 / runq.c Q8_0 model runs W8A8 as runq.c does;
-                      --weight-only keeps f32 activations)
+                      --weight-only keeps f32 activations; W8A8 computes runq.c's floats bit
+                      for bit (run.c-order attention; at TP > 1 the wo/w2 sums chained rank
+                      to rank); --no-runq-exact uses the faster online-softmax attention and
+                      all-reduce, whose last bits differ)
       --model: a llama2.c .bin, a .safetensors with config.json beside it, a Hugging Face
                model directory, or a URL prefix of one (https://huggingface.co/ORG/NAME/resolve/main)
       --tokenizer: tokenizer.bin or tokenizer.json (default: tokenizer.json beside an HF model)
@@ -22,7 +25,7 @@ Usage:
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--transport sab|tab] [--json]
                      (--transport tab: one rank per tab over BroadcastChannel, beside SAB)
   webgpu-tp bench kernels [--json]
-  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--overlap] [--json]
+  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--overlap] [--no-runq-exact] [--json]
   webgpu-tp bench all [--out DIR] [--max-tokens N]   (all of the above on synth models; writes DIR/<date>.json,
                                                       and report.html + report.png beside DIR)
   webgpu-tp bench report --from DIR/<date>.json [--out DIR]   (rebuilds report.html and report.png)
@@ -54,6 +57,7 @@ async function main(argv: string[]): Promise<number> {
         'ignore-eos': { type: 'boolean', default: false },
         'no-cache': { type: 'boolean', default: false },
         'weight-only': { type: 'boolean', default: false },
+        'no-runq-exact': { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
         chat: { type: 'boolean', default: false },
       },
@@ -77,6 +81,7 @@ async function main(argv: string[]): Promise<number> {
       cache: !values['no-cache'],
       chat: values.chat ?? false,
       weightOnly: values['weight-only'] ?? false,
+      runqExact: !values['no-runq-exact'],
     });
     return 0;
   }
@@ -110,6 +115,7 @@ async function main(argv: string[]): Promise<number> {
         batch: { type: 'string' },
         profile: { type: 'boolean', default: false },
         overlap: { type: 'boolean', default: false },
+        'no-runq-exact': { type: 'boolean', default: false },
         out: { type: 'string' },
         from: { type: 'string' },
         transport: { type: 'string', default: 'sab' },
@@ -139,6 +145,7 @@ async function main(argv: string[]): Promise<number> {
         batch: list(values.batch, [1]),
         profile: values.profile,
         overlap: values.overlap,
+        runqExact: !values['no-runq-exact'],
       });
     } else if (what === 'all') {
       const { benchAll } = await import('./bench-all.js');

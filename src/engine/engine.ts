@@ -102,6 +102,17 @@ export interface EngineOptions {
    * By default they are quantised to int8 per group before every matmul, as runq.c does (W8A8).
    */
   weightOnly?: boolean;
+  /**
+   * W8A8 (llama2.c v2 files): compute runq.c's floats bit for bit (default true), so the tokens
+   * are runq.c's however narrow a logit margin. Attention runs in run.c's order (max, expf, sum,
+   * divide; one invocation per row and head), and at TP > 1 each row-parallel matmul's (wo, w2)
+   * groups are summed in runq.c's order, one rank after another, each continuing the sums the
+   * previous rank passed on: one round trip per rank per sync point instead of one all-reduce.
+   * `false` runs the online-softmax attention and all-reduces the ranks' partial sums: faster,
+   * but last bits differ, which W8A8's requantisation can grow into another token after many
+   * steps. Ignored for f32 activations. At TP > 1 it turns two-batch overlap off.
+   */
+  runqExact?: boolean;
 }
 
 /** A loaded model, ready to generate. One `Engine` interface for every backend. */
@@ -187,6 +198,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     devices: placement.specs,
     adapterKeys: placement.keys,
     activations: format === 'llama2c-v2' && !options.weightOnly ? 'int8' : 'f32',
+    runqExact: options.runqExact ?? true,
   });
   const loadMs = performance.now() - t0;
   const names = group.adapterNames();

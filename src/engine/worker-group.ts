@@ -78,6 +78,8 @@ export interface WorkerGroupOptions {
   adapterKeys?: string[];
   /** Inputs of Q8_0 matmuls: int8 per group (W8A8) or f32 (default). */
   activations?: Q8Activations;
+  /** W8A8: runq.c's arithmetic bit for bit (see EngineOptions.runqExact). */
+  runqExact?: boolean;
 }
 
 interface Rank {
@@ -192,6 +194,7 @@ export class WorkerGroup implements StepBackend {
       logitStride: this.logitStride, maxRows: o.maxRows, maxLogitRows: this.maxLogitRows,
       contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs, profile: o.profile, overlap: o.overlap,
       choices: tunedChoices.get(key), device: o.devices?.[rp.rank], activations: o.activations,
+      runqExact: o.runqExact,
     }));
     if (!tunedChoices.has(key)) tunedChoices.set(key, rank.info.choices);
     return rank;

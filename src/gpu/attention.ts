@@ -3,9 +3,11 @@ import commonSrc from '../../shaders/common.wgsl?raw';
 import attnSrc from '../../shaders/attention.wgsl?raw';
 import attnSgSrc from '../../shaders/attention_sg.wgsl?raw';
 import attnCommonSrc from '../../shaders/attention_common.wgsl?raw';
+import attnExactSrc from '../../shaders/attention_exact.wgsl?raw';
+import exactMathSrc from '../../shaders/exact_math.wgsl?raw';
 import { InvalidArgumentError } from '../errors.js';
 import type { GpuContext } from './device.js';
-import { createParamBlock, type StepParams } from './buffers.js';
+import { createParamBlock, createStorageBuffer, type StepParams } from './buffers.js';
 import type { KvCache } from './kv-cache.js';
 import { wgsl } from './layout.js';
 import { bindGroup, dispatchLinear, makeOp, type BoundOp } from './op.js';
@@ -32,14 +34,22 @@ export interface AttentionOptions {
   maxM: number;
   /** Kernel variant; default: `subgroup` where it runs (see `attentionKinds`), else `workgroup`. */
   kind?: AttentionKind;
+  /**
+   * `exact` only: its scores, ≥ maxM·nHeads·cache.maxSeq floats. The ops of every layer can share
+   * one (they run one after another); without it the op allocates its own.
+   */
+  scores?: GPUBuffer;
 }
 
 /**
  * `workgroup`: 64 invocations per (row, head) sharing scores through workgroup memory.
  * `subgroup`: one subgroup per (row, head), no workgroup memory or barrier: 5–10× faster on
  * SwiftShader, where barriers are expensive; needs the subgroups feature.
+ * `exact`: run.c's order and correctly rounded exp and divisions, bit for bit (the runq.c-exact
+ * W8A8 path); one invocation per (row, head) and a scratch of maxM·nHeads·maxSeq scores. Never
+ * the default: only asked for by name, so it is not among `attentionKinds`.
  */
-export type AttentionKind = 'workgroup' | 'subgroup';
+export type AttentionKind = 'workgroup' | 'subgroup' | 'exact';
 
 /** The variants this adapter can run for head size `hs`. */
 export function attentionKinds(ctx: GpuContext, hs: number): AttentionKind[] {
@@ -60,20 +70,38 @@ export function createAttention(ctx: GpuContext, step: StepParams, o: AttentionO
   }
   if (hs > 256) throw new InvalidArgumentError(`attention: head size ${hs} > 256 is not supported`);
   const kind = o.kind ?? attentionKinds(ctx, hs)[0]!;
-  if (!attentionKinds(ctx, hs).includes(kind)) throw new InvalidArgumentError(`attention: the ${kind} variant cannot run on this adapter`);
+  if (kind !== 'exact' && !attentionKinds(ctx, hs).includes(kind)) throw new InvalidArgumentError(`attention: the ${kind} variant cannot run on this adapter`);
   const pipeline = kind === 'subgroup'
     ? ctx.pipelines.get(wgsl(commonSrc, attnCommonSrc, attnSgSrc), 'attention_sg', { WG: ctx.features.subgroupMinSize }, 'attention_sg')
-    : ctx.pipelines.get(wgsl(commonSrc, attnCommonSrc, attnSrc), 'attention', {}, 'attention');
+    : kind === 'exact'
+      ? ctx.pipelines.get(wgsl(commonSrc, exactMathSrc, attnCommonSrc, attnExactSrc), 'attention_exact', { WG: EXACT_WG }, 'attention_exact')
+      : ctx.pipelines.get(wgsl(commonSrc, attnCommonSrc, attnSrc), 'attention', {}, 'attention');
   const p = createParamBlock(
     ctx,
     [o.nHeads, c.nKvHeadsLocal, hs, c.maxSeq, o.qStride, o.qOffset ?? 0, o.outStride ?? o.nHeads * hs, o.outOffset ?? 0, Math.fround(Math.sqrt(hs)), g.kvMul, g.headOffset, 0],
     [8],
     'attention',
   );
-  const bg = bindGroup(ctx, pipeline, [step.buffer, p, o.q, c.k[o.layer]!, c.v[o.layer]!, o.out], 'attention');
-  return makeOp(ctx, 'attention', o.maxM, [p], (pass, m) => {
+  const scoreBytes = o.maxM * o.nHeads * c.maxSeq * 4;
+  if (o.scores && o.scores.size < scoreBytes) throw new InvalidArgumentError(`attention: the scores buffer holds ${o.scores.size} bytes, ${scoreBytes} needed`);
+  const own = kind === 'exact' && !o.scores ? createStorageBuffer(ctx, scoreBytes, 'attention scores') : undefined;
+  const scores = kind === 'exact' ? (o.scores ?? own) : undefined;
+  const bg = bindGroup(ctx, pipeline, [step.buffer, p, o.q, c.k[o.layer]!, c.v[o.layer]!, o.out, ...(scores ? [scores] : [])], 'attention');
+  const op = makeOp(ctx, 'attention', o.maxM, [p], (pass, m) => {
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bg);
-    dispatchLinear(pass, m * o.nHeads);
+    dispatchLinear(pass, scores ? Math.ceil((m * o.nHeads) / EXACT_WG) : m * o.nHeads);
   });
+  if (!own) return op;
+  return {
+    name: op.name,
+    encode: op.encode,
+    destroy() {
+      op.destroy();
+      own.destroy();
+    },
+  };
 }
+
+/** Invocations per workgroup of the exact kernel (one per (row, head)). */
+const EXACT_WG = 64;

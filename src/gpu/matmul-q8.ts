@@ -16,6 +16,7 @@ import unpackSrc from '../../shaders/q8_unpack.wgsl?raw';
 import q8Src from '../../shaders/matmul_q8.wgsl?raw';
 import q8a8Src from '../../shaders/matmul_q8a8.wgsl?raw';
 import quantizeSrc from '../../shaders/quantize_q8.wgsl?raw';
+import exactMathSrc from '../../shaders/exact_math.wgsl?raw';
 import embedSrc from '../../shaders/embed_q8.wgsl?raw';
 import { InvalidArgumentError } from '../errors.js';
 import type { GpuContext } from './device.js';
@@ -37,6 +38,8 @@ export interface Q8MatmulOptions {
   yStride?: number;
   bias?: GPUBuffer;
   accumulate?: boolean;
+  /** W8A8 only: the sum over groups starts from y's value (see MatmulOptions.continueSum). */
+  continueSum?: boolean;
   input?: MatmulInput;
   maxM: number;
   activations: Q8Activations;
@@ -67,6 +70,9 @@ export function createQ8Matmul(ctx: GpuContext, step: StepParams, o: Q8MatmulOpt
   if (xStride < K) throw new InvalidArgumentError(`matmul ${w.label}: x stride ${xStride} < K ${K}`);
   if (o.x.size < (xOffset + (maxM - 1) * xStride + K) * 4) throw new InvalidArgumentError(`matmul ${w.label}: x buffer too small for ${maxM}×${K}`);
   if (o.y.size < ((maxM - 1) * yStride + N) * 4) throw new InvalidArgumentError(`matmul ${w.label}: y buffer too small for ${maxM}×${N}`);
+  if (o.continueSum && (o.activations !== 'int8' || o.accumulate || o.bias)) {
+    throw new InvalidArgumentError(`matmul ${w.label}: continueSum is for W8A8 matmuls without accumulate or bias`);
+  }
   const inp = inputOf(ctx, o.input, xStride);
   const common = { HAS_BIAS: o.bias ? 1 : 0, ACCUMULATE: o.accumulate ? 1 : 0, GS };
   const params: GPUBuffer[] = [];
@@ -99,14 +105,15 @@ export function createQ8Matmul(ctx: GpuContext, step: StepParams, o: Q8MatmulOpt
   // W8A8: quantise xin into this op's scratch, then the integer matmul.
   const xq = createStorageBuffer(ctx, maxM * K, `${w.label}.xq`);
   const xs = createStorageBuffer(ctx, (maxM * K) / GS * 4, `${w.label}.xs`);
-  const qCode = wgsl(commonSrc, quantizeSrc);
+  const qCode = wgsl(commonSrc, exactMathSrc, quantizeSrc);
   const quant = ctx.pipelines.get(qCode, 'quantize_q8', { MODE: inp.mode, GS }, 'quantize_q8');
   const qp = createParamBlock(ctx, [K, xStride, xOffset, inp.bStride, inp.bOff, inp.eps, 0, 0], [5], `quantize ${w.label}`);
   params.push(qp);
   const quantBg = bindGroup(ctx, quant, [undefined, qp, o.x, inp.aux, xq, xs], `quantize ${w.label}`);
   const code = wgsl(commonSrc, unpackSrc, q8a8Src);
-  const gemv = ctx.pipelines.get(code, 'gemv_q8a8', { ...common, WG }, 'gemv_q8a8');
-  const gemm = maxM > 1 ? ctx.pipelines.get(code, 'gemm_q8a8', common, 'gemm_q8a8') : undefined;
+  const a8 = { ...common, CONTINUE: o.continueSum ? 1 : 0 };
+  const gemv = ctx.pipelines.get(code, 'gemv_q8a8', { ...a8, WG }, 'gemv_q8a8');
+  const gemm = maxM > 1 ? ctx.pipelines.get(code, 'gemm_q8a8', a8, 'gemm_q8a8') : undefined;
   const chunks = w.chunks.map((c) => {
     const p = createParamBlock(ctx, [K, c.rows, K / 4, c.rowStart, yStride, 0, 0, 0], [], `matmul ${w.label}`);
     params.push(p);

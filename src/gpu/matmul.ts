@@ -49,6 +49,11 @@ export interface MatmulOptions {
   bias?: GPUBuffer;
   /** y += result instead of y = result (fuses a residual add). */
   accumulate?: boolean;
+  /**
+   * W8A8 Q8_0 only: each output's sum over groups starts from y's value and adds the groups in
+   * order, carrying on a sum another rank began over the earlier columns (runq.c's order).
+   */
+  continueSum?: boolean;
   input?: MatmulInput;
   maxM: number;
   /** Override the adapter's choice (tests, benchmarks). */
@@ -161,6 +166,7 @@ function gemmVariant(ctx: GpuContext, kind: GemmKind, constants: Record<string, 
 export function createMatmul(ctx: GpuContext, step: StepParams, o: MatmulOptions): BoundOp {
   const w = o.w;
   if (isQuantMatrix(w)) return createQ8Matmul(ctx, step, { ...o, w, activations: o.activations ?? 'f32' });
+  if (o.continueSum) throw new InvalidArgumentError(`matmul ${w.label}: continueSum needs Q8_0 weights with int8 activations`);
   const { maxM } = o;
   const K = w.k;
   const N = w.n;

@@ -140,3 +140,75 @@ export async function testQ8Embed(c: { vocab: number; dim: number; groupSize: nu
     return { ...compare(got, want, 0, 0, 0), chunks };
   });
 }
+
+export interface Q8ChainCase {
+  m: number;
+  k: number;
+  n: number;
+  groupSize: number;
+  /** Column boundaries of the parts (whole groups), as ranks split a row-parallel matmul: [0, …, k]. */
+  split: number[];
+  /** A fused input (rmsnorm needs the whole row: unsplit only). */
+  input?: 'plain' | 'rmsnorm' | 'siluMul';
+  seed?: number;
+}
+
+/**
+ * A W8A8 matmul split by columns into parts, each part's matmul continuing the sum the previous
+ * one left in y (`continueSum`, the exact row-parallel mode), must equal runq.c's one sequential
+ * sum over all the groups bit for bit, fused inputs included (their divisions, sqrt and exp are
+ * correctly rounded like C's). Each part quantises its own columns, as a rank does.
+ */
+export async function testQ8Chain(c: Q8ChainCase): Promise<Check> {
+  return withCtx(undefined, async (ctx) => {
+    const { m, k, n, groupSize: gs, split } = c;
+    const input = c.input ?? 'plain';
+    if (input === 'rmsnorm' && split.length !== 2) throw new Error('testQ8Chain: rmsnorm input needs the whole row');
+    const rand = rng(c.seed ?? 7);
+    const xStride = input === 'siluMul' ? 2 * k : k;
+    const xData = randn(m * xStride, rand, input === 'siluMul' ? 4 : 1);
+    const wq = quantizeQ8(randn(n * k, rand, 0.3), n * k, gs);
+    const g = randn(k, rand);
+    const want = new Float32Array(m * n);
+    const xin = new Float32Array(k);
+    for (let r = 0; r < m; r++) {
+      const row = xData.subarray(r * xStride, r * xStride + k);
+      if (input === 'rmsnorm') ref.rmsnorm(xin, row, g, 1, k, 1e-5);
+      else if (input === 'siluMul') for (let i = 0; i < k; i++) xin[i] = siluMulRunq(row[i]!, xData[r * xStride + k + i]!);
+      else xin.set(row);
+      matmulQ8(want.subarray(r * n, (r + 1) * n), quantizeQ8(xin, k, gs), wq, k, n, gs);
+    }
+
+    const step = createStepParams(ctx, m);
+    step.write(m, new Uint32Array(m));
+    const x = createStorageBuffer(ctx, xData);
+    const gb = createStorageBuffer(ctx, g);
+    const y = createStorageBuffer(ctx, m * n * 4);
+    const parts = split.slice(0, -1).map((k0, i) => {
+      const kp = split[i + 1]! - k0;
+      const q = new Int8Array(n * kp);
+      const s = new Float32Array((n * kp) / gs);
+      for (let row = 0; row < n; row++) {
+        q.set(wq.q.subarray(row * k + k0, row * k + k0 + kp), row * kp);
+        s.set(wq.s.subarray((row * k + k0) / gs, (row * k + k0 + kp) / gs), (row * kp) / gs);
+      }
+      const w = createQuantMatrix(ctx, n, kp, gs, `part${i}`);
+      writeQuantRows(ctx, w, 0, q, s);
+      const inputOpt: MatmulInput =
+        input === 'rmsnorm' ? { kind: 'rmsnorm', weight: gb, eps: 1e-5 }
+          : input === 'siluMul' ? { kind: 'siluMul', b: x, bOffset: k + k0, bStride: xStride }
+            : { kind: 'plain' };
+      const op = createMatmul(ctx, step, { x, xStride, xOffset: k0, w, y, maxM: m, activations: 'int8', input: inputOpt, continueSum: i > 0 });
+      return { w, op };
+    });
+    await runOps(ctx, parts.map((p) => p.op), m);
+    const got = await readFloats(ctx, y, m * n);
+    for (const p of parts) {
+      p.op.destroy();
+      destroyQuantMatrix(p.w);
+    }
+    for (const b of [x, gb, y]) b.destroy();
+    destroyStepParams(step);
+    return compare(got, want, 0, 0, 0);
+  });
+}

@@ -45,6 +45,8 @@ export interface PageGenerateOptions {
   noPrefillBatch?: boolean;
   /** Quantised models: f32 activations instead of runq.c's int8 (engine weightOnly). */
   weightOnly?: boolean;
+  /** W8A8: runq.c's arithmetic bit for bit (engine runqExact, default true). */
+  runqExact?: boolean;
 }
 
 export interface PageGenerateResult {
