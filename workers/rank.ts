@@ -335,8 +335,11 @@ export interface StepTimes {
 export interface Reducer {
   /** Where a partial sum of n floats is read back to: this rank's slot of the collective buffer. */
   slot(n: number): Float32Array;
-  /** All-reduces the slot's first n floats across ranks; the sum stays valid until the next call. */
-  reduce(n: number): Float32Array;
+  /**
+   * All-reduces the slot's first n floats across ranks; the sum stays valid until the next call.
+   * Over shared memory it returns at once; over messages (ranks in other tabs) a promise.
+   */
+  reduce(n: number): Float32Array | Promise<Float32Array>;
 }
 
 /** A sync point in flight: the partial sum's copy to the CPU is submitted. */
@@ -359,7 +362,8 @@ function submitPartial(ctx: GpuContext, s: RunState, encoder: GPUCommandEncoder,
 async function finishSync(ctx: GpuContext, s: RunState, p: PendingSync, m: number, red: Reducer, times: StepTimes): Promise<void> {
   await s.readback.read(p.ticket, { into: red.slot(p.n), key: `sync:${m}` });
   const t1 = performance.now();
-  const sum = red.reduce(p.n);
+  const r = red.reduce(p.n);
+  const sum = r instanceof Float32Array ? r : await r;
   const t2 = performance.now();
   ctx.device.queue.writeBuffer(s.partial, 0, sum.buffer, sum.byteOffset, p.n * 4);
   const t3 = performance.now();

@@ -45,6 +45,8 @@ export interface PageGenerateOptions {
   noPrefillBatch?: boolean;
   /** Quantised models: f32 activations instead of runq.c's int8 (engine weightOnly). */
   weightOnly?: boolean;
+  /** Ranks in other tabs (engine `tabs`): the last `count` ranks join from pages at ?join=<id>. */
+  tabs?: { id: string; count: number; timeoutMs?: number };
 }
 
 export interface PageGenerateResult {
