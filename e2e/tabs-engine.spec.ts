@@ -114,6 +114,37 @@ test('closing the rank tab mid-run fails the request with WorkerFailedError nami
   expect((again as { error: SerializedError }).error.message).toContain('ranks in other tabs are not rebuilt');
 });
 
+// A frozen tab runs no script: CDP Page.setWebLifecycleState alone leaves a visible headless
+// page running (see tabs.spec.ts), so the page's script is also paused with the debugger. Its
+// heartbeats stop, and within the engine's timeout the request fails naming the rank.
+test('a frozen rank tab fails the request with CollectiveTimeoutError naming it within the timeout', async ({ harness }) => {
+  const id = nextId();
+  const join = await joinPage(harness, id);
+  try {
+    await harness.page.evaluate(() => {
+      (window as unknown as { tpTokens: number }).tpTokens = 0;
+      window.tpEmit = () => void (window as unknown as { tpTokens: number }).tpTokens++;
+    });
+    const o = { ...base, stream: true, maxTokens: 510, ignoreEos: true, timeoutMs: 3000, tabs: { id, count: 1 } };
+    const pending = generate(harness, o);
+    await harness.page.waitForFunction(() => (window as unknown as { tpTokens: number }).tpTokens >= 4, undefined, { timeout: 60_000 });
+    const cdp = await harness.browser.context.newCDPSession(join);
+    await cdp.send('Page.setWebLifecycleState', { state: 'frozen' });
+    await cdp.send('Debugger.enable');
+    await cdp.send('Debugger.pause');
+    const r = await pending;
+    expect('error' in r ? r.error.name : null).toBe('CollectiveTimeoutError');
+    const e = (r as { error: SerializedError }).error;
+    expect(e.code).toBe('COLLECTIVE_TIMEOUT');
+    expect(e.extra?.missingRanks).toEqual([1]);
+    expect(e.message).toContain('timed out after 3000 ms waiting for rank 1');
+    await cdp.send('Debugger.resume');
+    await cdp.send('Page.setWebLifecycleState', { state: 'active' });
+  } finally {
+    await join.close();
+  }
+});
+
 test('no tab joins: createEngine throws TabJoinTimeoutError with the join URL as remedy', async ({ harness }) => {
   const id = nextId();
   const r = await generate(harness, { ...base, tabs: { id, count: 1, timeoutMs: 1500 } });
