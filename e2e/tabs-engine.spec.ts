@@ -71,11 +71,12 @@ test('TP=2 with rank 1 in a joined demo tab: greedy stories260K is the reference
   }
 });
 
-test('mixed ranks: 2 local workers and 1 tab rank (heads 3/3/2) give the reference tokens', async ({ harness }) => {
+// The model is a Blob here, as a picked File would be: the host posts it to the tab rank.
+test('mixed ranks: 2 local workers and 1 tab rank (heads 3/3/2), model from a Blob, give the reference tokens', async ({ harness }) => {
   const id = nextId();
   const join = await joinPage(harness, id);
   try {
-    const r = await generate(harness, { ...base, tp: 3, split: [3, 3, 2], tabs: { id, count: 1 } });
+    const r = await generate(harness, { ...base, tp: 3, split: [3, 3, 2], modelAsBlob: true, tabs: { id, count: 1 } });
     expect('error' in r ? r.error : null).toBeNull();
     const ok = r as PageGenerateResult;
     expect(ok.tokens).toEqual(greedy.tokens.slice(1));
