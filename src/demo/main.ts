@@ -664,6 +664,7 @@ const JOIN_TEXT: Record<TabJoinInfo['state'], { text: string; look: RunState }> 
   running: { text: 'Running', look: 'done' },
   'host-gone': { text: 'Host gone', look: 'stopped' },
   failed: { text: 'Failed', look: 'error' },
+  left: { text: 'Left', look: 'stopped' },
 };
 
 /**
@@ -684,7 +685,7 @@ function startJoin(id: string): void {
     if (i.rank !== undefined) document.body.dataset.joinRank = String(i.rank);
     detail.textContent =
       i.state === 'waiting' ? `Offering this tab's GPU to the engine "${id}" of this site. Keep the tab open (and, for speed, visible).`
-      : i.state === 'host-gone' || i.state === 'failed' ? `${i.reason ?? ''}. Reload to join again.`
+      : i.state === 'host-gone' || i.state === 'failed' || i.state === 'left' ? `${i.reason ?? ''}. Reload to join again.`
       : `This tab runs ${rank} of the engine "${id}" in a worker with its own GPU device; closing it ends the host's request with an error.`;
   };
   joinEngine(id, { onState: show });

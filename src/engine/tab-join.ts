@@ -98,8 +98,13 @@ export function joinEngine(id: string, opts: JoinOptions = {}): TabJoin {
       worker.addEventListener('error', (ev) => end('failed', `its worker failed: ${ev.message || 'uncaught error'}`, true));
       const api = Comlink.wrap<ShardWorker>(worker);
       const names = rpcChannels(m.session, m.rank);
-      await api.serve(names.toWorker, names.toHost);
-      post({ kind: 'ready', session: m.session, rank: m.rank });
+      try {
+        await api.serve(names.toWorker, names.toHost);
+      } catch (err) {
+        end('failed', `its worker did not start: ${(err as Error).message}`, true);
+        return;
+      }
+      if (!ended) post({ kind: 'ready', session: m.session, rank: m.rank });
       return;
     }
     if (!('session' in m) || m.session !== session) return;
@@ -111,5 +116,5 @@ export function joinEngine(id: string, opts: JoinOptions = {}): TabJoin {
   };
   post({ kind: 'offer', tab });
   opts.onState?.(info);
-  return { info: () => info, leave: () => end('host-gone', 'left', true) };
+  return { info: () => info, leave: () => end('left', 'this tab left', true) };
 }

@@ -17,8 +17,8 @@
  */
 import type * as Comlink from 'comlink';
 
-/** What the joining page shows: waiting for a host, joined, loading its shard, running steps, or the host gone. */
-export type TabRankState = 'waiting' | 'joined' | 'loading' | 'running' | 'host-gone' | 'failed';
+/** What the joining page shows: waiting for a host, joined, loading its shard, running steps; then the host gone, the rank failed, or the tab left. */
+export type TabRankState = 'waiting' | 'joined' | 'loading' | 'running' | 'host-gone' | 'failed' | 'left';
 
 export type JoinMessage =
   | { kind: 'offer'; tab: string }
