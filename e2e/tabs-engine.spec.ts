@@ -155,3 +155,12 @@ test('no tab joins: createEngine throws TabJoinTimeoutError with the join URL as
   expect(e.message).toContain(`0 of 1 rank tab joined "${id}"`);
   expect(e.extra?.remedy).toContain(`?join=${id}`);
 });
+
+test('tabs options that cannot work are InvalidArgumentError before any tab is waited for', async ({ harness }) => {
+  const tooMany = await generate(harness, { ...base, tabs: { id: nextId(), count: 3 } });
+  expect('error' in tooMany ? tooMany.error.code : null).toBe('INVALID_ARGUMENT');
+  expect((tooMany as { error: SerializedError }).error.message).toContain('tabs.count must be a whole number in 1..2');
+  const auto = await generate(harness, { ...base, tp: 0, devices: 'auto', tabs: { id: nextId(), count: 1 } });
+  expect('error' in auto ? auto.error.code : null).toBe('INVALID_ARGUMENT');
+  expect((auto as { error: SerializedError }).error.message).toContain('devices: "auto"');
+});
