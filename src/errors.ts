@@ -16,6 +16,7 @@ export type ErrorCode =
   | 'INVALID_ARGUMENT'
   | 'NO_BROWSER'
   | 'NO_ADAPTER'
+  | 'TAB_JOIN_TIMEOUT'
   | 'DISPOSED';
 
 export class WebGpuTpError extends Error {
@@ -90,8 +91,8 @@ export class DeviceLostError extends WebGpuTpError {
 
 export class WorkerFailedError extends WebGpuTpError {
   readonly rank: number;
-  constructor(rank: number, message: string) {
-    super('WORKER_FAILED', `Rank ${rank} failed: ${message}`, 'Retry; the engine rebuilds the rank');
+  constructor(rank: number, message: string, remedy = 'Retry; the engine rebuilds the rank') {
+    super('WORKER_FAILED', `Rank ${rank} failed: ${message}`, remedy);
     this.rank = rank;
   }
 }
@@ -133,6 +134,23 @@ export class AdapterNotFoundError extends WebGpuTpError {
   }
 }
 
+export class TabJoinTimeoutError extends WebGpuTpError {
+  /** The join id the host waited on, and how many tabs it wanted and got. */
+  readonly joinId: string;
+  readonly wanted: number;
+  readonly joined: number;
+  constructor(joinId: string, wanted: number, joined: number, timeoutMs: number) {
+    super(
+      'TAB_JOIN_TIMEOUT',
+      `${joined} of ${wanted} rank tab${wanted === 1 ? '' : 's'} joined "${joinId}" within ${timeoutMs} ms`,
+      `Open the demo page at ?join=${encodeURIComponent(joinId)} in ${wanted - joined} more tab${wanted - joined === 1 ? '' : 's'} of this origin (same browser profile) while the engine loads, or pass a larger tabs.timeoutMs`,
+    );
+    this.joinId = joinId;
+    this.wanted = wanted;
+    this.joined = joined;
+  }
+}
+
 export class DisposedError extends WebGpuTpError {
   constructor() {
     super('DISPOSED', 'The engine was disposed', 'Create a new engine with createEngine()');
@@ -143,7 +161,7 @@ export class DisposedError extends WebGpuTpError {
 const ERROR_CLASSES = {
   WebGpuTpError, WebGpuUnavailableError, NotIsolatedError, ModelFormatError, TokenizerFormatError, PlanError,
   CollectiveTimeoutError, DeviceLostError, WorkerFailedError, AbortedError, InvalidArgumentError,
-  BrowserNotFoundError, AdapterNotFoundError, DisposedError,
+  BrowserNotFoundError, AdapterNotFoundError, TabJoinTimeoutError, DisposedError,
 };
 for (const [name, cls] of Object.entries(ERROR_CLASSES)) {
   Object.defineProperty(cls.prototype, 'name', { value: name, writable: true, configurable: true });

@@ -20,6 +20,8 @@
  * there is no worker file to serve; see README.md, "Embed it".
  */
 export { createEngine, type Engine, type EngineOptions } from './engine/engine.js';
+export { joinEngine, type JoinOptions, type TabJoin, type TabJoinInfo } from './engine/tab-join.js';
+export type { TabRankState } from './engine/tab-link.js';
 export type { HfModelOption } from './engine/hf-open.js';
 export type {
   ChatMessage, ChatCompletionParams, ChatCompletion, ChatCompletionChunk, ChatCompletions,
@@ -34,5 +36,5 @@ export type { ModelConfig } from './model/config.js';
 export {
   WebGpuTpError, WebGpuUnavailableError, NotIsolatedError, ModelFormatError, TokenizerFormatError, PlanError,
   CollectiveTimeoutError, DeviceLostError, WorkerFailedError, AbortedError, InvalidArgumentError, DisposedError, AdapterNotFoundError,
-  type ErrorCode,
+  TabJoinTimeoutError, type ErrorCode,
 } from './errors.js';

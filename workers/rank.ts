@@ -358,13 +358,16 @@ export interface StepTimes {
 export interface Reducer {
   /** Where a partial sum of n floats is read back to: this rank's slot of the collective buffer. */
   slot(n: number): Float32Array;
-  /** All-reduces the slot's first n floats across ranks; the sum stays valid until the next call. */
-  reduce(n: number): Float32Array;
+  /**
+   * All-reduces the slot's first n floats across ranks; the sum stays valid until the next call.
+   * Over shared memory it returns at once; over messages (ranks in other tabs) a promise.
+   */
+  reduce(n: number): Float32Array | Promise<Float32Array>;
   /**
    * Rank `root`'s first n slot floats on every rank: the root passes on what it read back into
    * its slot; the others get a copy that stays valid until the next call.
    */
-  broadcast(n: number, root: number): Float32Array;
+  broadcast(n: number, root: number): Float32Array | Promise<Float32Array>;
 }
 
 /** A sync point in flight: the partial sum's copy to the CPU is submitted. */
@@ -387,7 +390,8 @@ function submitPartial(ctx: GpuContext, s: RunState, encoder: GPUCommandEncoder,
 async function finishSync(ctx: GpuContext, s: RunState, p: PendingSync, m: number, red: Reducer, times: StepTimes): Promise<void> {
   await s.readback.read(p.ticket, { into: red.slot(p.n), key: `sync:${m}` });
   const t1 = performance.now();
-  const sum = red.reduce(p.n);
+  const r = red.reduce(p.n);
+  const sum = r instanceof Float32Array ? r : await r;
   const t2 = performance.now();
   ctx.device.queue.writeBuffer(s.partial, 0, sum.buffer, sum.byteOffset, p.n * 4);
   const t3 = performance.now();
@@ -416,16 +420,17 @@ async function chainSync(
     ctx.device.queue.writeBuffer(s.partial, 0, v.buffer, v.byteOffset, n * 4);
     uploaded += performance.now() - u;
   };
-  const receive = (root: number) => {
+  const receive = async (root: number) => {
     const w = performance.now();
-    const v = red.broadcast(n, root);
+    const b = red.broadcast(n, root);
+    const v = b instanceof Float32Array ? b : await b;
     waited += performance.now() - w;
     return v;
   };
   if (rank > 0) {
     ctx.device.queue.submit([encoder.finish()]);
     let before!: Float32Array;
-    for (let r = 0; r < rank; r++) before = receive(r);
+    for (let r = 0; r < rank; r++) before = await receive(r);
     upload(before);
     encoder = ctx.device.createCommandEncoder();
   }
@@ -435,10 +440,10 @@ async function chainSync(
   const r0 = performance.now();
   await s.readback.read(ticket, { into: red.slot(n), key: `chain:${m}` });
   times.readback += performance.now() - r0;
-  receive(rank);
+  await receive(rank);
   // The last rank's partial already holds the full sums.
   let sum: Float32Array | undefined;
-  for (let r = rank + 1; r < world; r++) sum = receive(r);
+  for (let r = rank + 1; r < world; r++) sum = await receive(r);
   if (sum) upload(sum);
   times.allreduce += waited;
   times.upload += uploaded;

@@ -4,11 +4,21 @@
  * steps arrive through the SharedArrayBuffer control block, and partial sums leave through the
  * collectives. Between steps it waits with Atomics.waitAsync, so its event loop stays free for
  * mapAsync, device.lost and Comlink; it blocks only inside a collective.
+ *
+ * In an engine with a rank in another tab (`ShardInit.messages`), shared memory cannot reach
+ * every rank: steps come as Comlink calls (`step`) that return the rank's logits, and partial
+ * sums travel over the message transport. A tab rank's worker serves those calls to the host
+ * over BroadcastChannels (`serve`) and loads its own shard from the model (`loadFrom`).
  */
 import * as Comlink from 'comlink';
 import { installErrorTransfer } from '../src/engine/protocol.js';
 import { createGpuContext, destroyGpuContext, type GpuContext, type KernelChoices } from '../src/gpu/device.js';
 import { attachCommunicator, ControlBlock, type CollectiveBuffer, STATUS_FAILED, STATUS_OK, STATUS_PARKED, type Communicator } from '../src/collective/index.js';
+import { broadcastLinks, MessageCommunicator } from '../src/collective/message-transport.js';
+import { channelEndpoint } from '../src/engine/tab-link.js';
+import { loadShards } from '../src/engine/load-shards.js';
+import { openSource } from '../src/loader/source.js';
+import type { StepInput } from './rank.js';
 import { decodeStep } from '../src/engine/step-words.js';
 import { AbortedError, DeviceLostError, DisposedError, InvalidArgumentError, WebGpuTpError, serializeError, type SerializedError } from '../src/errors.js';
 import type { ModelConfig } from '../src/model/config.js';
@@ -29,10 +39,12 @@ export interface ShardInit {
   world: number;
   config: ModelConfig;
   plan: RankPlan;
-  /** The collective buffer (control block + one slot per rank). */
-  collective: CollectiveBuffer;
-  /** world regions of maxLogitRows·logitStride floats: each rank's logits rows. */
-  logits: SharedArrayBuffer;
+  /** The collective buffer (control block + one slot per rank); absent with `messages`. */
+  collective?: CollectiveBuffer;
+  /** world regions of maxLogitRows·logitStride floats: each rank's logits rows; absent with `messages`. */
+  logits?: SharedArrayBuffer;
+  /** Steps by `step()` calls and collectives over this message-transport group, instead of shared memory. */
+  messages?: { group: string };
   logitStride: number;
   maxRows: number;
   maxLogitRows: number;
@@ -67,6 +79,7 @@ export class ShardWorker {
   private ctx?: GpuContext;
   private comm?: Communicator;
   private ctrl?: ControlBlock;
+  private mcomm?: MessageCommunicator;
   private weights?: ShardWeights;
   private state?: RunState;
   /** The second micro-batch's state (shares weights and KV cache with `state`). */
@@ -89,8 +102,11 @@ export class ShardWorker {
     void this.ctx.lost.then((info) => {
       if (!this.stopped) this.lostReason = info.message || info.reason || 'unknown';
     });
-    this.comm = attachCommunicator(o.collective, o.rank, { spin: o.spin, timeoutMs: o.timeoutMs });
-    this.ctrl = new ControlBlock(o.collective);
+    if (o.messages) this.mcomm = new MessageCommunicator(broadcastLinks(o.messages.group, o.rank, o.world), o.rank, o.world, { timeoutMs: o.timeoutMs });
+    else if (o.collective) {
+      this.comm = attachCommunicator(o.collective, o.rank, { spin: o.spin, timeoutMs: o.timeoutMs });
+      this.ctrl = new ControlBlock(o.collective);
+    } else throw new InvalidArgumentError('a shard worker needs a collective buffer or a message group');
     const a = this.ctx.adapterInfo;
     return {
       adapter: adapterName(a),
@@ -124,17 +140,19 @@ export class ShardWorker {
     return { weightBytes: this.weightBytes, workBytes: this.workBytes(), uploadMs: t1 - t0, buildMs: performance.now() - t1 };
   }
 
-  /** Starts the step loop; it runs until dispose. */
+  /** Starts the step loop; it runs until dispose. (Message mode has no loop: steps are calls.) */
   start(): void {
+    if (this.mcomm) return;
     this.loopDone = this.loop();
   }
 
   private async loop(): Promise<void> {
-    const { ctrl, init_: o } = this.need();
+    const { init_: o } = this.need();
+    const ctrl = this.ctrl!;
     let last = ctrl.stepSeq;
     let epoch = ctrl.epoch;
     const d = rankDims(o.config, o.plan);
-    const logitsAll = new Float32Array(o.logits);
+    const logitsAll = new Float32Array(o.logits!);
     while (!this.stopped) {
       let step;
       try {
@@ -158,13 +176,7 @@ export class ShardWorker {
         const input = decodeStep(step.words, o.maxRows);
         if (input.m < 1 || input.m > o.maxRows) throw new InvalidArgumentError(`step of ${input.m} rows, expected 1..${o.maxRows}`);
         const into = logitsAll.subarray(o.rank * o.maxLogitRows * o.logitStride, o.rank * o.maxLogitRows * o.logitStride + input.logitRows.length * d.vocab);
-        const t0 = performance.now();
-        const before = this.times.readback + this.times.allreduce + this.times.upload;
-        const red = (this.reducer ??= this.makeReducer());
-        if (this.stateB && input.m >= 2) await forwardOverlapped(this.ctx!, this.state!, this.stateB, d.dim, input, red, this.times, into);
-        else await forward(this.ctx!, this.state!, d.dim, input, red, this.times, into, this.profiler);
-        this.times.compute += performance.now() - t0 - (this.times.readback + this.times.allreduce + this.times.upload - before);
-        this.steps++;
+        await this.runForward(input, into);
         ctrl.signalDone(o.rank, step.seq, STATUS_OK);
       } catch (e) {
         // A failed mapAsync or submit may be the first sign of a lost device: give its lost
@@ -184,12 +196,91 @@ export class ShardWorker {
     }
   }
 
+  /** One step's forward pass and its timings; this rank's logits rows go into `into`. */
+  private async runForward(input: StepInput, into: Float32Array): Promise<void> {
+    const { ctx, init_: o } = this.need();
+    const d = rankDims(o.config, o.plan);
+    const t0 = performance.now();
+    const before = this.times.readback + this.times.allreduce + this.times.upload;
+    const red = (this.reducer ??= this.mcomm ? this.makeMessageReducer(this.mcomm) : this.makeReducer());
+    if (this.stateB && input.m >= 2) await forwardOverlapped(ctx, this.state!, this.stateB, d.dim, input, red, this.times, into);
+    else await forward(ctx, this.state!, d.dim, input, red, this.times, into, this.profiler);
+    this.times.compute += performance.now() - t0 - (this.times.readback + this.times.allreduce + this.times.upload - before);
+    this.steps++;
+  }
+
+  /**
+   * Message mode: runs one step (its command words) and returns this rank's logits rows. A
+   * failure rejects with the typed error; the group is then out of step (see `abortStep`).
+   */
+  async step(words: Int32Array): Promise<Float32Array> {
+    const { ctx, init_: o } = this.need();
+    try {
+      if (this.lostReason !== null) throw new DeviceLostError(o.rank, this.lostReason);
+      const input = decodeStep(words, o.maxRows);
+      if (input.m < 1 || input.m > o.maxRows) throw new InvalidArgumentError(`step of ${input.m} rows, expected 1..${o.maxRows}`);
+      const into = new Float32Array(input.logitRows.length * rankDims(o.config, o.plan).vocab);
+      await this.runForward(input, into);
+      return into;
+    } catch (e) {
+      if (!(e instanceof WebGpuTpError) && this.lostReason === null) await Promise.race([ctx.lost, new Promise((r) => setTimeout(r, 100))]);
+      throw this.lostReason !== null && !(e instanceof DeviceLostError) ? new DeviceLostError(o.rank, this.lostReason) : e;
+    }
+  }
+
+  /** Message mode: leaves the collective this rank may be waiting in; every later step fails. */
+  abortStep(reason: string): void {
+    this.mcomm?.abort(reason);
+  }
+
+  /**
+   * A rank in another tab: loads its own shard from the model (a URL it fetches, or a Blob the
+   * host posted), through the IndexedDB shard cache as the host would, and uploads it.
+   */
+  async loadFrom(model: string | Blob, cache: boolean): Promise<{ fromCache: boolean; weightBytes: number }> {
+    const { init_: o } = this.need();
+    const [shard] = await loadShards({ plan: { ranks: [o.plan] }, source: openSource(model), cache }, [0], this.warnings);
+    await this.load(shard!.bytes.buffer as ArrayBuffer);
+    return { fromCache: shard!.fromCache, weightBytes: this.weightBytes };
+  }
+
+  /**
+   * A rank in another tab: answers the host's Comlink calls over the RPC channel pair (see
+   * src/engine/tab-link.ts) as it answers its own page's.
+   */
+  serve(toWorker: string, toHost: string): void {
+    Comlink.expose(this, channelEndpoint(toHost, toWorker));
+  }
+
+  /** Message mode: the all-reduce of a sync point over the message transport (no shared slot, so one buffer). */
+  private makeMessageReducer(comm: MessageCommunicator): Reducer {
+    const { init_: o } = this.need();
+    const buf = new Float32Array(o.maxRows * o.config.dim);
+    return {
+      slot: (n) => buf.subarray(0, n),
+      reduce: async (n) => {
+        const v = buf.subarray(0, n);
+        await comm.allReduce(v, 'auto', v);
+        return v;
+      },
+      // A sum in which every other rank adds −0: x + (−0) is x to the bit (+0 and −0 included),
+      // so the root's floats arrive exactly, with no second kind of message.
+      broadcast: async (n, root) => {
+        const v = buf.subarray(0, n);
+        if (o.rank !== root) v.fill(-0);
+        await comm.allReduce(v, 'auto', v);
+        return v;
+      },
+    };
+  }
+
   /**
    * The all-reduce of a sync point over this rank's collective slot. The sum must not land in
    * the shared slot: other ranks may still be reading it.
    */
   private makeReducer(): Reducer {
-    const { comm, init_: o } = this.need();
+    const { init_: o } = this.need();
+    const comm = this.comm!;
     const sum = new Float32Array(o.maxRows * o.config.dim);
     return {
       slot: (n) => comm.slot().subarray(0, n),
@@ -263,6 +354,7 @@ export class ShardWorker {
 
   async dispose(): Promise<void> {
     this.stopped = true;
+    this.mcomm?.close();
     await Promise.race([this.loopDone.catch(() => {}), new Promise((r) => setTimeout(r, 1000))]);
     if (this.ctx) {
       this.profiler?.destroy();
@@ -278,8 +370,8 @@ export class ShardWorker {
   }
 
   private need() {
-    if (!this.ctx || !this.comm || !this.ctrl || !this.init_) throw new InvalidArgumentError('the shard worker is not initialised');
-    return { ctx: this.ctx, comm: this.comm, ctrl: this.ctrl, init_: this.init_ };
+    if (!this.ctx || !this.init_) throw new InvalidArgumentError('the shard worker is not initialised');
+    return { ctx: this.ctx, init_: this.init_ };
   }
 }
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { broadcastLinks, MessageCommunicator, type MessageCommunicatorOptions } from './message-transport.js';
 import { firstBitDifference, randomFloats, rankOrderSum, referenceSum } from './testing/data.js';
-import { CollectiveTimeoutError, WorkerFailedError } from '../errors.js';
+import { AbortedError, CollectiveTimeoutError, WorkerFailedError } from '../errors.js';
 
 let groups = 0;
 const open: MessageCommunicator[] = [];
@@ -102,5 +102,19 @@ describe('liveness', () => {
     const e = await waiting;
     expect(e).toBeInstanceOf(WorkerFailedError);
     expect((e as WorkerFailedError).rank).toBe(1);
+  });
+});
+
+describe('message abort', () => {
+  it('abort() fails the pending wait and every later collective with AbortedError, without telling the peers it left', async () => {
+    const [a, b] = group(2, { timeoutMs: 5000 }) as MessageCommunicator[];
+    const pending = a!.allReduce(new Float32Array(8));
+    a!.abort('the step failed');
+    await expect(pending).rejects.toBeInstanceOf(AbortedError);
+    await expect(a!.allReduce(new Float32Array(8))).rejects.toThrow(/the step failed/);
+    // The peer is told nothing: its wait does not end as if rank 0 had gone.
+    const other = b!.allReduce(new Float32Array(8));
+    b!.abort();
+    await expect(other).rejects.toBeInstanceOf(AbortedError);
   });
 });

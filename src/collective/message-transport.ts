@@ -18,7 +18,7 @@
  * heartbeats, so its peers wait for it instead of failing, up to `stallMs` (a live peer stuck
  * elsewhere must not hang the group either).
  */
-import { CollectiveTimeoutError, InvalidArgumentError, WorkerFailedError } from '../errors.js';
+import { AbortedError, CollectiveTimeoutError, InvalidArgumentError, WorkerFailedError } from '../errors.js';
 import { chunkBounds, summationOrder } from './layout.js';
 import { ringSchedule } from './ring-schedule.js';
 
@@ -96,6 +96,7 @@ export class MessageCommunicator {
   private readonly timer: ReturnType<typeof setInterval>;
   private seq = 0;
   private closed = false;
+  private aborted: string | null = null;
 
   constructor(links: Links, rank: number, world: number, opts: MessageCommunicatorOptions = {}) {
     if (!Number.isInteger(world) || world < 1 || !Number.isInteger(rank) || rank < 0 || rank >= world) {
@@ -152,6 +153,18 @@ export class MessageCommunicator {
     if (this.world === 1) return;
     for (const j of this.peers()) this.links.send(j, { kind: 'data', op, step: 0, data: new Float32Array(0) });
     await Promise.all(this.peers().map((j) => this.recv(j, op, 0, 'barrier')));
+  }
+
+  /**
+   * Leaves every collective: pending and later waits fail with `AbortedError`, while heartbeats
+   * go on (the rank is alive, only out of step). The group is then out of step for good; its
+   * owner closes it and makes a new one to go on.
+   */
+  abort(reason = 'the collective group was aborted'): void {
+    if (this.aborted !== null) return;
+    this.aborted = reason;
+    for (const w of this.waiting.values()) w.reject(new AbortedError(`${w.what} #${w.op} on rank ${this.rank}: ${reason}`));
+    this.waiting.clear();
   }
 
   /** Stops the heartbeats and tells the peers this rank has left (their waits fail at once). */
@@ -238,6 +251,7 @@ export class MessageCommunicator {
       return Promise.resolve(got);
     }
     if (this.gone[from]) return Promise.reject(new WorkerFailedError(from, this.gone[from]!));
+    if (this.aborted !== null) return Promise.reject(new AbortedError(`${what} #${op} on rank ${this.rank}: ${this.aborted}`));
     return new Promise((resolve, reject) => this.waiting.set(key, { from, what, op, since: performance.now(), resolve, reject }));
   }
 

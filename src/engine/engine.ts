@@ -3,7 +3,7 @@
  * that turns prompts into streamed tokens. `createEngine` is the SDK's one entry point.
  */
 import { Scheduler, type StepBackend, type SamplerFactory } from './scheduler.js';
-import { WorkerGroup, type LoadProgress } from './worker-group.js';
+import { WorkerGroup, type LoadProgress, type TabRanksOptions } from './worker-group.js';
 import type { DevicePlacement, EngineStats, GenerateChunk, GenerateOptions } from './types.js';
 import { browserProbe, placeRanks, type DevicesOption } from './placement.js';
 import { describeSpec } from '../gpu/adapter.js';
@@ -113,6 +113,20 @@ export interface EngineOptions {
    * steps. Ignored for f32 activations. At TP > 1 it turns two-batch overlap off.
    */
   runqExact?: boolean;
+  /**
+   * Ranks in other tabs of this origin. The last `count` of the ranks (`tensorParallel`,
+   * `devices` or `split` still give the total) run in tabs opened at the demo's `?join=<id>`
+   * (or any page calling `joinEngine(id)`): each runs the rank in a worker with its own adapter
+   * and device, and loads its own slices (it fetches a URL model itself; a File/Blob or buffer is
+   * posted to it). `createEngine` waits up to `timeoutMs` (default 60 000) for them, else throws
+   * `TabJoinTimeoutError`. With tabs, every rank all-reduces over messages (BroadcastChannel), with
+   * the same sums bit for bit; a step is a round trip per rank, so it is for devices in other
+   * tabs, not for speed on one. A tab that closes or freezes fails the request in progress
+   * within `timeoutMs` of the engine with a typed error naming its rank (`WorkerFailedError`,
+   * `CollectiveTimeoutError`), and the engine must be created again: ranks in tabs are not
+   * rebuilt. Not with `devices: "auto"` or a Hugging Face model.
+   */
+  tabs?: { id: string; count: number; timeoutMs?: number };
 }
 
 /** A loaded model, ready to generate. One `Engine` interface for every backend. */
@@ -144,6 +158,7 @@ export interface Engine {
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_TAB_JOIN_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_CONTEXT = 4096;
 
 export async function createEngine(options: EngineOptions): Promise<Engine> {
@@ -182,6 +197,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     // Loaded on demand: it pulls in the GPU modules, which only a multi-adapter "auto" needs here.
     async (specs) => (await import('../gpu/calibrate.js')).calibrateAdapters(specs),
   );
+  const tabs = options.tabs && tabRanks(options.tabs, options.model, placement.specs.length, options.devices ?? options.tensorParallel);
   const plan = placement.fractions
     ? makePlan(config, { fractions: placement.fractions }, tensors)
     : makePlan(config, { tensorParallel: placement.specs.length }, tensors);
@@ -199,13 +215,18 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     adapterKeys: placement.keys,
     activations: format === 'llama2c-v2' && !options.weightOnly ? 'int8' : 'f32',
     runqExact: options.runqExact ?? true,
+    tabs,
   });
   const loadMs = performance.now() - t0;
   const names = group.adapterNames();
   const report: DevicePlacement = {
     ...placement.report,
     fractions: plan.ranks.map((r) => (r.heads[1] - r.heads[0]) / config.nHeads),
-    ranks: plan.ranks.map((r) => ({ rank: r.rank, spec: describeSpec(placement.specs[r.rank]), adapter: names[r.rank] ?? '', heads: r.heads })),
+    ranks: plan.ranks.map((r) => ({
+      rank: r.rank,
+      spec: tabs && r.rank >= plan.world - tabs.count ? `tab "${tabs.id}"` : describeSpec(placement.specs[r.rank]),
+      adapter: names[r.rank] ?? '', heads: r.heads,
+    })),
   };
   const engine = assembleEngine(config, plan.world, group, tokenizer, async () => group.stats(), () => group.dispose(), () => group.resetStats(), source.name);
   const out: Engine = {
@@ -278,6 +299,24 @@ export function assembleEngine(
       await disposeBackend();
     },
   };
+}
+
+/** Checks the `tabs` option and says what a tab rank loads: an absolute URL (it fetches), or a Blob (posted to it). */
+function tabRanks(
+  t: NonNullable<EngineOptions['tabs']>, model: EngineOptions['model'], world: number, placement: EngineOptions['devices'] | EngineOptions['tensorParallel'],
+): TabRanksOptions {
+  if (typeof t !== 'object' || typeof t.id !== 'string' || t.id === '') throw new InvalidArgumentError(`tabs.id must be a non-empty string, got ${JSON.stringify(t?.id)}`);
+  if (!Number.isInteger(t.count) || t.count < 1 || t.count > world) {
+    throw new InvalidArgumentError(`tabs.count must be a whole number in 1..${world} (the rank count), got ${t.count}`, 'Raise tensorParallel to the local ranks plus the tab ranks');
+  }
+  if (placement === 'auto') throw new InvalidArgumentError('tabs cannot be combined with devices: "auto"', 'Give the rank count with tensorParallel (local ranks plus tab ranks)');
+  const joinTimeoutMs = t.timeoutMs ?? DEFAULT_TAB_JOIN_TIMEOUT_MS;
+  if (isHfModelOption(model)) throw new InvalidArgumentError('ranks in other tabs need a llama2.c model (a URL, File/Blob or buffer), not a Hugging Face directory');
+  const forTab =
+    typeof model === 'string' || model instanceof URL ? new URL(String(model), location.href).href
+    : model instanceof Blob ? model
+    : new Blob([model instanceof Uint8Array ? model.slice() : model]);
+  return { id: t.id, count: t.count, joinTimeoutMs, model: forTab };
 }
 
 async function readAll(src: ModelSource): Promise<Uint8Array> {

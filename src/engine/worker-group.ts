@@ -9,11 +9,15 @@
  * throws the culprit's typed error to the scheduler (which fails every sequence of the batch),
  * and rebuilds the dead, hung or device-lost ranks from the shard cache; the next step waits
  * for the rebuild and the group reset (ARCHITECTURE.md, decision 12).
+ *
+ * Ranks in other tabs (`tabs`): shared memory cannot reach them, so the whole group runs in
+ * message mode: every rank, local or not, gets each step as a Comlink call and all-reduces over
+ * the message transport. A failed step there is not rebuilt: the engine reports the culprit and
+ * stays broken (ARCHITECTURE.md, decision 19). Without tabs nothing of this runs.
  */
 import * as Comlink from 'comlink';
 import { installErrorTransfer } from './protocol.js';
 import { ControlBlock, createCollectiveMemory, STATUS_OK, type CollectiveBuffer } from '../collective/index.js';
-import { ByteRouter, type ByteRun } from '../loader/route.js';
 import type { ByteSource } from '../loader/source.js';
 import type { ModelConfig } from '../model/config.js';
 import type { Plan, RankPlan } from '../parallel/plan.js';
@@ -21,10 +25,12 @@ import { commandWords, encodeStep } from './step-words.js';
 import type { StepBackend, StepRow } from './scheduler.js';
 import type { RankStats } from './types.js';
 import {
-  ModelFormatError, reviveError, WorkerFailedError, AbortedError, WebGpuTpError, DeviceLostError, CollectiveTimeoutError, DisposedError,
+  reviveError, serializeError, WorkerFailedError, AbortedError, WebGpuTpError, DeviceLostError, CollectiveTimeoutError, DisposedError,
 } from '../errors.js';
 import type { ShardWorker, ShardInitResult } from '../../workers/shard.worker.js';
-import { getShard, putShard, shardKey } from '../cache/shard-cache.js';
+import { loadShards } from './load-shards.js';
+import { acceptTabs, TAB_REMEDY, type TabHost, type TabPeer } from './tab-host.js';
+import { collectiveGroup } from './tab-link.js';
 import type { DeviceSpec } from '../gpu/adapter.js';
 import type { Q8Activations } from '../gpu/matmul-q8.js';
 // The shard worker is bundled inline (Vite `?worker&inline`): its code, dependencies included,
@@ -80,18 +86,32 @@ export interface WorkerGroupOptions {
   activations?: Q8Activations;
   /** W8A8: runq.c's arithmetic bit for bit (see EngineOptions.runqExact). */
   runqExact?: boolean;
+  /** The last `count` ranks run in other tabs that join on `id` (see EngineOptions.tabs). */
+  tabs?: TabRanksOptions;
+}
+
+export interface TabRanksOptions {
+  id: string;
+  count: number;
+  /** Longest wait for the tabs to join (ms). */
+  joinTimeoutMs: number;
+  /** What a tab rank loads its shard from: an absolute URL it fetches, or a Blob it is sent. */
+  model: string | Blob;
 }
 
 interface Rank {
-  worker: Worker;
+  /** Absent for a rank in another tab (its worker lives there). */
+  worker?: Worker;
+  /** The joined tab a tab rank runs in. */
+  tab?: TabPeer;
   api: Comlink.Remote<ShardWorker>;
   info: ShardInitResult;
   /** Set when the worker raised an uncaught error, failed to load, or was terminated. */
   dead?: string;
   /** Settles when the worker dies: every control call races it, so none can hang. */
   died: Promise<never>;
-  /** Marks the rank dead and settles `died`. */
-  kill(reason: string): void;
+  /** Marks the rank dead and settles `died` (with `error`, default a WorkerFailedError). */
+  kill(reason: string, error?: Error): void;
 }
 
 export class WorkerGroup implements StepBackend {
@@ -110,6 +130,9 @@ export class WorkerGroup implements StepBackend {
   private broken?: Error;
   /** Load-time problems that did not stop the load (e.g. the cache was unavailable). */
   readonly warnings: string[] = [];
+  /** Message mode (some rank is in another tab): the joined tabs. */
+  private tabHost?: TabHost;
+  private messageSeq = 0;
 
   private constructor(
     private readonly o: WorkerGroupOptions,
@@ -140,6 +163,11 @@ export class WorkerGroup implements StepBackend {
     const ranks: Rank[] = [];
     const group = new WorkerGroup(o, ranks, collective, logits, maxLogitRows, logitStride);
     try {
+      const tabRanks = o.tabs ? plan.ranks.slice(world - o.tabs.count).map((rp) => rp.rank) : [];
+      if (o.tabs) {
+        group.tabHost = await acceptTabs({ id: o.tabs.id, ranks: tabRanks, world, joinTimeoutMs: o.tabs.joinTimeoutMs, silenceMs: o.timeoutMs, signal: o.signal });
+      }
+      const local = plan.ranks.filter((rp) => !tabRanks.includes(rp.rank));
       // Spawn and initialise every rank's device in parallel with the download. Kernel
       // variants are measured once per adapter (the first rank on it of the page's first
       // engine) and handed on: tuning compiles several pipelines, seconds on a CPU adapter,
@@ -151,16 +179,26 @@ export class WorkerGroup implements StepBackend {
         await Promise.all(plan.ranks.filter((rp) => !firsts.includes(rp)).map((rp) => group.spawnRank(rp)));
       })();
       inits.catch(() => {}); // awaited below; this only keeps an early load failure from leaving it unhandled
-      const shards = await loadShards(o, plan.ranks.map((_, i) => i), group.warnings);
+      const shards = await loadShards(o, local.map((rp) => rp.rank), group.warnings);
       await inits;
       await Promise.all(
-        plan.ranks.map(async (rp, i) => {
+        plan.ranks.map(async (rp) => {
+          const rank = ranks[rp.rank]!;
+          if (rank.tab) {
+            // A tab rank fetches its own slices (or reads the Blob it was sent) in its worker.
+            rank.tab.setState('loading');
+            const r = await alive(rank, rank.api.loadFrom(o.tabs!.model, o.cache ?? true));
+            o.onProgress?.({ rank: rp.rank, loadedBytes: rp.byteLength, totalBytes: rp.byteLength, fromCache: r.fromCache });
+            return;
+          }
+          const i = local.indexOf(rp);
           const buf = shards[i]!.bytes.buffer as ArrayBuffer;
           await alive(ranks[rp.rank]!, ranks[rp.rank]!.api.load(Comlink.transfer(buf, [buf])));
           o.onProgress?.({ rank: rp.rank, loadedBytes: rp.byteLength, totalBytes: rp.byteLength, fromCache: shards[i]!.fromCache });
         }),
       );
       for (const r of ranks) await alive(r, r.api.start());
+      for (const r of ranks) r.tab?.setState('running');
       return group;
     } catch (e) {
       await group.dispose();
@@ -174,29 +212,36 @@ export class WorkerGroup implements StepBackend {
     const key = o.adapterKeys?.[rp.rank] ?? 'default';
     const { config: c, plan } = o;
     if (this.disposed) throw new DisposedError();
-    const worker = new ShardWorkerCtor({ name: `webgpu-tp rank ${rp.rank}` });
+    const tab = this.tabHost?.peers.get(rp.rank);
+    const worker = tab ? undefined : new ShardWorkerCtor({ name: `webgpu-tp rank ${rp.rank}` });
     let die!: (e: Error) => void;
     const died = new Promise<never>((_, reject) => (die = reject));
     died.catch(() => {});
     const rank: Rank = {
-      worker, api: Comlink.wrap<ShardWorker>(worker), died,
+      worker, tab, api: Comlink.wrap<ShardWorker>(tab ? tab.endpoint : worker!), died,
       info: { adapter: '', kernels: '', initMs: 0, choices: { gemm: 'regblock', gemv: 'tree' } },
-      kill(reason) {
+      kill(reason, error) {
         if (rank.dead) return;
         rank.dead = reason;
-        die(new WorkerFailedError(rp.rank, reason));
+        die(error ?? new WorkerFailedError(rp.rank, reason));
       },
     };
-    worker.addEventListener('error', (e) => rank.kill(e.message || 'the worker failed to start or raised an uncaught error'));
+    worker?.addEventListener('error', (e) => rank.kill(e.message || 'the worker failed to start or raised an uncaught error'));
+    tab?.died.catch((e: Error) => rank.kill(e.message, e));
     this.ranks[rp.rank] = rank;
+    // Message mode shares no memory: steps come as calls, sums go over the message transport.
+    const shared = this.tabHost
+      ? { messages: { group: collectiveGroup(this.tabHost.session) } }
+      : { collective: this.collective, logits: this.logits.buffer as SharedArrayBuffer };
     rank.info = await alive(rank, rank.api.init({
-      rank: rp.rank, world: plan.world, config: c, plan: rp, collective: this.collective, logits: this.logits.buffer as SharedArrayBuffer,
+      rank: rp.rank, world: plan.world, config: c, plan: rp, ...shared,
       logitStride: this.logitStride, maxRows: o.maxRows, maxLogitRows: this.maxLogitRows,
       contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs, profile: o.profile, overlap: o.overlap,
-      choices: tunedChoices.get(key), device: o.devices?.[rp.rank], activations: o.activations,
+      // A tab's adapter is its own: it measures its kernels itself.
+      choices: tab ? undefined : tunedChoices.get(key), device: o.devices?.[rp.rank], activations: o.activations,
       runqExact: o.runqExact,
     }));
-    if (!tunedChoices.has(key)) tunedChoices.set(key, rank.info.choices);
+    if (!tab && !tunedChoices.has(key)) tunedChoices.set(key, rank.info.choices);
     return rank;
   }
 
@@ -211,6 +256,7 @@ export class WorkerGroup implements StepBackend {
       slots: rows.map((r) => r.slot),
       logitRows: logitsFor,
     });
+    if (this.tabHost) return this.stepByMessages(this.words.slice(0, live), logitsFor.length);
     const seq = this.ctrl.postStep(this.words.subarray(0, live));
     // A dead worker fails the step at once, and a failed rank as soon as it reports, instead
     // of after the others time out in the collective it never joined.
@@ -231,6 +277,66 @@ export class WorkerGroup implements StepBackend {
       }
       return out;
     });
+  }
+
+  /**
+   * Message mode: every rank runs the step as a call and returns its logits rows. The first
+   * failure (a rank's error, a rank or tab gone, or the step timeout) fails the step.
+   */
+  private async stepByMessages(words: Int32Array, nLogits: number): Promise<Float32Array[]> {
+    const seq = ++this.messageSeq;
+    const calls = this.ranks.map((r) => alive(r, r.api.step(words)));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const outcome = await Promise.race([
+      Promise.all(calls).catch(() => 'failed' as const),
+      new Promise<'timeout'>((ok) => (timer = setTimeout(() => ok('timeout'), this.o.timeoutMs * 2))),
+    ]);
+    clearTimeout(timer);
+    if (typeof outcome === 'string') throw await this.failByMessages(calls, seq);
+    const c = this.o.config;
+    return Array.from({ length: nLogits }, (_, j) => {
+      const out = new Float32Array(c.vocabSize);
+      for (const rp of this.o.plan.ranks) {
+        const n = rp.vocab[1] - rp.vocab[0];
+        out.set(outcome[rp.rank]!.subarray(j * n, (j + 1) * n), rp.vocab[0]);
+      }
+      return out;
+    });
+  }
+
+  /**
+   * Message mode: a step failed. Aborts every live rank's collectives so none waits on, lets
+   * the calls settle, and names the culprit: a rank that died or whose tab left (the host saw
+   * it), else a rank's own error, else the peer a rank's collective named (gone or silent),
+   * else a timeout naming the ranks that never answered. The group is then broken: tab ranks
+   * are not rebuilt, so every later step fails at once, saying to create a new engine.
+   */
+  private async failByMessages(calls: Promise<Float32Array>[], seq: number): Promise<Error> {
+    if (this.disposed) return new DisposedError();
+    for (const r of this.ranks) if (!r.dead) r.api.abortStep(`step ${seq} failed on another rank`).catch(() => {});
+    const settled = await Promise.all(calls.map((c) => Promise.race([
+      c.then(() => null, (e: unknown) => (e instanceof Error ? e : new Error(String(e)))),
+      new Promise<'hung'>((ok) => setTimeout(() => ok('hung'), Math.min(this.o.timeoutMs, PARK_GRACE_MS))),
+    ])));
+    const errors = settled.map((e, r) => (this.ranks[r]!.dead ? 'dead' : e));
+    const dead = this.ranks.findIndex((r) => r.dead);
+    const typed = (e: unknown): e is WebGpuTpError => e instanceof WebGpuTpError;
+    const own = errors.find((e) => typed(e) && !(e instanceof AbortedError) && !(e instanceof CollectiveTimeoutError) && !(e instanceof WorkerFailedError));
+    const gone = errors.find((e) => e instanceof WorkerFailedError);
+    const silent = errors.find((e) => e instanceof CollectiveTimeoutError);
+    const hung = errors.map((e, r) => (e === 'hung' ? r : -1)).filter((r) => r >= 0);
+    let error: Error;
+    if (dead >= 0) {
+      error = await this.ranks[dead]!.died.catch((e: Error) => e);
+    } else if (own || gone || silent) error = (own ?? gone ?? silent) as Error;
+    else if (hung.length) error = new CollectiveTimeoutError('step', seq, hung, this.o.timeoutMs * 2, undefined, TAB_REMEDY);
+    else error = (errors.find((e) => e instanceof Error) as Error | undefined) ?? new WorkerFailedError(0, `step #${seq} failed without an error`, TAB_REMEDY);
+    const culprit = typed(error) ? withRemedy(error, TAB_REMEDY) : error;
+    this.broken = new WorkerFailedError(
+      (culprit as { rank?: number }).rank ?? (culprit as { missingRanks?: number[] }).missingRanks?.[0] ?? 0,
+      `an earlier step failed, and ranks in other tabs are not rebuilt (${culprit.message})`, TAB_REMEDY,
+    );
+    return culprit;
   }
 
   /**
@@ -288,7 +394,7 @@ export class WorkerGroup implements StepBackend {
       if (!old.dead) await Promise.race([old.api.dispose().catch(() => {}), old.died.catch(() => {}), new Promise((ok) => setTimeout(ok, 2000))]);
       old.kill('replaced after a failed step');
       old.api[Comlink.releaseProxy]();
-      old.worker.terminate();
+      old.worker?.terminate();
     }
     if (which.length) {
       const rps = which.map((r) => this.o.plan.ranks[r]!);
@@ -312,7 +418,7 @@ export class WorkerGroup implements StepBackend {
     const rank = this.ranks[r];
     if (!rank) throw new RangeError(`no rank ${r}`);
     if (announce) rank.kill('its worker was terminated');
-    rank.worker.terminate();
+    rank.worker?.terminate();
   }
 
   /** @internal Fault injection for tests: destroys rank `r`'s GPU device, as a GPU reset would. */
@@ -329,11 +435,13 @@ export class WorkerGroup implements StepBackend {
 
   async stats(): Promise<RankStats[]> {
     await this.recovery;
+    if (this.broken && this.tabHost) throw this.broken;
     return Promise.all(this.ranks.map((r) => alive(r, r.api.stats())));
   }
 
   async resetStats(): Promise<void> {
     await this.recovery;
+    if (this.broken && this.tabHost) throw this.broken;
     await Promise.all(this.ranks.map((r) => alive(r, r.api.resetStats())));
   }
 
@@ -347,92 +455,21 @@ export class WorkerGroup implements StepBackend {
         if (!r) return;
         await Promise.race([r.api.dispose().catch(() => {}), r.died.catch(() => {}), new Promise((ok) => setTimeout(ok, 2000))]);
         r.api[Comlink.releaseProxy]();
-        r.worker.terminate();
+        r.worker?.terminate();
       }),
     );
+    this.tabHost?.close('the engine was disposed');
   }
+}
+
+/** `e` with `remedy` in place of its own (same class and code). */
+function withRemedy(e: WebGpuTpError, remedy: string): WebGpuTpError {
+  const s = serializeError(e);
+  const message = e.remedy && e.message.endsWith(`. ${e.remedy}`) ? e.message.slice(0, -e.remedy.length - 2) : e.message;
+  return reviveError({ ...s, message: `${message}. ${remedy}`, extra: { ...s.extra, remedy } }) as WebGpuTpError;
 }
 
 /** `p`, unless the rank's worker dies first: then its WorkerFailedError. */
 function alive<T>(rank: Rank, p: Promise<T>): Promise<T> {
   return Promise.race([p, rank.died]);
-}
-
-/**
- * The packed shards of ranks `which` (each rank's slices one after the other in plan order,
- * each dense), in that order: from the cache where an entry is valid, else from one streamed
- * pass over the model that fills every missing rank at once. Fresh shards are stored before
- * they are handed to the workers.
- */
-async function loadShards(o: WorkerGroupOptions, which: number[], warnings: string[]): Promise<{ bytes: Uint8Array; fromCache: boolean }[]> {
-  const ranks = which.map((i) => o.plan.ranks[i]!);
-  const identity = o.cache === false ? undefined : await o.source.identity();
-  const keys = identity ? ranks.map((rp) => shardKey(identity, rp)) : [];
-  let cached: (ArrayBuffer | undefined)[] = ranks.map(() => undefined);
-  let cacheUsable = !!identity;
-  if (identity) {
-    try {
-      cached = await Promise.all(ranks.map((rp, i) => getShard(keys[i]!, rp.byteLength)));
-    } catch (e) {
-      cacheUsable = false;
-      warnings.push(`shard cache unavailable, loading without it: ${(e as Error).message}`);
-    }
-  }
-  const missing = ranks.map((_, i) => i).filter((i) => !cached[i]);
-  const fresh = missing.length ? await routeShards(o, missing.map((i) => which[i]!)) : [];
-  const out = ranks.map((rp, i) => {
-    const hit = cached[i];
-    if (hit) {
-      o.onProgress?.({ rank: rp.rank, loadedBytes: rp.byteLength, totalBytes: rp.byteLength, fromCache: true });
-      return { bytes: new Uint8Array(hit), fromCache: true };
-    }
-    return { bytes: fresh[missing.indexOf(i)]!, fromCache: false };
-  });
-  if (cacheUsable) {
-    for (const i of missing) {
-      try {
-        await putShard(keys[i]!, out[i]!.bytes);
-      } catch (e) {
-        // Quota or a private-mode IndexedDB: the model still loads, only the next load is slower.
-        warnings.push(`could not cache rank ${ranks[i]!.rank}'s shard (${(e as Error).name}: ${(e as Error).message}); the next load downloads again`);
-        break;
-      }
-    }
-  }
-  return out;
-}
-
-/**
- * Streams the model once and copies each rank's slices into that rank's packed buffer
- * (its slices one after the other in plan order, each dense).
- */
-async function routeShards(o: WorkerGroupOptions, which: number[]): Promise<Uint8Array[]> {
-  const size = await o.source.size();
-  const chosen = which.map((i) => o.plan.ranks[i]!);
-  const targets = chosen.map((rp) => {
-    const runs: ByteRun[] = [];
-    let base = 0;
-    for (const s of rp.slices) {
-      for (const r of s.ranges) runs.push({ fileOffset: r.fileOffset, length: r.length, dstOffset: base + r.dstOffset });
-      base += s.byteLength;
-    }
-    return { runs, dst: new Uint8Array(base) };
-  });
-  const router = new ByteRouter(targets);
-  let lastReport = 0;
-  for await (const chunk of o.source.chunks(o.signal)) {
-    if (o.signal?.aborted) throw new AbortedError('model load aborted');
-    router.push(chunk);
-    if (o.onProgress && (router.offset - lastReport > 8 << 20 || router.offset === size)) {
-      lastReport = router.offset;
-      chosen.forEach((rp, i) => {
-        const p = router.progress(i);
-        o.onProgress!({ rank: rp.rank, loadedBytes: p.copied, totalBytes: p.needed, fromCache: false });
-      });
-    }
-  }
-  if (!router.complete || router.offset !== size) {
-    throw new ModelFormatError(`the model stream ended at byte ${router.offset} of ${size}`, 'Retry; the download was cut short');
-  }
-  return targets.map((t) => t.dst);
 }

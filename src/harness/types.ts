@@ -47,6 +47,10 @@ export interface PageGenerateOptions {
   weightOnly?: boolean;
   /** W8A8: runq.c's arithmetic bit for bit (engine runqExact, default true). */
   runqExact?: boolean;
+  /** Ranks in other tabs (engine `tabs`): the last `count` ranks join from pages at ?join=<id>. */
+  tabs?: { id: string; count: number; timeoutMs?: number };
+  /** Fetch the model in the page and hand the engine a Blob (as a picked File would be). */
+  modelAsBlob?: boolean;
 }
 
 export interface PageGenerateResult {
