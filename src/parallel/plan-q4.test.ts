@@ -4,7 +4,8 @@ import { PlanError } from '../errors.js';
 import type { TensorInfo } from '../model/config.js';
 import { modelsDir, readArrayBuffer } from '../model/fixtures/paths.js';
 import { loadLlama2c } from '../model/formats/llama2c.js';
-import { dequantizeQ4, q4Layout } from '../model/reference-q4.js';
+import { dequantizeQ4 } from '../model/reference-q4.js';
+import { q4Layout } from '../model/q4-layout.js';
 import { makePlan, quantScalesOffset, sliceListHash, type Plan } from './plan.js';
 
 const bytes = readArrayBuffer(resolve(modelsDir, 'stories260K.bin'));
