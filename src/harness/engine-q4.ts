@@ -19,8 +19,8 @@ export interface Q4EngineOptions {
   model: string;
   tokenizer: string;
   tp: number;
-  /** Tensor names to keep f32 besides those Q4_0 cannot hold (default none). */
-  keepF32?: string[];
+  /** Tensor names to keep f32 besides those Q4_0 cannot hold (default none); 'all' lays out the f32 model itself (a baseline on the same path). */
+  keepF32?: string[] | 'all';
 }
 
 let current: Engine | undefined;
@@ -35,8 +35,8 @@ async function open(o: Q4EngineOptions): Promise<{ engine: Engine; quantised: st
   await dispose();
   const [file, tok] = await Promise.all([bytesOf(o.model), bytesOf(o.tokenizer)]);
   const f32 = loadLlama2c(file);
-  const keep = new Set(o.keepF32 ?? []);
-  const layout = q4Layout(file, f32.tensors, (t) => !keep.has(t.name));
+  const keep = new Set(o.keepF32 === 'all' ? [] : (o.keepF32 ?? []));
+  const layout = q4Layout(file, f32.tensors, (t) => o.keepF32 !== 'all' && !keep.has(t.name));
   const config = f32.config;
   const plan = makePlan(config, { tensorParallel: o.tp }, layout.tensors);
   const group = await WorkerGroup.create({
@@ -58,15 +58,19 @@ export async function load(o: Q4EngineOptions): Promise<{ tp: number; quantised:
   }
 }
 
-/** Greedy tokens after `prompt` (default BOS alone), `maxTokens` of them, then disposes the engine. */
-export async function greedy(o: Q4EngineOptions & { maxTokens: number; prompt?: number[] }): Promise<{ tokens: number[]; tp: number; quantised: string[] } | { error: SerializedError }> {
+/** Greedy tokens after `prompt` (default BOS alone), `maxTokens` of them, and the decode rate; then disposes the engine. */
+export async function greedy(
+  o: Q4EngineOptions & { maxTokens: number; prompt?: number[]; ignoreEos?: boolean },
+): Promise<{ tokens: number[]; tp: number; quantised: string[]; decodeTokensPerS: number } | { error: SerializedError }> {
   try {
     const { engine, quantised } = await open(o);
     const tokens: number[] = [];
-    for await (const chunk of engine.generateTokens(o.prompt ?? [1], { maxTokens: o.maxTokens, temperature: 0 })) {
+    let decodeTokensPerS = 0;
+    for await (const chunk of engine.generateTokens(o.prompt ?? [1], { maxTokens: o.maxTokens, temperature: 0, ignoreEos: o.ignoreEos })) {
       if (chunk.token >= 0) tokens.push(chunk.token);
+      if (chunk.stats) decodeTokensPerS = chunk.stats.decodeTokensPerS;
     }
-    return { tokens, tp: engine.tensorParallel, quantised };
+    return { tokens, tp: engine.tensorParallel, quantised, decodeTokensPerS };
   } catch (e) {
     return { error: serializeError(e) };
   } finally {
