@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openHarness, type Harness } from '../src/cli/browser.js';
-import { llama2cConfig, SYNTH_SHAPES, writeSynthTokenizer } from '../src/model/synth.js';
+import { llama2cConfig, SYNTH_SHAPES, writeSynthCheckpoint, writeSynthTokenizer } from '../src/model/synth.js';
 import { exportGroupSize, writeSynthCheckpointQ8 } from '../src/model/synth-q8.js';
 
 const PRELUDE = `
@@ -169,6 +169,45 @@ test('Q8_0 (synth stories15M, llama2.c v2, group 32): each rank uploads ≤ 0.3�
         expect(got / f32).toBeLessThanOrEqual(0.3);
       }
       await counted.page.evaluate(() => window.tp.engine.disposeAll());
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('Q4_0 (synth stories15M, every matrix q4_0 in groups of 32): each rank uploads its nibbles and scales, ≤ 0.17× its f32 bytes, at TP 1 and 3', async ({ counted }) => {
+  test.setTimeout(300_000);
+  const shape = SYNTH_SHAPES.stories15M;
+  const config = llama2cConfig(shape);
+  const dir = mkdtempSync(join(tmpdir(), 'tp-mem-q4-'));
+  try {
+    // The f32 checkpoint; the page lays it out as q4_0 (src/model/q4-layout.ts) and loads that.
+    await writeSynthCheckpoint(config, 1, join(dir, 'm.bin'));
+    await writeSynthTokenizer(config.vocabSize, 1, join(dir, 'tok.bin'));
+    const model = counted.server.mountFile('/files/q4/m.bin', join(dir, 'm.bin'));
+    const tokenizer = counted.server.mountFile('/files/q4/tok.bin', join(dir, 'tok.bin'));
+    // Head size 48: TP 2 would start rank 1's heads at column 144 of wo, inside a group of 32.
+    const two = await counted.page.evaluate((o) => window.tp.q4engine.load(o), { model, tokenizer, tp: 2 });
+    expect('error' in two ? two.error.name : null).toBe('PlanError');
+    for (const tp of [1, 3]) {
+      await counted.page.evaluate(() => {
+        (window as unknown as { __uploads: object }).__uploads = {};
+      });
+      const r = await counted.page.evaluate((o) => window.tp.q4engine.load(o), { model, tokenizer, tp });
+      if ('error' in r) throw new Error(JSON.stringify(r.error));
+      expect(r.quantised.length).toBe(1 + 7 * shape.nLayers); // the embedding (= classifier) and 7 matrices a layer
+      await counted.page.waitForTimeout(300);
+      const uploads = await counted.page.evaluate(() => (window as unknown as { __uploads: Record<string, { storage: number; uniform: number }> }).__uploads);
+      for (let rank = 0; rank < tp; rank++) {
+        const got = uploads[`webgpu-tp rank ${rank}`]!.storage;
+        // 16 bytes of nibbles and a 4-byte scale per group of 32
+        const want = expectedShapeBytes(shape, tp, rank, (rows, cols) => (rows * cols) / 2 + ((rows * cols) / 32) * 4, 32);
+        const f32 = expectedShapeBytes(shape, tp, rank, (rows, cols) => rows * pad4(cols) * 4);
+        expect(got).toBeGreaterThanOrEqual(want);
+        expect(got - want).toBeLessThan(4096);
+        expect(got / f32).toBeLessThanOrEqual(0.17);
+      }
+      await counted.page.evaluate(() => window.tp.q4engine.dispose());
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -19,7 +19,8 @@ import {
 import { createMatmul } from '../src/gpu/matmul.js';
 import { createQuantMatrix, destroyQuantMatrix, isQuantMatrix, writeQuantRows, type QuantMatrix } from '../src/gpu/q8.js';
 import { createEmbedQ8, type Q8Activations } from '../src/gpu/matmul-q8.js';
-import { q8ScalesOffset } from '../src/parallel/plan.js';
+import { createEmbedQ4 } from '../src/gpu/matmul-q4.js';
+import { commonForm, sliceViews, type SliceView } from './slice-views.js';
 import { createRopeTables, destroyRopeTables, createRopeKv, type RopeTables } from '../src/gpu/rope.js';
 import { createKvCache, destroyKvCache, type KvCache } from '../src/gpu/kv-cache.js';
 import { createAttention } from '../src/gpu/attention.js';
@@ -29,7 +30,7 @@ import type { BoundOp } from '../src/gpu/op.js';
 import type { KernelProfiler } from '../src/gpu/profiler.js';
 import { InvalidArgumentError, ModelFormatError } from '../src/errors.js';
 
-/** A weight matrix as the file stores it: f32, or Q8_0 kept quantised. */
+/** A weight matrix as the file stores it: f32, or Q8_0 / Q4_0 kept quantised. */
 export type Weight = Matrix | QuantMatrix;
 
 /** The weights of one rank, on its device. */
@@ -76,27 +77,15 @@ export function rankDims(c: ModelConfig, r: RankPlan): RankDims {
   };
 }
 
-/** A slice of the packed shard: f32 values, or Q8_0 values and their group scales. */
-type SliceView = { dtype: 'f32'; f: Float32Array } | { dtype: 'q8_0'; q: Int8Array; s: Float32Array; groupSize: number };
-
 /**
  * Uploads a rank's packed shard (its slices, dense, one after the other in plan order) into
- * GPU buffers, fusing wq|wk|wv and w1|w3 into one matrix each so each is one matmul. Q8_0
- * slices stay quantised (values and scales, as the plan packs them).
+ * GPU buffers, fusing wq|wk|wv and w1|w3 into one matrix each so each is one matmul. Q8_0 and
+ * Q4_0 slices stay quantised (values and scales, as the plan packs them); parts of one fused
+ * matrix stored in different dtypes meet in a common one (`commonForm`).
  */
 export function createShardWeights(ctx: GpuContext, c: ModelConfig, r: RankPlan, packed: ArrayBuffer): ShardWeights {
   const d = rankDims(c, r);
-  const views = new Map<string, SliceView>();
-  let offset = 0;
-  for (const s of r.slices) {
-    if (s.dtype === 'q8_0') {
-      const n = s.shape[0] * s.shape[1];
-      const g = s.groupSize!;
-      views.set(s.name, { dtype: 'q8_0', q: new Int8Array(packed, offset, n), s: new Float32Array(packed, offset + q8ScalesOffset(n), n / g), groupSize: g });
-    } else views.set(s.name, { dtype: 'f32', f: new Float32Array(packed, offset, s.byteLength / 4) });
-    offset += s.byteLength;
-  }
-  if (offset !== packed.byteLength) throw new ModelFormatError(`rank ${r.rank}: shard is ${packed.byteLength} bytes, its plan says ${offset}`);
+  const views = sliceViews(r, packed);
   const view = (name: string): SliceView => {
     const v = views.get(name);
     if (!v) throw new ModelFormatError(`rank ${r.rank}: tensor ${name} is missing from its shard`);
@@ -108,15 +97,15 @@ export function createShardWeights(ctx: GpuContext, c: ModelConfig, r: RankPlan,
     return v.f;
   };
   const matrix = (rows: number, cols: number, label: string, names: string[]): Weight => {
-    const parts = names.map(view);
+    const parts = commonForm(names.map(view));
     const first = parts[0]!;
-    if (first.dtype === 'q8_0') {
-      const m = createQuantMatrix(ctx, rows, cols, first.groupSize, label);
+    if (first.dtype !== 'f32') {
+      const m = createQuantMatrix(ctx, rows, cols, first.groupSize, label, first.dtype);
       let row = 0;
       for (const [i, p] of parts.entries()) {
-        if (p.dtype !== 'q8_0' || p.groupSize !== first.groupSize) throw new ModelFormatError(`${names[i]} must be stored like ${names[0]} to be fused with it`);
+        if (p.dtype !== first.dtype || p.groupSize !== first.groupSize) throw new ModelFormatError(`${names[i]} must be stored like ${names[0]} to be fused with it`);
         writeQuantRows(ctx, m, row, p.q, p.s);
-        row += p.q.length / cols;
+        row += (p.s.length * p.groupSize) / cols;
       }
       return m;
     }
@@ -306,9 +295,11 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
   }
   const head = createMatmul(ctx, headStep, { activations, x: s.xsel, w: w.output, y: s.logits, maxM: o.maxLogitRows, input: { kind: 'rmsnorm', weight: w.norm, eps } });
   const ops: StepOps = {
-    embed: isQuantMatrix(w.tokEmbeddings)
-      ? createEmbedQ8(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM })
-      : createEmbed(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM }),
+    embed: !isQuantMatrix(w.tokEmbeddings)
+      ? createEmbed(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM })
+      : w.tokEmbeddings.kind === 'q4_0'
+        ? createEmbedQ4(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM })
+        : createEmbedQ8(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM }),
     stages,
     ...(chain && { chain: { links, rank: r.rank, world: o.world } }),
     head,

@@ -47,13 +47,15 @@ export interface Q8MatmulOptions {
 
 const WG = 64;
 
-function inputOf(ctx: GpuContext, input: MatmulInput | undefined, xStride: number) {
+/** The fused input's shader MODE, its binding and parameters (shared with the Q4_0 matmul). */
+export function inputOf(ctx: GpuContext, input: MatmulInput | undefined, xStride: number) {
   if (input?.kind === 'rmsnorm') return { mode: 1, aux: input.weight as Binding, eps: input.eps, bStride: 0, bOff: 0 };
   if (input?.kind === 'siluMul') return { mode: 2, aux: input.b as Binding, eps: 0, bStride: input.bStride ?? xStride, bOff: input.bOffset ?? 0 };
   return { mode: 0, aux: ctx.dummy as Binding, eps: 0, bStride: 0, bOff: 0 };
 }
 
-function regblockGrid(rows: number, m: number): [number, number, number] {
+/** Workgroups of a 4×4-register-block gemm (8×8 invocations): 32 rows of W by 32 rows of x each. */
+export function regblockGrid(rows: number, m: number): [number, number, number] {
   const [x, z] = grid2d(Math.ceil(rows / 32));
   return [x, Math.ceil(m / 32), z];
 }

@@ -9,9 +9,12 @@ import {
   createGpuContext, destroyGpuContext, type GemmKind, type GemvKind, type GpuContext,
 } from '../gpu/device.js';
 import {
-  createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams, type StepParams,
+  createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams, type Matrix, type StepParams,
 } from '../gpu/buffers.js';
 import { createMatmul, type MatmulInput } from '../gpu/matmul.js';
+import { createQuantMatrix, destroyQuantMatrix, isQuantMatrix, writeQuantRows, type QuantMatrix } from '../gpu/q8.js';
+import { quantizeQ8 } from '../model/reference-q8.js';
+import { quantizeQ4 } from '../model/reference-q4.js';
 import type { BoundOp } from '../gpu/op.js';
 import { createRmsnorm } from '../gpu/norm.js';
 import { createAdd, createArgmax, createEmbed, createSiluMul } from '../gpu/elementwise.js';
@@ -231,7 +234,18 @@ function median(a: number[]): number {
   return s[s.length >> 1]!;
 }
 
-export async function benchMatmulRaw(c: { m: number; k: number; n: number; reps?: number; gemv?: GemvKind; gemm?: GemmKind }): Promise<{ gpuMs: number; wallMs: number }> {
+/** Weights of a benchmarked matmul: f32, or quantised in groups of 32 (weight-only). */
+export type BenchWeights = 'f32' | 'q8_0' | 'q4_0';
+
+function benchWeights(ctx: GpuContext, kind: BenchWeights, n: number, k: number, w: Float32Array<ArrayBuffer>): Matrix | QuantMatrix {
+  if (kind === 'f32') return createMatrix(ctx, n, k, 'w', w);
+  const m = createQuantMatrix(ctx, n, k, 32, `w${kind}`, kind);
+  const t = kind === 'q4_0' ? quantizeQ4(w) : quantizeQ8(w, n * k, 32);
+  writeQuantRows(ctx, m, 0, t.q, t.s);
+  return m;
+}
+
+export async function benchMatmulRaw(c: { m: number; k: number; n: number; reps?: number; gemv?: GemvKind; gemm?: GemmKind; weights?: BenchWeights }): Promise<{ gpuMs: number; wallMs: number }> {
   const ctx = await context();
   const { m, k, n } = c;
   const reps = c.reps ?? 10;
@@ -239,7 +253,7 @@ export async function benchMatmulRaw(c: { m: number; k: number; n: number; reps?
   step.write(m, new Uint32Array(m));
   const rand = rng(3);
   const x = createStorageBuffer(ctx, randn(m * k, rand));
-  const w = createMatrix(ctx, n, k, 'w', randn(n * k, rand));
+  const w = benchWeights(ctx, c.weights ?? 'f32', n, k, randn(n * k, rand));
   const y = createStorageBuffer(ctx, m * n * 4);
   const op = createMatmul(ctx, step, { x, w, y, maxM: m, gemv: c.gemv, gemm: c.gemm });
   await runOps(ctx, [op], m);
@@ -250,7 +264,8 @@ export async function benchMatmulRaw(c: { m: number; k: number; n: number; reps?
   await ctx.device.queue.onSubmittedWorkDone();
   const wallMs = (performance.now() - t0) / reps;
   op.destroy();
-  destroyMatrix(w);
+  if (isQuantMatrix(w)) destroyQuantMatrix(w);
+  else destroyMatrix(w);
   x.destroy();
   y.destroy();
   destroyStepParams(step);
@@ -710,12 +725,25 @@ export async function bench(o: { smoke?: boolean; quick?: boolean } = {}): Promi
       variantRows.push({ kernel: `attention_${kind}`, m, k: 48, n: smoke ? 16 : 256, median_ms: round(ms), gflops: round(flops / (ms * 1e6)) });
     }
   }
+  // Decode with quantised weights (weight-only, groups of 32) against the adapter's f32 gemv.
+  // The three take turns, and each keeps its best median of the rounds: on a shared CPU
+  // adapter, load from other processes comes and goes within one kernel's repetitions.
+  const quant: BenchRow[] = [];
+  for (const d of smoke ? [64] : [768, 2048]) {
+    const best = { f32: Infinity, q8_0: Infinity, q4_0: Infinity };
+    for (let round = 0; round < (smoke ? 1 : 5); round++) {
+      for (const weights of ['f32', 'q8_0', 'q4_0'] as const) best[weights] = Math.min(best[weights], (await benchMatmulRaw({ m: 1, k: d, n: d, reps, weights })).gpuMs);
+    }
+    for (const [weights, ms] of Object.entries(best)) {
+      quant.push({ kernel: weights === 'f32' ? `gemv_${ctx.choices.gemv}` : `gemv_${weights}`, m: 1, k: d, n: d, median_ms: round(ms), gflops: gflops(1, d, d, ms) });
+    }
+  }
   const choices = { gemm: ctx.choices.gemm, gemv: ctx.choices.gemv, measured: Object.fromEntries(Object.entries(ctx.choices.measured).map(([a, b]) => [a, round(b)])) };
   const adapter = { vendor: ctx.adapterInfo.vendor, architecture: ctx.adapterInfo.architecture };
   if (o.quick) {
     const none = { median_ms: 0, p90_ms: 0, pokes_per_read: 0 };
     return {
-      adapter, choices, results, variants: variantRows, baselines: { js: [], tfjs: [] }, readback_ms: 0,
+      adapter, choices, results, variants: variantRows, quant, baselines: { js: [], tfjs: [] }, readback_ms: 0,
       readback: { tiny: { helper: none, plain: none }, long: { helper: none, learnt: none, plain: none, gpu_ms: 0 }, worker_tiny_ms: 0 },
     };
   }
@@ -743,6 +771,7 @@ export async function bench(o: { smoke?: boolean; quick?: boolean } = {}): Promi
     choices,
     results,
     variants: variantRows,
+    quant,
     baselines: { js, tfjs },
     readback_ms: round(tinyHelper.median),
     readback: {

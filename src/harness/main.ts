@@ -8,8 +8,10 @@ import * as kernels from './kernels';
 import * as engine from './engine';
 import * as tabs from './tabs';
 import * as q8 from './kernels-q8';
+import * as q4 from './kernels-q4';
+import * as q4engine from './engine-q4';
 
-const tp = { collective, kernels, engine, tabs, q8 };
+const tp = { collective, kernels, engine, tabs, q8, q4, q4engine };
 export type Harness = typeof tp;
 
 declare global {

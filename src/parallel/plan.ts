@@ -13,10 +13,10 @@
  * one short run per row (the rank's columns of it). Splitting the weights lives here; moving the
  * activations is the collectives' job.
  *
- * Quantised tensors (q8_0: int8 values plus an f32 scale per group of a row) are sliced the same
- * way, plane by plane: the rank's values, then their scales. A group never straddles a shard
- * boundary: the MLP split is made in whole groups, and a head split that would cut a group of
- * wo's columns is a PlanError.
+ * Quantised tensors (q8_0: int8 values, q4_0: packed nibbles, each plus an f32 scale per group of
+ * a row) are sliced the same way, plane by plane: the rank's values, then their scales. A group
+ * never straddles a shard boundary: the MLP split is made in whole groups, and a head split that
+ * would cut a group of wo's columns is a PlanError.
  */
 import { PlanError } from '../errors.js';
 import type { ModelConfig, TensorInfo } from '../model/config.js';
@@ -80,8 +80,9 @@ export interface TensorSlice {
   style: ShardStyle;
   dtype: TensorInfo['dtype'];
   /**
-   * q8_0: values per scale. The dense slice is its shape's int8 values (padded to a multiple of
-   * 4 bytes), then one f32 scale per group of each row.
+   * Quantised dtypes: values per scale. The dense slice is its shape's values plane (q8_0: one
+   * int8 each, q4_0: two nibbles a byte, GGML order within each group of 32), padded to a
+   * multiple of 4 bytes, then one f32 scale per group of each row (`quantScalesOffset`).
    */
   groupSize?: number;
   /** The rank's dense shard, [rows, cols] = [out, in], e.g. wq: (heads/tp * head_size, dim). */
@@ -218,13 +219,42 @@ function mergeAdjacent(ranges: ByteRange[]): ByteRange[] {
   return out;
 }
 
+/** Bytes of the values plane of `values` quantised values: an int8 each (q8_0) or a nibble (q4_0). */
+export function quantPlaneBytes(dtype: 'q8_0' | 'q4_0', values: number): number {
+  return dtype === 'q4_0' ? values / 2 : values;
+}
+
+/** Where a quantised slice of `values` values puts its scales: the plane's end, rounded up to 4 bytes. */
+export function quantScalesOffset(dtype: 'q8_0' | 'q4_0', values: number): number {
+  return Math.ceil(quantPlaneBytes(dtype, values) / 4) * 4;
+}
+
 /** Where a q8_0 slice of `values` int8 values puts its scales: the next 4-byte boundary. */
 export function q8ScalesOffset(values: number): number {
-  return Math.ceil(values / 4) * 4;
+  return quantScalesOffset('q8_0', values);
+}
+
+/** Groups of these dtypes have one fixed size (GGML's blocks). */
+const FIXED_GROUP: Partial<Record<TensorInfo['dtype'], number>> = { q4_0: 32 };
+
+/** A quantised tensor's groups must tile its rows; q4_0's are GGML's 32. */
+function checkQuantised(t: TensorInfo): void {
+  if (t.dtype === 'f32') return;
+  const g = t.quant?.groupSize;
+  const fixed = FIXED_GROUP[t.dtype];
+  if (g === undefined || !(g > 0) || (fixed !== undefined && g !== fixed)) {
+    throw new PlanError(`${t.name}: a ${t.dtype} tensor needs a group size${fixed ? ` of ${fixed}` : ''}, got ${String(g)}`, 'The tensor table does not match its format');
+  }
+  if (t.shape[1] % g !== 0) {
+    throw new PlanError(
+      `${t.name}: ${t.dtype} groups of ${g} must tile its rows of ${t.shape[1]} values, got ${t.shape[1] % g} left over`,
+      `Keep this tensor in f32 (or a dtype whose groups divide ${t.shape[1]})`,
+    );
+  }
 }
 
 function sliceTensor(t: TensorInfo, spec: ShardSpec, own: Range | null): TensorSlice {
-  if (t.dtype === 'q8_0') return sliceQ8(t, spec, own);
+  if (t.dtype !== 'f32') return sliceQuant(t, t.dtype, spec, own);
   const [rows, cols] = t.shape;
   const el = 4; // f32
   if (spec.style === 'replicated' || own === null) {
@@ -243,31 +273,36 @@ function sliceTensor(t: TensorInfo, spec: ShardSpec, own: Range | null): TensorS
   return { name: t.name, style: spec.style, dtype: t.dtype, shape: [b - a, cols], byteLength: length, ranges: [{ fileOffset: t.offset + a * cols * el, length, dstOffset: 0 }] };
 }
 
-/** A q8_0 slice: the values plane, then the scales plane, each cut like an f32 tensor. */
-function sliceQ8(t: TensorInfo, spec: ShardSpec, own: Range | null): TensorSlice {
+/**
+ * A quantised slice: the values plane, then the scales plane, each cut like an f32 tensor.
+ * Element offsets are whole groups (a and b of a row split are group-aligned), so a q4_0 run of
+ * them starts and ends on a byte: group g of a row is its 16 bytes, whatever the nibble order inside.
+ */
+function sliceQuant(t: TensorInfo, dtype: 'q8_0' | 'q4_0', spec: ShardSpec, own: Range | null): TensorSlice {
   const [rows, cols] = t.shape;
   const g = t.quant!.groupSize;
   const scaleOffset = t.quant!.scaleOffset;
+  const bytes = (values: number) => quantPlaneBytes(dtype, values);
   const whole = spec.style === 'replicated' || own === null;
   const [a, b] = whole ? [0, rows] : own;
   let shape: [number, number];
   const ranges: ByteRange[] = [];
   if (spec.style === 'row' && !whole) {
-    // the rank's columns of every row, and the scales of their groups (a and b are group-aligned)
+    // the rank's columns of every row, and the scales of their groups
     shape = [rows, b - a];
-    const sd = q8ScalesOffset(rows * (b - a));
-    for (let i = 0; i < rows; i++) ranges.push({ fileOffset: t.offset + i * cols + a, length: b - a, dstOffset: i * (b - a) });
+    const sd = quantScalesOffset(dtype, rows * (b - a));
+    for (let i = 0; i < rows; i++) ranges.push({ fileOffset: t.offset + bytes(i * cols + a), length: bytes(b - a), dstOffset: i * bytes(b - a) });
     for (let i = 0; i < rows; i++) {
       ranges.push({ fileOffset: scaleOffset + ((i * cols + a) / g) * 4, length: ((b - a) / g) * 4, dstOffset: sd + i * ((b - a) / g) * 4 });
     }
   } else {
     // whole rows a..b: one run of values, one of scales
     shape = [b - a, cols];
-    ranges.push({ fileOffset: t.offset + a * cols, length: (b - a) * cols, dstOffset: 0 });
-    ranges.push({ fileOffset: scaleOffset + ((a * cols) / g) * 4, length: (((b - a) * cols) / g) * 4, dstOffset: q8ScalesOffset((b - a) * cols) });
+    ranges.push({ fileOffset: t.offset + bytes(a * cols), length: bytes((b - a) * cols), dstOffset: 0 });
+    ranges.push({ fileOffset: scaleOffset + ((a * cols) / g) * 4, length: (((b - a) * cols) / g) * 4, dstOffset: quantScalesOffset(dtype, (b - a) * cols) });
   }
-  const byteLength = q8ScalesOffset(shape[0] * shape[1]) + ((shape[0] * shape[1]) / g) * 4;
-  return { name: t.name, style: spec.style, dtype: 'q8_0', groupSize: g, shape, byteLength, ranges: mergeAdjacent(ranges) };
+  const byteLength = quantScalesOffset(dtype, shape[0] * shape[1]) + ((shape[0] * shape[1]) / g) * 4;
+  return { name: t.name, style: spec.style, dtype, groupSize: g, shape, byteLength, ranges: mergeAdjacent(ranges) };
 }
 
 /** The quantisation group of the tensors split along `axis` by rows of their input (row style), or 1. */
@@ -302,6 +337,7 @@ export function makePlan(
   }
   // Check every tensor's split dimension before slicing anything.
   const specs = tensors.map((t) => {
+    checkQuantised(t);
     const s = styleFor(t.name, spec);
     const { extent, what } = expectedSplitExtent(s, config);
     const actual = s.style === 'row' ? t.shape[1] : t.shape[0];

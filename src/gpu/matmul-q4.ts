@@ -1,0 +1,86 @@
+/**
+ * Matmuls with Q4_0 weights (a `QuantMatrix` of kind 'q4_0'), weight-only: activations stay f32
+ * and W is dequantised inside the kernel, with the f32 matmul's fused RMSNorm / SiLU·mul inputs,
+ * bias and accumulate. m = 1 runs a gemv (four rows of W per invocation), m > 1 a 4×4
+ * register-blocked gemm; one dispatch per row chunk of W. Neither uses workgroup memory or
+ * barriers, which CPU adapters pay most for (as the Q8_0 kernels, matmul-q8.ts).
+ */
+import commonSrc from '../../shaders/common.wgsl?raw';
+import matmulCommonSrc from '../../shaders/matmul_common.wgsl?raw';
+import xF32Src from '../../shaders/matmul_x_f32.wgsl?raw';
+import xVec4Src from '../../shaders/matmul_x_vec4.wgsl?raw';
+import q4Src from '../../shaders/matmul_q4.wgsl?raw';
+import embedSrc from '../../shaders/embed_q4.wgsl?raw';
+import { InvalidArgumentError } from '../errors.js';
+import type { GpuContext } from './device.js';
+import { createParamBlock, type StepParams } from './buffers.js';
+import { grid2d, wgsl } from './layout.js';
+import { bindGroup, dispatchLinear, makeOp, type BoundOp } from './op.js';
+import type { QuantMatrix } from './q8.js';
+import { inputOf, regblockGrid, type Q8MatmulOptions } from './matmul-q8.js';
+
+const WG = 64;
+
+export function createQ4Matmul(ctx: GpuContext, step: StepParams, o: Omit<Q8MatmulOptions, 'activations'>): BoundOp {
+  const { w, maxM } = o;
+  const K = w.k;
+  const N = w.n;
+  const xStride = o.xStride ?? K;
+  const xOffset = o.xOffset ?? 0;
+  const yStride = o.yStride ?? N;
+  if (w.kind !== 'q4_0' || w.groupSize !== 32 || K % 32 !== 0) throw new InvalidArgumentError(`matmul ${w.label}: expected Q4_0 weights in groups of 32 along k ${K}`);
+  if (maxM > step.maxM) throw new InvalidArgumentError(`matmul ${w.label}: maxM ${maxM} exceeds the step's ${step.maxM}`);
+  if (xStride < K) throw new InvalidArgumentError(`matmul ${w.label}: x stride ${xStride} < K ${K}`);
+  if (o.x.size < (xOffset + (maxM - 1) * xStride + K) * 4) throw new InvalidArgumentError(`matmul ${w.label}: x buffer too small for ${maxM}×${K}`);
+  if (o.y.size < ((maxM - 1) * yStride + N) * 4) throw new InvalidArgumentError(`matmul ${w.label}: y buffer too small for ${maxM}×${N}`);
+  if (o.bias && o.bias.size < N * 4) throw new InvalidArgumentError(`matmul ${w.label}: bias needs ${N} floats`);
+  const inp = inputOf(ctx, o.input, xStride);
+  const aligned4 = (...v: number[]) => v.every((q) => q % 4 === 0);
+  const xSrc = aligned4(xStride, xOffset) && (inp.mode !== 2 || aligned4(inp.bStride, inp.bOff)) ? xVec4Src : xF32Src;
+  const code = wgsl(commonSrc, matmulCommonSrc, xSrc, q4Src);
+  const constants = { HAS_BIAS: o.bias ? 1 : 0, ACCUMULATE: o.accumulate ? 1 : 0, MODE: inp.mode, ALIGNED: 1 };
+  const gemv = ctx.pipelines.get(code, 'gemv_q4', { ...constants, WG }, 'gemv_q4');
+  const gemm = maxM > 1 ? ctx.pipelines.get(code, 'gemm_q4', constants, 'gemm_q4') : undefined;
+  const params: GPUBuffer[] = [];
+  const chunks = w.chunks.map((c) => {
+    // kStride4 carries the row stride in words: K/8 (eight nibbles a word).
+    const p = createParamBlock(ctx, [K, c.rows, K / 8, c.rowStart, yStride, xStride, xOffset, inp.bStride, inp.bOff, inp.eps, 0, 0], [9], `matmul ${w.label}`);
+    params.push(p);
+    // The gemv is always m = 1, so it has no use for (and no binding of) the step block.
+    const entries = (pl: GPUComputePipeline, usesStep: boolean) =>
+      bindGroup(ctx, pl, [usesStep ? step.buffer : undefined, p, o.x, c.q, o.y, o.bias ?? ctx.dummy, inp.aux, c.s], w.label);
+    return { rows: c.rows, gemvBg: entries(gemv, false), gemmBg: gemm ? entries(gemm, true) : undefined };
+  });
+  return makeOp(ctx, `matmul ${w.label}`, maxM, params, (pass, m) => {
+    const useGemm = m > 1 && gemm;
+    pass.setPipeline(useGemm ? gemm : gemv);
+    for (const c of chunks) {
+      pass.setBindGroup(0, useGemm ? c.gemmBg! : c.gemvBg);
+      if (useGemm) pass.dispatchWorkgroups(...regblockGrid(c.rows, m));
+      else pass.dispatchWorkgroups(...grid2d(Math.ceil(c.rows / (4 * WG))), 1);
+    }
+  });
+}
+
+/** y[r] = the dequantised row tokens[r] of a Q4_0 table (see createEmbed for the options). */
+export function createEmbedQ4(
+  ctx: GpuContext, step: StepParams,
+  o: { table: QuantMatrix; tokens: GPUBuffer; tokenStride?: number; tokenOffset?: number; y: GPUBuffer; yStride?: number; maxM: number },
+): BoundOp {
+  const dim = o.table.k;
+  if (o.table.kind !== 'q4_0') throw new InvalidArgumentError(`embedding ${o.table.label}: expected a Q4_0 table, got ${o.table.kind}`);
+  const pipeline = ctx.pipelines.get(wgsl(commonSrc, embedSrc), 'embed_q4', {}, 'embed_q4');
+  const params: GPUBuffer[] = [];
+  const bgs = o.table.chunks.map((c) => {
+    const p = createParamBlock(ctx, [dim, dim / 8, c.rowStart, c.rows, o.tokenStride ?? 1, o.tokenOffset ?? 0, o.yStride ?? dim, 0], [], 'embed_q4');
+    params.push(p);
+    return bindGroup(ctx, pipeline, [step.buffer, p, o.tokens, c.q, o.y, c.s], 'embed_q4');
+  });
+  return makeOp(ctx, 'embed_q4', o.maxM, params, (pass, m) => {
+    pass.setPipeline(pipeline);
+    for (const bg of bgs) {
+      pass.setBindGroup(0, bg);
+      dispatchLinear(pass, Math.ceil((m * dim) / WG));
+    }
+  });
+}

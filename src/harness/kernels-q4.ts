@@ -1,0 +1,110 @@
+/**
+ * Page-side tests of the Q4_0 kernels, exposed as `window.tp.q4.*`: the GPU against the f32
+ * oracle (reference.ts) on the dequantised weights, on random inputs. Returns `worst` as in
+ * kernels.ts (≤ 1 passes).
+ */
+import * as ref from '../model/reference.js';
+import { dequantizeQ4, quantizeQ4 } from '../model/reference-q4.js';
+import { createStepParams, createStorageBuffer, destroyStepParams } from '../gpu/buffers.js';
+import { createMatmul, type MatmulInput } from '../gpu/matmul.js';
+import { createEmbedQ4 } from '../gpu/matmul-q4.js';
+import { createQuantMatrix, destroyQuantMatrix, writeQuantRows } from '../gpu/q8.js';
+import { compare, randn, readFloats, rng, runOps, stepFor, withCtx, type Check } from './kernels.js';
+
+export interface Q4MatmulCase {
+  m: number;
+  k: number;
+  n: number;
+  input?: 'plain' | 'rmsnorm' | 'siluMul';
+  bias?: boolean;
+  accumulate?: boolean;
+  seed?: number;
+  /** A fresh context whose storage bindings hold at most this many bytes (W split in row chunks). */
+  bindingLimit?: number;
+}
+
+export async function testQ4Matmul(c: Q4MatmulCase): Promise<Check & { chunks: number }> {
+  return withCtx(c.bindingLimit, async (ctx) => {
+    const { m, k, n } = c;
+    const rand = rng(c.seed ?? 3);
+    const input = c.input ?? 'plain';
+    const xStride = input === 'siluMul' ? 2 * k : k;
+    const xData = randn(m * xStride, rand);
+    const wq = quantizeQ4(randn(n * k, rand, 0.3));
+    const wd = dequantizeQ4(wq, n * k);
+    const g = randn(k, rand);
+    const bias = randn(n, rand);
+    const y0 = randn(m * n, rand);
+
+    const xin = new Float32Array(m * k);
+    for (let r = 0; r < m; r++) {
+      const row = xData.subarray(r * xStride, r * xStride + k);
+      if (input === 'rmsnorm') ref.rmsnorm(xin.subarray(r * k, (r + 1) * k), row, g, 1, k, 1e-5);
+      else if (input === 'siluMul') ref.siluMul(xin.subarray(r * k, (r + 1) * k), row, xData.subarray(r * xStride + k, r * xStride + 2 * k), k);
+      else xin.set(row, r * k);
+    }
+    const want = new Float32Array(m * n);
+    const mag = new Float32Array(m * n);
+    ref.matmul(want, xin, wd, m, k, n);
+    // The kernel sums Σ nibble·x − 8·Σx per group: its rounding scales with the nibbles (0..15)
+    // times the group's scale, not with |nibble − 8|.
+    const wmag = wd.map((_, i) => 16 * Math.abs(wq.s[Math.floor(i / 32)]!));
+    ref.matmul(mag, xin.map(Math.abs), wmag, m, k, n);
+    for (let i = 0; i < m * n; i++) {
+      if (c.bias) {
+        want[i] = Math.fround(want[i]! + bias[i % n]!);
+        mag[i] = mag[i]! + Math.abs(bias[i % n]!);
+      }
+      if (c.accumulate) {
+        want[i] = Math.fround(want[i]! + y0[i]!);
+        mag[i] = mag[i]! + Math.abs(y0[i]!);
+      }
+    }
+
+    const step = createStepParams(ctx, m);
+    step.write(m, new Uint32Array(m));
+    const x = createStorageBuffer(ctx, xData);
+    const w = createQuantMatrix(ctx, n, k, 32, 'wq4', 'q4_0');
+    writeQuantRows(ctx, w, 0, wq.q, wq.s);
+    const y = createStorageBuffer(ctx, y0);
+    const gb = createStorageBuffer(ctx, g);
+    const bb = createStorageBuffer(ctx, bias);
+    const inputOpt: MatmulInput =
+      input === 'rmsnorm' ? { kind: 'rmsnorm', weight: gb, eps: 1e-5 }
+        : input === 'siluMul' ? { kind: 'siluMul', b: x, bOffset: k, bStride: xStride }
+          : { kind: 'plain' };
+    const op = createMatmul(ctx, step, { x, xStride, w, y, maxM: m, input: inputOpt, bias: c.bias ? bb : undefined, accumulate: c.accumulate });
+    await runOps(ctx, [op], m);
+    const got = await readFloats(ctx, y, m * n);
+    const chunks = w.chunks.length;
+    op.destroy();
+    destroyQuantMatrix(w);
+    for (const b of [x, y, gb, bb]) b.destroy();
+    destroyStepParams(step);
+    return { ...compare(got, want, mag), chunks };
+  });
+}
+
+/** Embedding rows of a Q4_0 table: exactly (nibble − 8) · scale. */
+export async function testQ4Embed(c: { vocab: number; dim: number; tokens: number[]; bindingLimit?: number; seed?: number }): Promise<Check & { chunks: number }> {
+  return withCtx(c.bindingLimit, async (ctx) => {
+    const rand = rng(c.seed ?? 5);
+    const m = c.tokens.length;
+    const tq = quantizeQ4(randn(c.vocab * c.dim, rand));
+    const want = new Float32Array(m * c.dim);
+    ref.embed(want, dequantizeQ4(tq, c.vocab * c.dim), c.tokens, c.dim);
+    const step = stepFor(ctx, m, new Uint32Array(m));
+    const t = createQuantMatrix(ctx, c.vocab, c.dim, 32, 'embedding', 'q4_0');
+    writeQuantRows(ctx, t, 0, tq.q, tq.s);
+    const tok = createStorageBuffer(ctx, Uint32Array.from(c.tokens));
+    const yb = createStorageBuffer(ctx, m * c.dim * 4);
+    const op = createEmbedQ4(ctx, step, { table: t, tokens: tok, y: yb, maxM: m });
+    await runOps(ctx, [op], m);
+    const got = await readFloats(ctx, yb, m * c.dim);
+    const chunks = t.chunks.length;
+    op.destroy();
+    destroyQuantMatrix(t);
+    [tok, yb, step.buffer].forEach((b) => b.destroy());
+    return { ...compare(got, want, 0, 0, 0), chunks };
+  });
+}

@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { dequantizeQ4, quantizeQ4 } from '../src/model/reference-q4.js';
+import { dequantizeQ8, quantizeQ8 } from '../src/model/reference-q8.js';
+import { commonForm, type SliceView } from './slice-views.js';
+
+const rand = (n: number, seed: number) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * 12.9898 + seed) * 0.7);
+
+describe('commonForm: the parts of one fused matrix in one dtype, exactly', () => {
+  const q4 = quantizeQ4(rand(64, 1));
+  const q8 = quantizeQ8(rand(64, 2), 64, 32);
+  const a: SliceView = { dtype: 'q4_0', q: q4.q, s: q4.s, groupSize: 32 };
+  const b: SliceView = { dtype: 'q8_0', q: q8.q, s: q8.s, groupSize: 32 };
+  const f: SliceView = { dtype: 'f32', f: rand(64, 3) };
+
+  it('leaves parts that agree as they are', () => {
+    expect(commonForm([a, a])).toEqual([a, a]);
+    expect(commonForm([f, f])[0]).toBe(f);
+  });
+
+  it('Q4_0 with Q8_0 in groups of 32: Q8_0 with the same values', () => {
+    const [x, y] = commonForm([a, b]);
+    expect(x!.dtype).toBe('q8_0');
+    expect(y).toBe(b);
+    if (x!.dtype !== 'q8_0') throw new Error('unreachable');
+    expect(Array.from(dequantizeQ8(x!, 64, 32))).toEqual(Array.from(dequantizeQ4(q4, 64)));
+  });
+
+  it('any part f32 (or Q8_0 groups other than 32): f32 with the dequantised values', () => {
+    const [x, y, z] = commonForm([a, f, b]);
+    expect([x!.dtype, y!.dtype, z!.dtype]).toEqual(['f32', 'f32', 'f32']);
+    if (x!.dtype !== 'f32' || z!.dtype !== 'f32') throw new Error('unreachable');
+    expect(Array.from(x!.f)).toEqual(Array.from(dequantizeQ4(q4, 64)));
+    expect(Array.from(z!.f)).toEqual(Array.from(dequantizeQ8(q8, 64, 32)));
+    const q8g4 = quantizeQ8(rand(64, 4), 64, 4);
+    expect(commonForm([a, { dtype: 'q8_0', q: q8g4.q, s: q8g4.s, groupSize: 4 }]).map((p) => p.dtype)).toEqual(['f32', 'f32']);
+  });
+});

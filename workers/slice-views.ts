@@ -1,0 +1,58 @@
+/**
+ * A rank's packed shard as views per tensor (f32 values, or a quantised plane and its group
+ * scales, as src/parallel/plan.ts packs them), and the one form that tensors fused into one
+ * matrix (wq|wk|wv, w1|w3) share when their dtypes differ, as GGUF files mix them. Every
+ * conversion is exact: a Q4_0 group is a Q8_0 group of 32 with int8 values nibble − 8, and any
+ * quantised value is an f32.
+ */
+import type { RankPlan } from '../src/parallel/plan.js';
+import { quantScalesOffset } from '../src/parallel/plan.js';
+import { dequantizeQ8 } from '../src/model/reference-q8.js';
+import { dequantizeQ4, q4ToQ8 } from '../src/model/reference-q4.js';
+import { ModelFormatError } from '../src/errors.js';
+
+/** A slice of the packed shard: f32 values, or a quantised values plane and its group scales. */
+export type SliceView =
+  | { dtype: 'f32'; f: Float32Array }
+  | { dtype: 'q8_0'; q: Int8Array; s: Float32Array; groupSize: number }
+  | { dtype: 'q4_0'; q: Uint8Array; s: Float32Array; groupSize: number };
+
+export function sliceViews(r: RankPlan, packed: ArrayBuffer): Map<string, SliceView> {
+  const views = new Map<string, SliceView>();
+  let offset = 0;
+  for (const s of r.slices) {
+    const n = s.shape[0] * s.shape[1];
+    if (s.dtype === 'f32') views.set(s.name, { dtype: 'f32', f: new Float32Array(packed, offset, s.byteLength / 4) });
+    else {
+      const g = s.groupSize!;
+      const scales = new Float32Array(packed, offset + quantScalesOffset(s.dtype, n), n / g);
+      views.set(s.name, s.dtype === 'q8_0'
+        ? { dtype: 'q8_0', q: new Int8Array(packed, offset, n), s: scales, groupSize: g }
+        : { dtype: 'q4_0', q: new Uint8Array(packed, offset, n / 2), s: scales, groupSize: g });
+    }
+    offset += s.byteLength;
+  }
+  if (offset !== packed.byteLength) throw new ModelFormatError(`rank ${r.rank}: shard is ${packed.byteLength} bytes, its plan says ${offset}`);
+  return views;
+}
+
+function values(v: SliceView): number {
+  return v.dtype === 'f32' ? v.f.length : v.s.length * v.groupSize;
+}
+
+/**
+ * `parts` in the form they can be fused in: unchanged when they agree; all Q8_0 of one group size
+ * when they are Q4_0 and Q8_0 in groups of 32; otherwise f32.
+ */
+export function commonForm(parts: SliceView[]): SliceView[] {
+  const first = parts[0]!;
+  if (parts.every((p) => p.dtype === first.dtype && (p.dtype === 'f32' || p.groupSize === (first as { groupSize: number }).groupSize))) return parts;
+  if (parts.every((p) => p.dtype !== 'f32' && p.groupSize === 32)) {
+    return parts.map((p) => (p.dtype === 'q4_0' ? { dtype: 'q8_0', ...q4ToQ8(p, values(p)), groupSize: 32 } : p));
+  }
+  return parts.map((p): SliceView => {
+    if (p.dtype === 'f32') return p;
+    const n = values(p);
+    return { dtype: 'f32', f: p.dtype === 'q8_0' ? dequantizeQ8(p, n, p.groupSize) : dequantizeQ4(p, n) };
+  });
+}
