@@ -93,7 +93,8 @@ export function createShardWeights(ctx: GpuContext, c: ModelConfig, r: RankPlan,
       const n = s.shape[0] * s.shape[1];
       const g = s.groupSize!;
       views.set(s.name, { dtype: 'q8_0', q: new Int8Array(packed, offset, n), s: new Float32Array(packed, offset + q8ScalesOffset(n), n / g), groupSize: g });
-    } else views.set(s.name, { dtype: 'f32', f: new Float32Array(packed, offset, s.byteLength / 4) });
+    } else if (s.dtype === 'f32') views.set(s.name, { dtype: 'f32', f: new Float32Array(packed, offset, s.byteLength / 4) });
+    else throw new ModelFormatError(`rank ${r.rank}: tensor ${s.name} is ${s.dtype}, which these kernels do not run`, 'Use F32, F16 or Q8_0 weights');
     offset += s.byteLength;
   }
   if (offset !== packed.byteLength) throw new ModelFormatError(`rank ${r.rank}: shard is ${packed.byteLength} bytes, its plan says ${offset}`);

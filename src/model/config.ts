@@ -53,10 +53,12 @@ export interface TensorInfo {
   /**
    * `f32`: rows·cols floats. `q8_0`: llama2.c version 2 (runq.c) storage: rows·cols int8 values
    * at `offset`, then one f32 scale per `quant.groupSize` consecutive values of a row at
-   * `quant.scaleOffset` (the value is q · scale).
+   * `quant.scaleOffset` (the value is q · scale). `q4_0`: rows·cols/2 bytes of 4-bit values at
+   * `offset`, GGML's order (byte k of a group of 32 holds value k in its low nibble and value
+   * k+16 in its high nibble, each as q+8), then one f32 scale per group of 32 at `quant.scaleOffset`.
    */
-  dtype: 'f32' | 'q8_0';
-  /** f32: rows·cols·4; q8_0: the int8 values' rows·cols (the scales are extra). */
+  dtype: 'f32' | 'q8_0' | 'q4_0';
+  /** f32: rows·cols·4; q8_0: the int8 values' rows·cols; q4_0: rows·cols/2 (the scales are extra). */
   byteLength: number;
   /** Set for quantised dtypes. Groups never straddle rows (cols % groupSize === 0). */
   quant?: { groupSize: number; scaleOffset: number };

@@ -218,13 +218,13 @@ function mergeAdjacent(ranges: ByteRange[]): ByteRange[] {
   return out;
 }
 
-/** Where a q8_0 slice of `values` int8 values puts its scales: the next 4-byte boundary. */
+/** Where a q8_0 (q4_0) slice of `values` bytes of int8 values (nibbles) puts its scales: the next 4-byte boundary. */
 export function q8ScalesOffset(values: number): number {
   return Math.ceil(values / 4) * 4;
 }
 
 function sliceTensor(t: TensorInfo, spec: ShardSpec, own: Range | null): TensorSlice {
-  if (t.dtype === 'q8_0') return sliceQ8(t, spec, own);
+  if (t.dtype !== 'f32') return sliceQuant(t, spec, own);
   const [rows, cols] = t.shape;
   const el = 4; // f32
   if (spec.style === 'replicated' || own === null) {
@@ -243,9 +243,13 @@ function sliceTensor(t: TensorInfo, spec: ShardSpec, own: Range | null): TensorS
   return { name: t.name, style: spec.style, dtype: t.dtype, shape: [b - a, cols], byteLength: length, ranges: [{ fileOffset: t.offset + a * cols * el, length, dstOffset: 0 }] };
 }
 
-/** A q8_0 slice: the values plane, then the scales plane, each cut like an f32 tensor. */
-function sliceQ8(t: TensorInfo, spec: ShardSpec, own: Range | null): TensorSlice {
+/**
+ * A q8_0 or q4_0 slice: the values plane (a byte per value, or a nibble), then the scales plane,
+ * each cut like an f32 tensor. Group-aligned column ranges start on whole bytes either way.
+ */
+function sliceQuant(t: TensorInfo, spec: ShardSpec, own: Range | null): TensorSlice {
   const [rows, cols] = t.shape;
+  const bpv = t.dtype === 'q4_0' ? 0.5 : 1; // bytes per value
   const g = t.quant!.groupSize;
   const scaleOffset = t.quant!.scaleOffset;
   const whole = spec.style === 'replicated' || own === null;
@@ -255,19 +259,19 @@ function sliceQ8(t: TensorInfo, spec: ShardSpec, own: Range | null): TensorSlice
   if (spec.style === 'row' && !whole) {
     // the rank's columns of every row, and the scales of their groups (a and b are group-aligned)
     shape = [rows, b - a];
-    const sd = q8ScalesOffset(rows * (b - a));
-    for (let i = 0; i < rows; i++) ranges.push({ fileOffset: t.offset + i * cols + a, length: b - a, dstOffset: i * (b - a) });
+    const sd = q8ScalesOffset(rows * (b - a) * bpv);
+    for (let i = 0; i < rows; i++) ranges.push({ fileOffset: t.offset + (i * cols + a) * bpv, length: (b - a) * bpv, dstOffset: i * (b - a) * bpv });
     for (let i = 0; i < rows; i++) {
       ranges.push({ fileOffset: scaleOffset + ((i * cols + a) / g) * 4, length: ((b - a) / g) * 4, dstOffset: sd + i * ((b - a) / g) * 4 });
     }
   } else {
     // whole rows a..b: one run of values, one of scales
     shape = [b - a, cols];
-    ranges.push({ fileOffset: t.offset + a * cols, length: (b - a) * cols, dstOffset: 0 });
-    ranges.push({ fileOffset: scaleOffset + ((a * cols) / g) * 4, length: (((b - a) * cols) / g) * 4, dstOffset: q8ScalesOffset((b - a) * cols) });
+    ranges.push({ fileOffset: t.offset + a * cols * bpv, length: (b - a) * cols * bpv, dstOffset: 0 });
+    ranges.push({ fileOffset: scaleOffset + ((a * cols) / g) * 4, length: (((b - a) * cols) / g) * 4, dstOffset: q8ScalesOffset((b - a) * cols * bpv) });
   }
-  const byteLength = q8ScalesOffset(shape[0] * shape[1]) + ((shape[0] * shape[1]) / g) * 4;
-  return { name: t.name, style: spec.style, dtype: 'q8_0', groupSize: g, shape, byteLength, ranges: mergeAdjacent(ranges) };
+  const byteLength = q8ScalesOffset(shape[0] * shape[1] * bpv) + ((shape[0] * shape[1]) / g) * 4;
+  return { name: t.name, style: spec.style, dtype: t.dtype, groupSize: g, shape, byteLength, ranges: mergeAdjacent(ranges) };
 }
 
 /** The quantisation group of the tensors split along `axis` by rows of their input (row style), or 1. */
