@@ -19,6 +19,8 @@ Usage:
       --tokenizer: tokenizer.bin or tokenizer.json (default: tokenizer.json beside an HF model)
       --chat: the prompt is one user message, rendered by the model's chat template
   webgpu-tp synth --shape stories15M|stories42M|stories110M [--seed S] [--quant q8_0] --out DIR
+  webgpu-tp synth --format gguf --shape ... [--seed S] --quant f32,f16,q8_0,q4_0 --out DIR
+                     (one Llama GGUF per quant, the tokenizer inside)
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--transport sab|tab] [--json]
                      (--transport tab: one rank per tab over BroadcastChannel, beside SAB)
   webgpu-tp bench kernels [--json]
@@ -83,7 +85,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'synth') {
     const { values } = parseArgs({
       args: rest,
-      options: { shape: { type: 'string' }, seed: { type: 'string', default: '1' }, out: { type: 'string' }, quant: { type: 'string' } },
+      options: { shape: { type: 'string' }, seed: { type: 'string', default: '1' }, out: { type: 'string' }, quant: { type: 'string' }, format: { type: 'string' } },
     });
     const shape = values.shape;
     if (shape !== 'stories15M' && shape !== 'stories42M' && shape !== 'stories110M') {
@@ -91,7 +93,7 @@ async function main(argv: string[]): Promise<number> {
     }
     if (!values.out) throw new UsageError('synth needs --out DIR');
     const { synthCommand } = await import('./synth.js');
-    const written = await synthCommand({ shape, seed: Number(values.seed), out: values.out, quant: values.quant?.split(',').map((q) => q.trim()) });
+    const written = await synthCommand({ shape, seed: Number(values.seed), out: values.out, quant: values.quant?.split(',').map((q) => q.trim()), format: values.format });
     console.log(JSON.stringify(written));
     return 0;
   }
