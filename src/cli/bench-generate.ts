@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { EngineStats, StepBreakdown } from '../engine/types.js';
 import type { ModelConfig } from '../model/config.js';
-import { MODEL_HEADER_BYTES, parseModelHeader } from '../model/formats/detect.js';
-import { isGguf, readGguf } from '../model/formats/gguf.js';
+import { detectFormat, MODEL_HEADER_BYTES, parseModelHeader } from '../model/formats/detect.js';
+import { readGguf } from '../model/formats/gguf.js';
 import { GGUF_QUANTS, type GgufQuant } from '../model/formats/gguf-write.js';
 import type { SynthShape } from '../model/synth.js';
 import { InvalidArgumentError, reviveError, WebGpuTpError, type SerializedError } from '../errors.js';
@@ -203,7 +203,7 @@ async function readConfig(path: string): Promise<ModelConfig> {
       return b.subarray(0, readSync(fd, b, 0, b.byteLength, 0));
     };
     const head = await read(MODEL_HEADER_BYTES);
-    if (isGguf(head)) return (await readGguf({ name: path, size: async () => size, head: read })).config;
+    if (detectFormat(head) === 'gguf') return (await readGguf({ name: path, size: async () => size, head: read })).config;
     return parseModelHeader(head, size).config;
   } finally {
     closeSync(fd);

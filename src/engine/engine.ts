@@ -8,12 +8,11 @@ import type { DevicePlacement, EngineStats, GenerateChunk, GenerateOptions } fro
 import { browserProbe, placeRanks, type DevicesOption } from './placement.js';
 import { describeSpec } from '../gpu/adapter.js';
 import { openSource, type ModelSource } from '../loader/source.js';
-import { MODEL_HEADER_BYTES, parseModelHeader, type ModelLayout } from '../model/formats/detect.js';
+import { detectFormat, MODEL_HEADER_BYTES, parseModelHeader, type ModelLayout } from '../model/formats/detect.js';
 import { Tokenizer } from '../model/tokenizer/tokenizer.js';
 import { isHfModelOption, openHfForEngine, type HfModelOption } from './hf-open.js';
 import { llama2cTokenizer, parseTokenizer, type EngineTokenizer } from './tokenizers.js';
 import { openGgufForEngine } from './gguf-open.js';
-import { isGguf } from '../model/formats/gguf.js';
 import type { ByteSource } from '../loader/source.js';
 import type { TensorInfo } from '../model/config.js';
 import { Sampler } from '../model/sampler.js';
@@ -157,7 +156,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   } else {
     source = openSource(options.model);
     const [size, head] = await Promise.all([source.size(), source.head(MODEL_HEADER_BYTES)]);
-    if (isGguf(head)) {
+    if (detectFormat(head) === 'gguf') {
       ({ config, tensors, source, tokenizer } = await openGgufForEngine(source, options.tokenizer));
       format = 'gguf';
     } else {

@@ -13,6 +13,7 @@ import { dequantize, quantize } from './gguf-blocks.js';
 import { isGguf, layoutGguf, loadGgufDequantized, readGguf, readGgufHeader, type HeadSource } from './gguf.js';
 import { encodeGguf, ggufHeader, ggufMetadata, type GgufQuant } from './gguf-write.js';
 import { loadLlama2c } from './llama2c.js';
+import { detectFormat, parseModelHeader } from './detect.js';
 
 const stories = loadLlama2c(readArrayBuffer(resolve(modelsDir, 'stories260K.bin')));
 const tok = Tokenizer.parse(readFileSync(resolve(modelsDir, 'tok512.bin')), 512);
@@ -53,6 +54,8 @@ describe('GGUF reader', () => {
   it('reads stories260K written as F32: the llama2.c config, llama.cpp names, exact weights', async () => {
     const bytes = fileOf('f32');
     expect(isGguf(bytes)).toBe(true);
+    expect(detectFormat(bytes.subarray(0, 256))).toBe('gguf');
+    expect(() => parseModelHeader(bytes.subarray(0, 256), bytes.byteLength)).toThrow(ModelFormatError);
     const { layout, model } = await loadGgufDequantized(bytes);
     expect(layout.config).toEqual({ ...stories.config, normEps: Math.fround(1e-5) });
     expect(layout.tensors.find((t) => t.name === 'output')).toMatchObject({ aliasOf: 'tok_embeddings' });
