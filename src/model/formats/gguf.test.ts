@@ -13,6 +13,7 @@ import { dequantize, quantize } from './gguf-blocks.js';
 import { isGguf, layoutGguf, loadGgufDequantized, readGguf, readGgufHeader, type HeadSource } from './gguf.js';
 import { encodeGguf, ggufHeader, ggufMetadata, type GgufQuant } from './gguf-write.js';
 import { loadLlama2c } from './llama2c.js';
+import { argmax, generate } from '../reference.js';
 import { detectFormat, parseModelHeader } from './detect.js';
 
 const stories = loadLlama2c(readArrayBuffer(resolve(modelsDir, 'stories260K.bin')));
@@ -98,6 +99,17 @@ describe('GGUF reader', () => {
       const mat = q === 'f16' ? 'f32' : q;
       expect(dtypes).toMatchObject({ tok_embeddings: mat, 'layers.0.attention.wq': mat, 'layers.0.feed_forward.w2': 'f32', 'layers.0.ffn_norm': 'f32' });
     }
+  });
+
+  it('the oracle on an F32 GGUF\'s weights gives run.c\'s greedy tokens; on Q8_0\'s dequantised weights it runs the same loop', async () => {
+    const greedy = JSON.parse(readFileSync(new URL('../fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
+    const { model } = await loadGgufDequantized(fileOf('f32'));
+    expect(generate(model, [1], 60, (l) => argmax(l, 512))).toEqual(greedy.tokens.slice(0, 61));
+    const q8 = await loadGgufDequantized(fileOf('q8_0'));
+    const tokens = generate(q8.model, [1], 60, (l) => argmax(l, 512));
+    expect(tokens.length).toBe(61);
+    // quantised weights: the story starts as the f32 model's does
+    expect(tokens.slice(0, 6)).toEqual(greedy.tokens.slice(0, 6));
   });
 
   it('Q4_0 layout: nibble plane of rows·cols/2 bytes, scales after it; the plan slices it in whole groups', async () => {
