@@ -11,7 +11,7 @@ import { Tokenizer } from '../tokenizer/tokenizer.js';
 import { ggufTokenizer } from '../tokenizer/gguf-tokenizer.js';
 import { dequantize, quantize } from './gguf-blocks.js';
 import { isGguf, layoutGguf, loadGgufDequantized, readGguf, readGgufHeader, type HeadSource } from './gguf.js';
-import { encodeGguf, ggufHeader, ggufMetadata, type GgufQuant } from './gguf-write.js';
+import { encodeGguf, ggufHeader, ggufMetadata, type GgufKv, type GgufQuant, type GgufTensorOut } from './gguf-write.js';
 import { loadLlama2c } from './llama2c.js';
 import { argmax, generate } from '../reference.js';
 import { detectFormat, parseModelHeader } from './detect.js';
@@ -145,16 +145,16 @@ describe('GGUF reader', () => {
   });
 });
 
-/** stories260K's metadata with `edit` applied, and its tensors (F32) as given. */
-function rewrite(edit: (kv: ReturnType<typeof ggufMetadata>) => void, tensors?: (t: { name: string; dims: number[]; type: number | 'F32'; byteLength: number }[]) => void): Uint8Array {
+/** stories260K as F32 with `edit` applied to its metadata and `tensors` to its tensor infos (the data stays). */
+function rewrite(edit: (kv: GgufKv) => void, tensors?: (t: GgufTensorOut[]) => void): Uint8Array {
   const kv = ggufMetadata(stories.config, 'f32', tok);
   edit(kv);
   return rebuild(kv, fileOf('f32'), tensors);
 }
 
-function rebuild(kv: ReturnType<typeof ggufMetadata>, good: Uint8Array, edit?: (t: { name: string; dims: number[]; type: number | 'F32'; byteLength: number }[]) => void): Uint8Array {
+function rebuild(kv: GgufKv, good: Uint8Array, edit?: (t: GgufTensorOut[]) => void): Uint8Array {
   // The tensors of the good file, re-listed; data copied from it in order.
-  const list: { name: string; dims: number[]; type: number | 'F32'; byteLength: number }[] = [];
+  const list: GgufTensorOut[] = [];
   const names = ['token_embd.weight'];
   for (let l = 0; l < 5; l++) for (const k of ['attn_norm', 'attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_norm', 'ffn_gate', 'ffn_up', 'ffn_down']) names.push(`blk.${l}.${k}.weight`);
   names.push('output_norm.weight');
