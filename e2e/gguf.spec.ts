@@ -1,9 +1,11 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test, expect } from './fixtures.js';
 import { runGenerate } from '../src/cli/generate.js';
-import type { Harness } from '../src/cli/browser.js';
+import { repoRoot, type Harness } from '../src/cli/browser.js';
 import type { PageGenerateOptions } from '../src/harness/types.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { loadGgufDequantized } from '../src/model/formats/gguf.js';
@@ -70,6 +72,16 @@ test('a GGUF prompt is encoded by the tokenizer in the file as tok512.bin encode
   expect(r.prompt_tokens).toEqual(tok.encode(prompt, true, false));
   const { model } = await loadGgufDequantized(serve(harness, 'f32').bytes);
   expect(r.tokens).toEqual(generate(model, r.prompt_tokens, r.prompt_tokens.length + 7, (l) => argmax(l, 512)).slice(r.prompt_tokens.length));
+});
+
+test('`webgpu-tp generate --model FILE.gguf` needs no --tokenizer: llama2.c\'s greedy tokens at --tp 2', async ({ harness }) => {
+  serve(harness, 'f32');
+  const cli = resolve(repoRoot, 'dist/cli/main.js');
+  const path = join(dir, 'stories260K-f32.gguf');
+  const { stdout } = await promisify(execFile)('node', [cli, 'generate', '--model', path, '--tp', '2', '--max-tokens', '32', '--temperature', '0', '--json', '--no-cache'], { timeout: 240_000 });
+  const r = JSON.parse(stdout) as { tokens: number[]; tp: number };
+  expect(r.tp).toBe(2);
+  expect(r.tokens).toEqual(greedy.tokens.slice(1, 33));
 });
 
 test('GGUF Q8_0 at TP 4: wo\'s groups of 32 would straddle ranks (head size 8), a PlanError', async ({ harness }) => {
