@@ -64,6 +64,8 @@ export default defineConfig({
         index: resolve(root, 'index.html'),
         harness: resolve(root, 'harness.html'),
       },
+      // As in vite.lib.config.ts: @huggingface/gguf's re-exports of @huggingface/tasks are unused.
+      treeshake: { moduleSideEffects: (id: string) => !id.includes('@huggingface/tasks') },
     },
   },
 });

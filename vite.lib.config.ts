@@ -19,7 +19,12 @@ export default defineConfig({
     // The output is not minified beyond renaming, so it stays readable.
     sourcemap: false,
     // One file even where the engine loads a module on demand (the calibration's GPU code).
-    rollupOptions: { output: { codeSplitting: false } },
+    rollupOptions: {
+      output: { codeSplitting: false },
+      // @huggingface/gguf re-exports @huggingface/tasks, whose modules do not declare themselves
+      // free of side effects, so ~270 kB of model-card data would ride along unused.
+      treeshake: { moduleSideEffects: (id: string) => !id.includes('@huggingface/tasks') },
+    },
     lib: {
       entry: resolve(import.meta.dirname, 'src/index.ts'),
       formats: ['es'],

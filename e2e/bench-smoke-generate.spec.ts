@@ -67,3 +67,17 @@ test('bench generate runs and reports every field per TP degree and batch, with 
   expect(png.subarray(1, 4).toString()).toBe('PNG');
   expect(statSync(join(dir, 'report.png')).size).toBeGreaterThan(20_000);
 });
+
+// `--quant`: one synth GGUF per quantisation, each measured, with decode speed against f32. A
+// quantisation the kernels cannot run is reported with its typed error instead of ending the run.
+test('bench generate --quant measures each synth GGUF quantisation against f32', async () => {
+  const r = await benchGenerate({ quant: ['f32', 'q8_0', 'q4_0'], shape: 'stories15M', tp: [1], maxTokens: 4 });
+  const f32 = r.results.find((x) => x.quant === 'f32')!;
+  expect(f32.decode_vs_f32).toBe(1);
+  const q8 = r.results.find((x) => x.quant === 'q8_0')!;
+  expect(q8.tokens).toBe(4);
+  expect(q8.decode_vs_f32).toBeCloseTo(q8.decode_tokens_per_s / f32.decode_tokens_per_s, 9);
+  const q4 = r.results.find((x) => x.quant === 'q4_0') ?? r.failed?.find((x) => x.quant === 'q4_0');
+  expect(q4, 'q4_0 is measured or reported as failed').toBeDefined();
+  for (const f of r.failed ?? []) expect(f.code).toMatch(/^[A-Z_]+$/);
+});

@@ -21,7 +21,8 @@ export async function benchAll(o: { out: string; maxTokens: number }): Promise<{
   for (const shape of ['stories15M', 'stories110M'] as const) {
     const model = join(synthDir, `${shape}-synth.bin`);
     const tokenizer = join(synthDir, 'tok32000-synth.bin');
-    models[shape] = existsSync(model) && existsSync(tokenizer) ? { model, tokenizer } : await synthCommand({ shape, seed: 1, out: synthDir });
+    if (!existsSync(model) || !existsSync(tokenizer)) await synthCommand({ shape, seed: 1, out: synthDir });
+    models[shape] = { model, tokenizer };
   }
   const report = {
     date: new Date().toISOString(),

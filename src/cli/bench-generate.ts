@@ -1,14 +1,22 @@
 /**
  * `webgpu-tp bench generate`: decode and prefill speed of the real engine in headless Chromium,
- * per TP degree, with where each decode step's time goes.
+ * per TP degree, with where each decode step's time goes. With `quant`, the model is a synth
+ * checkpoint of `shape` written as one GGUF per quantisation, and each result carries its decode
+ * speed against f32's.
  */
 import { openHarness } from './browser.js';
 import { mountInput, runGenerate } from './generate.js';
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { EngineStats, StepBreakdown } from '../engine/types.js';
 import type { ModelConfig } from '../model/config.js';
-import { MODEL_HEADER_BYTES, parseModelHeader } from '../model/formats/detect.js';
-import { reviveError, type SerializedError } from '../errors.js';
+import { detectFormat, MODEL_HEADER_BYTES, parseModelHeader } from '../model/formats/detect.js';
+import { readGguf } from '../model/formats/gguf.js';
+import { GGUF_QUANTS, type GgufQuant } from '../model/formats/gguf-write.js';
+import type { SynthShape } from '../model/synth.js';
+import { InvalidArgumentError, reviveError, WebGpuTpError, type SerializedError } from '../errors.js';
+import { synthCommand } from './synth.js';
 import type { PageConcurrentResult, PageGenerateOptions } from '../harness/types.js';
 
 type PageWindow = {
@@ -16,8 +24,14 @@ type PageWindow = {
 };
 
 export interface BenchGenerateOptions {
-  model: string;
-  tokenizer: string;
+  /** A model file or directory; with `quant`, unused (synth GGUF files are written). */
+  model?: string;
+  /** Required unless the model is a GGUF. */
+  tokenizer?: string;
+  /** Quantisations to compare (`f32`, `f16`, `q8_0`, `q4_0`), each a synth GGUF of `shape`. */
+  quant?: string[];
+  /** Synth shape for `quant` (default stories110M). */
+  shape?: SynthShape;
   tp: number[];
   maxTokens: number;
   /** Prompt to prefill (default: a short story opening). */
@@ -35,6 +49,8 @@ export interface BenchGenerateOptions {
 }
 
 export interface BenchGenerateResult {
+  /** The GGUF quantisation (`quant` runs). */
+  quant?: GgufQuant;
   tp: number;
   batch: number;
   /** Decode tokens/s of all streams together. */
@@ -51,6 +67,8 @@ export interface BenchGenerateResult {
   adapter: string;
   /** From a separate short profiled run (`--profile`): each kernel in its own timestamped pass. */
   profile?: KernelProfileResult;
+  /** decode_tokens_per_s over f32's at the same TP and batch (`quant` runs that include f32). */
+  decode_vs_f32?: number;
 }
 
 export interface KernelProfileResult {
@@ -67,52 +85,97 @@ export interface BenchGenerateReport {
   model: string;
   max_tokens: number;
   results: BenchGenerateResult[];
+  /** Quantisations that could not run, with their typed error. */
+  failed?: { quant: GgufQuant; code: string; message: string }[];
 }
 
 const DEFAULT_PROMPT = 'Once upon a time, there was a little girl who loved to play in the park with her friends.';
 
 export async function benchGenerate(o: BenchGenerateOptions): Promise<BenchGenerateReport> {
-  const config = readConfig(o.model);
+  if (o.quant) return benchQuant(o, o.quant);
+  if (!o.model) throw new InvalidArgumentError('bench generate needs a model (or --quant)');
+  const config = await readConfig(o.model);
+  if (!o.tokenizer && !o.model.endsWith('.gguf')) throw new InvalidArgumentError('bench generate needs --tokenizer for a llama2.c model');
   const h = await openHarness({ bench: true });
   try {
-    const model = mountInput(h, 'model', o.model);
-    const tokenizer = mountInput(h, 'tokenizer', o.tokenizer);
-    const results: BenchGenerateResult[] = [];
-    const batches = o.batch ?? [1];
-    const maxBatch = Math.max(...batches);
-    const prompt = o.prompt ?? DEFAULT_PROMPT;
-    for (const tp of o.tp) {
-      for (const profile of o.profile ? [false, true] : [false]) {
-        const common: Omit<PageGenerateOptions, 'maxTokens'> = {
-          model, tokenizer, tp, prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch, profile, overlap: o.overlap, runqExact: o.runqExact,
-          // A 64-row prefill step of a large model can take minutes on a CPU adapter.
-          timeoutMs: 600_000,
-        };
-        // Warm-up: loads the engine and compiles every pipeline; the measured runs reuse it.
-        const warm = await runGenerate(h, { ...common, maxTokens: 4 });
-        for (const batch of batches) {
-          // The profiled pass is short: it only needs enough steps for stable per-kernel means.
-          const maxTokens = profile ? Math.min(o.maxTokens, 8) : o.maxTokens;
-          const run = await measure(h, common, batch, maxTokens);
-          if (profile) {
-            const target = results.find((r) => r.tp === tp && r.batch === batch);
-            if (target) target.profile = kernelProfile(config, tp, batch, run.stats);
-            continue;
-          }
-          const r0 = run.stats.ranks[0]!;
-          results.push({
-            tp, batch, aggregate_tokens_per_s: run.aggregate,
-            prompt_tokens: run.promptTokens, tokens: run.tokens,
-            prefill_tokens_per_s: run.prefill, decode_tokens_per_s: run.aggregate / batch,
-            breakdown_ms: r0.breakdown, allreduce_roundtrip_ms: r0.allreduceRoundtripMs, load_ms: warm.timings.load_ms, adapter: r0.adapter,
-          });
-        }
-      }
-    }
+    const results = await benchModel(h, o, config, mountInput(h, 'model', o.model), o.tokenizer && mountInput(h, 'tokenizer', o.tokenizer));
     return { model: o.model, max_tokens: o.maxTokens, results };
   } finally {
     await h.close();
   }
+}
+
+/** One synth GGUF per quantisation, each measured like a model; decode speed against f32's. */
+async function benchQuant(o: BenchGenerateOptions, quants: string[]): Promise<BenchGenerateReport> {
+  const bad = quants.filter((q) => !(GGUF_QUANTS as readonly string[]).includes(q));
+  if (bad.length) throw new InvalidArgumentError(`--quant takes ${GGUF_QUANTS.join(', ')} (got ${bad.join(', ')})`);
+  const shape = o.shape ?? 'stories110M';
+  const dir = mkdtempSync(join(tmpdir(), 'webgpu-tp-bench-gguf-'));
+  const h = await openHarness({ bench: true });
+  try {
+    const results: BenchGenerateResult[] = [];
+    const failed: NonNullable<BenchGenerateReport['failed']> = [];
+    for (const quant of quants as GgufQuant[]) {
+      const { gguf } = await synthCommand({ shape, seed: 1, out: dir, format: 'gguf', quant: [quant] });
+      const path = gguf![quant]!;
+      try {
+        const rs = await benchModel(h, o, await readConfig(path), mountInput(h, 'model', path), undefined);
+        results.push(...rs.map((r) => ({ quant, ...r })));
+      } catch (e) {
+        if (!(e instanceof WebGpuTpError)) throw e;
+        failed.push({ quant, code: e.code, message: e.message });
+      } finally {
+        rmSync(path, { force: true });
+      }
+    }
+    for (const r of results) {
+      const f32 = results.find((x) => x.quant === 'f32' && x.tp === r.tp && x.batch === r.batch);
+      if (f32 && f32.decode_tokens_per_s > 0) r.decode_vs_f32 = r.decode_tokens_per_s / f32.decode_tokens_per_s;
+    }
+    return { model: `${shape}-synth (GGUF ${quants.join(', ')})`, max_tokens: o.maxTokens, results, ...(failed.length ? { failed } : {}) };
+  } finally {
+    await h.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Every (tp, batch) case of one model, mounted in the harness page. */
+async function benchModel(
+  h: Awaited<ReturnType<typeof openHarness>>, o: BenchGenerateOptions, config: ModelConfig, model: string, tokenizer: string | undefined,
+): Promise<BenchGenerateResult[]> {
+  const results: BenchGenerateResult[] = [];
+  const batches = o.batch ?? [1];
+  const maxBatch = Math.max(...batches);
+  const prompt = o.prompt ?? DEFAULT_PROMPT;
+  for (const tp of o.tp) {
+    for (const profile of o.profile ? [false, true] : [false]) {
+      const common: Omit<PageGenerateOptions, 'maxTokens'> = {
+        model, tokenizer, tp, prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch, profile, overlap: o.overlap, runqExact: o.runqExact,
+        // A 64-row prefill step of a large model can take minutes on a CPU adapter.
+        timeoutMs: 600_000,
+      };
+      // Warm-up: loads the engine and compiles every pipeline; the measured runs reuse it.
+      const warm = await runGenerate(h, { ...common, maxTokens: 4 });
+      for (const batch of batches) {
+        // The profiled pass is short: it only needs enough steps for stable per-kernel means.
+        const maxTokens = profile ? Math.min(o.maxTokens, 8) : o.maxTokens;
+        const run = await measure(h, common, batch, maxTokens);
+        if (profile) {
+          const target = results.find((r) => r.tp === tp && r.batch === batch);
+          if (target) target.profile = kernelProfile(config, tp, batch, run.stats);
+          continue;
+        }
+        const r0 = run.stats.ranks[0]!;
+        results.push({
+          tp, batch, aggregate_tokens_per_s: run.aggregate,
+          prompt_tokens: run.promptTokens, tokens: run.tokens,
+          prefill_tokens_per_s: run.prefill, decode_tokens_per_s: run.aggregate / batch,
+          breakdown_ms: r0.breakdown, allreduce_roundtrip_ms: r0.allreduceRoundtripMs, load_ms: warm.timings.load_ms, adapter: r0.adapter,
+        });
+      }
+    }
+  }
+  return results;
 }
 
 /** One timed generation of `batch` concurrent streams (one stream: the plain generate path). */
@@ -132,13 +195,18 @@ async function measure(
   };
 }
 
-/** The config of a llama2.c checkpoint on disk, either version (for the matmul FLOP count). */
-function readConfig(path: string): ModelConfig {
+/** The config of a llama2.c (either version) or GGUF checkpoint on disk (for the matmul FLOP count). */
+async function readConfig(path: string): Promise<ModelConfig> {
   const fd = openSync(path, 'r');
   try {
-    const head = new Uint8Array(MODEL_HEADER_BYTES);
-    const n = readSync(fd, head, 0, head.byteLength, 0);
-    return parseModelHeader(head.subarray(0, n), fstatSync(fd).size).config;
+    const size = fstatSync(fd).size;
+    const read = async (n: number): Promise<Uint8Array> => {
+      const b = new Uint8Array(Math.min(n, size));
+      return b.subarray(0, readSync(fd, b, 0, b.byteLength, 0));
+    };
+    const head = await read(MODEL_HEADER_BYTES);
+    if (detectFormat(head) === 'gguf') return (await readGguf({ name: path, size: async () => size, head: read })).config;
+    return parseModelHeader(head, size).config;
   } finally {
     closeSync(fd);
   }

@@ -37,12 +37,12 @@ export function mountInput(h: Harness, what: string, pathOrUrl: string): string 
 }
 
 /**
- * The model argument as the page takes it: a llama2.c file (path or URL ending in .bin) as is;
+ * The model argument as the page takes it: a llama2.c or GGUF file (path or URL ending in .bin or .gguf) as is;
  * anything else is a Hugging Face model directory: a URL prefix, a local directory, or the
  * directory of a local .safetensors file, whose files are served under one prefix.
  */
 export function mountModel(h: Harness, pathOrUrl: string): PageGenerateOptions['model'] {
-  if (/^https?:\/\//.test(pathOrUrl)) return /\.bin$/.test(pathOrUrl) ? pathOrUrl : { hf: pathOrUrl.replace(/\/(config\.json|[^/]*\.safetensors)$/, '') };
+  if (/^https?:\/\//.test(pathOrUrl)) return /\.(bin|gguf)$/.test(pathOrUrl) ? pathOrUrl : { hf: pathOrUrl.replace(/\/(config\.json|[^/]*\.safetensors)$/, '') };
   const file = resolve(pathOrUrl);
   if (!existsSync(file)) throw new Error(`model not found: ${file}`);
   if (statSync(file).isFile() && !file.endsWith('.safetensors')) return mountInput(h, 'model', file);
@@ -66,7 +66,7 @@ export async function generateCommand(o: GenerateCommandOptions): Promise<void> 
   const h = await openHarness(o.cache ? { userDataDir: profileDir() } : {});
   try {
     const model = mountModel(h, o.model);
-    if (typeof model === 'string' && o.tokenizer === undefined) throw new Error('a llama2.c model needs --tokenizer');
+    if (typeof model === 'string' && !model.endsWith('.gguf') && o.tokenizer === undefined) throw new Error('a llama2.c model needs --tokenizer');
     const tokenizer = o.tokenizer === undefined ? undefined : mountInput(h, 'tokenizer', o.tokenizer);
     if (!o.json) await h.page.exposeFunction('tpEmit', (text: string) => void process.stdout.write(text));
     const r = await runGenerate(h, {

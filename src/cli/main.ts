@@ -22,10 +22,14 @@ Usage:
       --tokenizer: tokenizer.bin or tokenizer.json (default: tokenizer.json beside an HF model)
       --chat: the prompt is one user message, rendered by the model's chat template
   webgpu-tp synth --shape stories15M|stories42M|stories110M [--seed S] [--quant q8_0] --out DIR
+  webgpu-tp synth --format gguf --shape ... [--seed S] --quant f32,f16,q8_0,q4_0 --out DIR
+                     (one Llama GGUF per quant, the tokenizer inside)
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--transport sab|tab] [--json]
                      (--transport tab: one rank per tab over BroadcastChannel, beside SAB)
   webgpu-tp bench kernels [--json]
   webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--overlap] [--no-runq-exact] [--json]
+  webgpu-tp bench generate --quant f32,q8_0,q4_0 [--shape stories110M] [--tp 1] ...
+                     (one synth GGUF per quant; decode tok/s of each against f32)
   webgpu-tp bench all [--out DIR] [--max-tokens N]   (all of the above on synth models; writes DIR/<date>.json,
                                                       and report.html + report.png beside DIR)
   webgpu-tp bench report --from DIR/<date>.json [--out DIR]   (rebuilds report.html and report.png)
@@ -88,7 +92,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'synth') {
     const { values } = parseArgs({
       args: rest,
-      options: { shape: { type: 'string' }, seed: { type: 'string', default: '1' }, out: { type: 'string' }, quant: { type: 'string' } },
+      options: { shape: { type: 'string' }, seed: { type: 'string', default: '1' }, out: { type: 'string' }, quant: { type: 'string' }, format: { type: 'string' } },
     });
     const shape = values.shape;
     if (shape !== 'stories15M' && shape !== 'stories42M' && shape !== 'stories110M') {
@@ -96,7 +100,7 @@ async function main(argv: string[]): Promise<number> {
     }
     if (!values.out) throw new UsageError('synth needs --out DIR');
     const { synthCommand } = await import('./synth.js');
-    const written = await synthCommand({ shape, seed: Number(values.seed), out: values.out, quant: values.quant?.split(',').map((q) => q.trim()) });
+    const written = await synthCommand({ shape, seed: Number(values.seed), out: values.out, quant: values.quant?.split(',').map((q) => q.trim()), format: values.format });
     console.log(JSON.stringify(written));
     return 0;
   }
@@ -119,6 +123,8 @@ async function main(argv: string[]): Promise<number> {
         out: { type: 'string' },
         from: { type: 'string' },
         transport: { type: 'string', default: 'sab' },
+        quant: { type: 'string' },
+        shape: { type: 'string' },
         json: { type: 'boolean', default: false },
       },
     });
@@ -134,11 +140,16 @@ async function main(argv: string[]): Promise<number> {
       const { benchKernels } = await import('./bench-kernels.js');
       report = await benchKernels({});
     } else if (what === 'generate') {
-      if (!values.model || !values.tokenizer) throw new UsageError('bench generate needs --model and --tokenizer');
+      const quant = values.quant?.split(',').map((q) => q.trim());
+      if (!quant && (!values.model || (!values.tokenizer && !values.model.endsWith('.gguf')))) throw new UsageError('bench generate needs --model and --tokenizer (a .gguf needs no tokenizer), or --quant');
+      const shape = values.shape ?? 'stories110M';
+      if (shape !== 'stories15M' && shape !== 'stories42M' && shape !== 'stories110M') throw new UsageError('--shape is stories15M, stories42M or stories110M');
       const { benchGenerate } = await import('./bench-generate.js');
       report = await benchGenerate({
         model: values.model,
         tokenizer: values.tokenizer,
+        quant,
+        shape,
         tp: list(values.tp, [1, 2]),
         maxTokens: Number(values['max-tokens']),
         spin: values.spin === undefined ? undefined : Number(values.spin),

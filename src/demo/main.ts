@@ -69,7 +69,7 @@ interface Source {
   key: string;
   label: string;
   model: ModelInput | { hf: string };
-  /** Absent for a Hugging Face model: its own tokenizer.json. */
+  /** Absent for a Hugging Face model (its own tokenizer.json) or a GGUF (its metadata's). */
   tokenizer?: ModelInput;
 }
 
@@ -248,8 +248,9 @@ function currentSource(): Source {
     return { key: `hf|${hf}`, label, model: { hf } };
   }
   if (!picked.model) throw new InvalidArgumentError('No model file chosen', 'Drop a llama2.c checkpoint (and its tokenizer) on the drop zone, or click it to pick files');
-  const tokenizer = picked.tokenizer ?? DEFAULT_TOKENIZER;
-  const tKey = typeof tokenizer === 'string' ? tokenizer : `file#${fileId(tokenizer)}`;
+  // A GGUF carries its tokenizer: the default one is for llama2.c checkpoints.
+  const tokenizer = picked.tokenizer ?? (/\.gguf$/i.test(picked.model.name) ? undefined : DEFAULT_TOKENIZER);
+  const tKey = tokenizer === undefined ? 'gguf' : typeof tokenizer === 'string' ? tokenizer : `file#${fileId(tokenizer)}`;
   return { key: `file#${fileId(picked.model)}|${tKey}`, label: baseName(picked.model.name), model: picked.model, tokenizer };
 }
 

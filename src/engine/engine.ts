@@ -8,10 +8,11 @@ import type { DevicePlacement, EngineStats, GenerateChunk, GenerateOptions } fro
 import { browserProbe, placeRanks, type DevicesOption } from './placement.js';
 import { describeSpec } from '../gpu/adapter.js';
 import { openSource, type ModelSource } from '../loader/source.js';
-import { MODEL_HEADER_BYTES, parseModelHeader, type ModelLayout } from '../model/formats/detect.js';
+import { detectFormat, MODEL_HEADER_BYTES, parseModelHeader, type ModelLayout } from '../model/formats/detect.js';
 import { Tokenizer } from '../model/tokenizer/tokenizer.js';
 import { isHfModelOption, openHfForEngine, type HfModelOption } from './hf-open.js';
 import { llama2cTokenizer, parseTokenizer, type EngineTokenizer } from './tokenizers.js';
+import { openGgufForEngine } from './gguf-open.js';
 import type { ByteSource } from '../loader/source.js';
 import type { TensorInfo } from '../model/config.js';
 import { Sampler } from '../model/sampler.js';
@@ -26,8 +27,9 @@ import { InvalidArgumentError, TokenizerFormatError, NotIsolatedError, WebGpuUna
 
 export interface EngineOptions {
   /**
-   * A llama2.c checkpoint (version 0 f32, or version 2 Q8_0 as runq.c reads; URL, File/Blob or
-   * ArrayBuffer), or a Hugging Face model directory:
+   * A llama2.c checkpoint (version 0 f32, or version 2 Q8_0 as runq.c reads), a Llama GGUF
+   * (F32, F16, Q8_0 or Q4_0 tensors; its own tokenizer) — a URL, File/Blob or ArrayBuffer — or a
+   * Hugging Face model directory:
    * `{hf: 'https://huggingface.co/ORG/NAME/resolve/main'}` (any base URL holding config.json and
    * model.safetensors or model.safetensors.index.json + shards), or `{hf: {'config.json': file, ...}}`.
    * F16/BF16 weights are converted to f32 as they stream in.
@@ -35,7 +37,8 @@ export interface EngineOptions {
   model: ModelSource | HfModelOption;
   /**
    * The tokenizer: llama2.c's tokenizer.bin or a Hugging Face tokenizer.json (URL, File/Blob or
-   * ArrayBuffer). Required for a llama2.c model; an HF model defaults to its own tokenizer.json.
+   * ArrayBuffer). Required for a llama2.c model; an HF model defaults to its own tokenizer.json,
+   * a GGUF to the tokenizer in its metadata.
    */
   tokenizer?: ModelSource;
   /**
@@ -98,8 +101,9 @@ export interface EngineOptions {
    */
   overlap?: boolean;
   /**
-   * Quantised (llama2.c v2) models: keep activations f32 and only dequantise the weights.
+   * Quantised llama2.c v2 models: keep activations f32 and only dequantise the weights.
    * By default they are quantised to int8 per group before every matmul, as runq.c does (W8A8).
+   * GGUF models always run weight-only.
    */
   weightOnly?: boolean;
   /**
@@ -169,18 +173,23 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const t0 = performance.now();
   let config: ModelConfig, tensors: TensorInfo[], source: ByteSource, tokenizer: EngineTokenizer;
   let slidingWindow: number | undefined;
-  let format: ModelLayout['format'] | 'hf' = 'hf';
+  let format: ModelLayout['format'] | 'hf' | 'gguf' = 'hf';
   if (isHfModelOption(options.model)) {
     const hf = await openHfForEngine(options.model, options.tokenizer);
     ({ config, tensors, source } = hf.model);
     ({ tokenizer } = hf);
     slidingWindow = hf.model.slidingWindow;
   } else {
-    if (options.tokenizer === undefined) throw new InvalidArgumentError('a llama2.c model needs a tokenizer', 'Pass tokenizer: the tokenizer.bin (or tokenizer.json) that goes with the model');
     source = openSource(options.model);
-    const [size, head, tokBytes] = await Promise.all([source.size(), source.head(MODEL_HEADER_BYTES), readAll(options.tokenizer)]);
-    ({ config, tensors, format } = parseModelHeader(head, size));
-    tokenizer = parseTokenizer(tokBytes, config.vocabSize);
+    const [size, head] = await Promise.all([source.size(), source.head(MODEL_HEADER_BYTES)]);
+    if (detectFormat(head) === 'gguf') {
+      ({ config, tensors, source, tokenizer } = await openGgufForEngine(source, options.tokenizer));
+      format = 'gguf';
+    } else {
+      if (options.tokenizer === undefined) throw new InvalidArgumentError('a llama2.c model needs a tokenizer', 'Pass tokenizer: the tokenizer.bin (or tokenizer.json) that goes with the model');
+      ({ config, tensors, format } = parseModelHeader(head, size));
+      tokenizer = parseTokenizer(await readAll(options.tokenizer), config.vocabSize);
+    }
   }
   const contextLength = options.maxContext ?? Math.min(config.seqLen, DEFAULT_MAX_CONTEXT);
   if (!Number.isInteger(contextLength) || contextLength < 2) throw new InvalidArgumentError(`maxContext must be a whole number ≥ 2, got ${contextLength}`);

@@ -61,7 +61,7 @@ export function synthTensorFiller(name: string, cols: number, seed: number): (ou
 const CHUNK_FLOATS = 1 << 20; // 4 MB per write
 
 /** FileHandle.write may write less than asked; keep going until all of it is out. */
-async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<void> {
+export async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<void> {
   for (let off = 0; off < bytes.length;) {
     const { bytesWritten } = await fh.write(bytes, off, bytes.length - off);
     off += bytesWritten;

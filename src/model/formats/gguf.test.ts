@@ -1,0 +1,274 @@
+import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { GGUFValueType } from '@huggingface/gguf';
+import { ModelFormatError, PlanError, TokenizerFormatError } from '../../errors.js';
+import type { ByteSource } from '../../loader/source.js';
+import { ggufStream } from '../../loader/gguf-stream.js';
+import { makePlan } from '../../parallel/plan.js';
+import { modelsDir, readArrayBuffer } from '../fixtures/paths.js';
+import { Tokenizer } from '../tokenizer/tokenizer.js';
+import { ggufTokenizer } from '../tokenizer/gguf-tokenizer.js';
+import { dequantize, quantize } from './gguf-blocks.js';
+import { isGguf, layoutGguf, loadGgufDequantized, readGguf, readGgufHeader, type HeadSource } from './gguf.js';
+import { encodeGguf, ggufHeader, ggufMetadata, type GgufKv, type GgufQuant, type GgufTensorOut } from './gguf-write.js';
+import { loadLlama2c } from './llama2c.js';
+import { argmax, generate } from '../reference.js';
+import { detectFormat, parseModelHeader } from './detect.js';
+
+const stories = loadLlama2c(readArrayBuffer(resolve(modelsDir, 'stories260K.bin')));
+const tok = Tokenizer.parse(readFileSync(resolve(modelsDir, 'tok512.bin')), 512);
+const files = new Map<GgufQuant, Uint8Array>();
+const fileOf = (q: GgufQuant): Uint8Array => {
+  if (!files.has(q)) files.set(q, encodeGguf(stories, q, tok));
+  return files.get(q)!;
+};
+
+function headSource(bytes: Uint8Array, name = 'test.gguf'): HeadSource {
+  return { name, size: async () => bytes.byteLength, head: async (n) => bytes.subarray(0, n) };
+}
+
+/** A source that hands out its bytes in small odd chunks, so blocks straddle chunk edges. */
+function chunked(bytes: Uint8Array, chunk = 777): ByteSource {
+  return {
+    ...headSource(bytes),
+    identity: async () => 'test',
+    async *chunks() {
+      for (let o = 0; o < bytes.byteLength; o += chunk) yield bytes.slice(o, o + chunk);
+    },
+  };
+}
+
+async function collect(src: ByteSource): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  for await (const c of src.chunks()) parts.push(c.slice());
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.byteLength;
+  }
+  return out;
+}
+
+describe('GGUF reader', () => {
+  it('reads stories260K written as F32: the llama2.c config, llama.cpp names, exact weights', async () => {
+    const bytes = fileOf('f32');
+    expect(isGguf(bytes)).toBe(true);
+    expect(detectFormat(bytes.subarray(0, 256))).toBe('gguf');
+    expect(() => parseModelHeader(bytes.subarray(0, 256), bytes.byteLength)).toThrow(ModelFormatError);
+    const { layout, model } = await loadGgufDequantized(bytes);
+    expect(layout.config).toEqual({ ...stories.config, normEps: Math.fround(1e-5) });
+    expect(layout.tensors.find((t) => t.name === 'output')).toMatchObject({ aliasOf: 'tok_embeddings' });
+    expect(layout.tensors.every((t) => t.dtype === 'f32')).toBe(true);
+    for (const k of ['tokenEmbeddingTable', 'wq', 'wk', 'wo', 'w1', 'w2', 'w3', 'rmsAttWeight', 'rmsFinalWeight'] as const) {
+      expect(model.weights[k]).toEqual(stories.weights[k]);
+    }
+  });
+
+  it('streams F16 as f32 and Q8_0 / Q4_0 matrices as values plane then f32 scales, across odd chunk edges', async () => {
+    for (const q of ['f16', 'q8_0', 'q4_0'] as const) {
+      const bytes = fileOf(q);
+      const { layout, model } = await loadGgufDequantized(bytes);
+      const stream = await collect(ggufStream(chunked(bytes), layout));
+      expect(stream.byteLength).toBe(layout.streamBytes);
+      const want = new Map<string, Float32Array>([
+        ['tok_embeddings', model.weights.tokenEmbeddingTable], ['layers.2.attention.wk', model.weights.wk.subarray(2 * 32 * 64, 3 * 32 * 64)],
+        ['layers.4.feed_forward.w2', model.weights.w2.subarray(4 * 64 * 172)], ['norm', model.weights.rmsFinalWeight],
+      ]);
+      for (const [name, values] of want) {
+        const t = layout.tensors.find((x) => x.name === name)!;
+        const n = t.shape[0] * t.shape[1];
+        const got = new Float32Array(n);
+        if (t.dtype === 'f32') got.set(new Float32Array(stream.slice(t.offset, t.offset + n * 4).buffer));
+        else {
+          const s = new Float32Array(stream.slice(t.quant!.scaleOffset, t.quant!.scaleOffset + (n / 32) * 4).buffer);
+          for (let i = 0; i < n; i++) {
+            const v = t.dtype === 'q8_0' ? new Int8Array(stream.buffer, t.offset, n)[i]! : (() => {
+              const g = Math.floor(i / 32), k = i % 32;
+              const byte = stream[t.offset + g * 16 + (k % 16)]!;
+              return (k < 16 ? byte & 15 : byte >> 4) - 8;
+            })();
+            got[i] = Math.fround(v * s[Math.floor(i / 32)]!);
+          }
+        }
+        expect(got, `${q} ${name}`).toEqual(values);
+      }
+      // w2's rows of 172 do not split into blocks of 32: llama-quantize's F16 fallback, streamed as f32
+      const dtypes = Object.fromEntries(layout.tensors.map((t) => [t.name, t.dtype]));
+      const mat = q === 'f16' ? 'f32' : q;
+      expect(dtypes).toMatchObject({ tok_embeddings: mat, 'layers.0.attention.wq': mat, 'layers.0.feed_forward.w2': 'f32', 'layers.0.ffn_norm': 'f32' });
+    }
+  });
+
+  it('the oracle on an F32 GGUF\'s weights gives run.c\'s greedy tokens; on Q8_0\'s dequantised weights it runs the same loop', async () => {
+    const greedy = JSON.parse(readFileSync(new URL('../fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
+    const { model } = await loadGgufDequantized(fileOf('f32'));
+    expect(generate(model, [1], 60, (l) => argmax(l, 512))).toEqual(greedy.tokens.slice(0, 61));
+    const q8 = await loadGgufDequantized(fileOf('q8_0'));
+    const tokens = generate(q8.model, [1], 60, (l) => argmax(l, 512));
+    expect(tokens.length).toBe(61);
+    // quantised weights: the story starts as the f32 model's does
+    expect(tokens.slice(0, 6)).toEqual(greedy.tokens.slice(0, 6));
+  });
+
+  it('Q4_0 layout: nibble plane of rows·cols/2 bytes, scales after it; the plan slices it in whole groups', async () => {
+    const { layout } = await loadGgufDequantized(fileOf('q4_0'));
+    const wq = layout.tensors.find((t) => t.name === 'layers.0.attention.wq')!;
+    expect(wq).toMatchObject({ dtype: 'q4_0', shape: [64, 64], byteLength: 64 * 32, quant: { groupSize: 32, scaleOffset: wq.offset + 64 * 32 } });
+    const plan = makePlan(layout.config, { tensorParallel: 2 }, layout.tensors);
+    const wo = plan.ranks[1]!.slices.find((s) => s.name === 'layers.0.attention.wo')!;
+    // rank 1 owns columns 32..63 of each of 64 rows: 16 nibble bytes per row, then one scale per row
+    expect(wo).toMatchObject({ dtype: 'q4_0', groupSize: 32, shape: [64, 32], byteLength: 64 * 16 + 64 * 4 });
+    const t = layout.tensors.find((x) => x.name === 'layers.0.attention.wo')!;
+    expect(wo.ranges[0]).toEqual({ fileOffset: t.offset + 16, length: 16, dstOffset: 0 });
+    expect(wo.ranges.at(-1)).toEqual({ fileOffset: t.quant!.scaleOffset + 63 * 2 * 4 + 4, length: 4, dstOffset: 64 * 16 + 63 * 4 });
+  });
+
+  it('the plan allows TP 1 and 2 for Q8_0 (head size 8, groups of 32) and refuses TP 4 with a PlanError', async () => {
+    const { layout } = await loadGgufDequantized(fileOf('q8_0'));
+    for (const tp of [1, 2]) expect(makePlan(layout.config, { tensorParallel: tp }, layout.tensors).world).toBe(tp);
+    expect(() => makePlan(layout.config, { tensorParallel: 4 }, layout.tensors)).toThrow(PlanError);
+    expect(() => makePlan(layout.config, { tensorParallel: 4 }, layout.tensors)).toThrow(/quantisation group of 32/);
+  });
+
+  it('reads the tokenizer from the metadata: the same pieces, scores and encodings as tok512.bin', async () => {
+    const layout = await readGguf(headSource(fileOf('q8_0')));
+    const t = ggufTokenizer(layout.metadata, 512);
+    expect(t.vocabSize).toBe(512);
+    expect(t.scores).toEqual(tok.scores);
+    for (let i = 3; i < 512; i++) expect(Array.from(t.pieces[i]!)).toEqual(Array.from(tok.pieces[i]!));
+    for (const text of ['Once upon a time, there was a little girl.', 'Lily said "hi!"\nTim ran 123 ünïcödé 🙂', '']) {
+      expect(t.encode(text, true, false)).toEqual(tok.encode(text, true, false));
+    }
+    expect(t.decodeText([400, 300, 13, 500])).toBe(tok.decodeText([400, 300, 13, 500]));
+  });
+});
+
+/** stories260K as F32 with `edit` applied to its metadata and `tensors` to its tensor infos (the data stays). */
+function rewrite(edit: (kv: GgufKv) => void, tensors?: (t: GgufTensorOut[]) => void): Uint8Array {
+  const kv = ggufMetadata(stories.config, 'f32', tok);
+  edit(kv);
+  return rebuild(kv, fileOf('f32'), tensors);
+}
+
+function rebuild(kv: GgufKv, good: Uint8Array, edit?: (t: GgufTensorOut[]) => void): Uint8Array {
+  // The tensors of the good file, re-listed; data copied from it in order.
+  const list: GgufTensorOut[] = [];
+  const names = ['token_embd.weight'];
+  for (let l = 0; l < 5; l++) for (const k of ['attn_norm', 'attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_norm', 'ffn_gate', 'ffn_up', 'ffn_down']) names.push(`blk.${l}.${k}.weight`);
+  names.push('output_norm.weight');
+  const dims: Record<string, number[]> = {
+    token_embd: [64, 512], attn_norm: [64], attn_q: [64, 64], attn_k: [64, 32], attn_v: [64, 32], attn_output: [64, 64], ffn_norm: [64],
+    ffn_gate: [64, 172], ffn_up: [64, 172], ffn_down: [172, 64], output_norm: [64],
+  };
+  for (const n of names) {
+    const d = dims[n.replace(/^blk\.\d+\./, '').replace('.weight', '')]!;
+    list.push({ name: n, dims: d, type: 'F32', byteLength: d.reduce((a, b) => a * b, 4) });
+  }
+  edit?.(list);
+  const { header, offsets, fileSize } = ggufHeader(kv, list);
+  const out = new Uint8Array(fileSize);
+  out.set(header);
+  offsets.forEach((o, i) => out.set(good.subarray(o, o + Math.min(list[i]!.byteLength, good.byteLength - o)), o));
+  return out;
+}
+
+async function layoutError(bytes: Uint8Array): Promise<Error> {
+  try {
+    await readGguf(headSource(bytes));
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error('expected the GGUF to be refused');
+}
+
+describe('GGUF reader refuses bad files with a ModelFormatError naming the problem', () => {
+  it('rebuilding the good file from its parts reads back (the helper itself is sound)', async () => {
+    const layout = await readGguf(headSource(rewrite(() => {})));
+    expect(layout.config.nLayers).toBe(5);
+  });
+
+  it('truncated in the data and in the header', async () => {
+    const good = fileOf('f32');
+    const cut = await layoutError(good.subarray(0, good.byteLength - 100));
+    expect(cut).toBeInstanceOf(ModelFormatError);
+    expect(cut.message).toMatch(/output_norm\.weight" ends at byte \d+, the file has/);
+    const head = await layoutError(good.subarray(0, 5000));
+    expect(head).toBeInstanceOf(ModelFormatError);
+  });
+
+  it('not a GGUF, another architecture, a missing hyperparameter', async () => {
+    expect(await layoutError(new Uint8Array(64))).toBeInstanceOf(ModelFormatError);
+    const arch = await layoutError(rewrite((kv) => { kv['general.architecture'] = { value: 'gpt2', type: GGUFValueType.STRING }; }));
+    expect(arch.message).toMatch(/architecture "gpt2" is not supported/);
+    const eps = await layoutError(rewrite((kv) => { delete kv['llama.attention.layer_norm_rms_epsilon']; }));
+    expect(eps.message).toMatch(/lacks llama\.attention\.layer_norm_rms_epsilon/);
+    const heads = await layoutError(rewrite((kv) => { kv['llama.attention.head_count_kv'] = { value: 3, type: GGUFValueType.UINT32 }; }));
+    expect(heads.message).toMatch(/head_count_kv 3 must divide head_count 8/);
+  });
+
+  it('an unsupported tensor type lists the supported ones', async () => {
+    const e = await layoutError(rewrite(() => {}, (l) => { l[2]!.type = 12; }));
+    expect(e).toBeInstanceOf(ModelFormatError);
+    expect(e.message).toMatch(/"blk\.0\.attn_q\.weight" is Q4_K; webgpu-tp reads F32, F16, Q8_0 and Q4_0 tensors/);
+  });
+
+  it('bad dims, a missing tensor, an unknown tensor', async () => {
+    const dims = await layoutError(rewrite(() => {}, (l) => { l[3]!.dims = [32, 64]; }));
+    expect(dims.message).toMatch(/"blk\.0\.attn_k\.weight" has dims \[32, 64\], the metadata implies \[64, 32\]/);
+    const missing = await layoutError(rewrite(() => {}, (l) => { l.splice(9, 1); }));
+    expect(missing.message).toMatch(/lacks 1 tensor\(s\).*blk\.0\.ffn_down\.weight/);
+    const unknown = await layoutError(rewrite(() => {}, (l) => { l[1]!.name = 'blk.0.attn_qkv.weight'; }));
+    expect(unknown.message).toMatch(/"blk\.0\.attn_qkv\.weight" is not part of a Llama/);
+  });
+
+  it('a tokenizer that does not fit the model', async () => {
+    const layout = layoutGguf(await readGgufHeader(headSource(fileOf('f32'))), fileOf('f32').byteLength, 'x');
+    expect(() => ggufTokenizer(layout.metadata, 600)).toThrow(TokenizerFormatError);
+    expect(() => ggufTokenizer({ ...layout.metadata, 'tokenizer.ggml.model': 'gpt2' }, 512)).toThrow(/"gpt2"/);
+    expect(() => ggufTokenizer({ 'general.architecture': 'llama' }, 512)).toThrow(/carries no tokenizer/);
+  });
+});
+
+describe('GGML block rules', () => {
+  it('Q8_0: d = amax/127, q = roundf(x/d); dequantised within d/2', () => {
+    const x = new Float32Array(64).map((_, i) => Math.sin(i * 1.3) * (i < 32 ? 2 : 0.01));
+    const b = quantize('Q8_0', x);
+    expect(b.byteLength).toBe(68);
+    const y = new Float32Array(64);
+    dequantize('Q8_0', b, y);
+    for (let g = 0; g < 2; g++) {
+      const amax = Math.max(...x.subarray(g * 32, g * 32 + 32).map(Math.abs));
+      for (let i = g * 32; i < g * 32 + 32; i++) expect(Math.abs(y[i]! - x[i]!)).toBeLessThanOrEqual((amax / 127) * 0.5 + amax * 1e-3);
+    }
+    expect(new Int8Array(b.buffer, 2, 32)).toContain(127);
+  });
+
+  it('Q4_0: d = max/−8 with the sign of the largest magnitude; nibble k low, k+16 high', () => {
+    const x = new Float32Array(64);
+    x[5] = -4; // block 0: largest magnitude, negative: d = −4/−8 = 0.5, and −4 → trunc(−8 + 8.5) = 0
+    x[20] = 3.5; // 7 + 8.5 → 15: the high nibble of byte 4
+    x[0] = 0.26; // 0.52 + 8.5 → 9
+    x[16] = -0.24; // −0.48 + 8.5 → 8
+    x[32 + 3] = 4; // block 1: positive maximum: d = −0.5, and 4 → trunc(−8 + 8.5) = 0
+    x[32 + 4] = -3.9; // 7.8 + 8.5 = 16.3 → min(15, 16) = 15
+    const b = quantize('Q4_0', x);
+    expect(b.byteLength).toBe(36);
+    const view = new DataView(b.buffer);
+    expect(view.getUint16(0, true)).toBe(0x3800); // f16(0.5)
+    expect(view.getUint16(18, true)).toBe(0xb800); // f16(−0.5)
+    const nib = (blk: number, k: number) => (k < 16 ? b[blk * 18 + 2 + k]! & 15 : b[blk * 18 + 2 + k - 16]! >> 4);
+    expect([nib(0, 5), nib(0, 20), nib(0, 0), nib(0, 16), nib(0, 1), nib(1, 3), nib(1, 4)]).toEqual([0, 15, 9, 8, 8, 0, 15]);
+    const y = new Float32Array(64);
+    dequantize('Q4_0', b, y);
+    expect([y[5], y[20], y[0], y[16], y[35], y[36]]).toEqual([-4, 3.5, 0.5, 0, 4, -3.5]);
+  });
+
+  it('F16 rounds to nearest even and widens back exactly', () => {
+    const x = new Float32Array([1, -2.5, 65504, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 2 ** -24, 6e-8, 1e6]);
+    const y = new Float32Array(x.length);
+    dequantize('F16', quantize('F16', x), y);
+    expect(Array.from(y)).toEqual([1, -2.5, 65504, 1, 1 + 2 ** -9, 2 ** -24, 2 ** -24, Infinity]);
+  });
+});

@@ -1,0 +1,365 @@
+/**
+ * GGUF files (llama.cpp's format) of the Llama architecture, laid out for the plan.
+ *
+ * The header (metadata and tensor infos) is read by `@huggingface/gguf`, which asks for byte
+ * ranges through a `fetch`; here that fetch is answered from any ByteSource's prefix, so the
+ * same reader serves a URL, a File or a buffer. Hyperparameters come from `llama.*` metadata,
+ * the tokenizer from `tokenizer.ggml.*` (../tokenizer/gguf-tokenizer.ts).
+ *
+ * The weights are presented as HF checkpoints are (hf.ts): one stream laid out tensor after
+ * tensor in file order, produced from the real file in one pass (src/loader/gguf-stream.ts).
+ * F32/F16 tensors become f32; Q8_0 matrices become the `q8_0` dtype (int8 plane, then f32
+ * scales; groups of 32) and Q4_0 matrices `q4_0` (the 16 nibble bytes of each block in GGML's
+ * order, then f32 scales): the kernels' planes, not GGML's interleaved blocks. A quantised norm,
+ * or a quantised matrix fused with one stored otherwise (wq|wk|wv, w1|w3), is dequantised to f32.
+ *
+ * GGUF dims list ne[0], the row length, first: a matrix [out, in] is stored as [in, out]. Llama
+ * GGUFs keep q/k rows in the interleaved (Meta, llama2.c) RoPE order.
+ */
+import { gguf, GGMLQuantizationType, type MetadataValue } from '@huggingface/gguf';
+import { ModelFormatError } from '../../errors.js';
+import type { ModelConfig, TensorInfo } from '../config.js';
+import type { ReferenceModel, TransformerWeights } from '../reference.js';
+import { dequantize, GGML_BLOCK, ggmlBytes, type GgmlType } from './gguf-blocks.js';
+import { expectedShapes } from './hf.js';
+
+/** "GGUF" as a little-endian uint32. */
+export const GGUF_MAGIC = 0x46554747;
+
+/** What the reader needs of a source: its size and prefixes of it. */
+export interface HeadSource {
+  readonly name: string;
+  size(): Promise<number>;
+  head(n: number): Promise<Uint8Array>;
+}
+
+export interface GgufTensorHeader {
+  name: string;
+  /** ne[0], ne[1], ...: the row length first. */
+  dims: number[];
+  /** The ggml_type id. */
+  type: number;
+  /** Absolute byte offset in the file. */
+  offset: number;
+}
+
+export interface GgufHeader {
+  version: number;
+  metadata: Readonly<Record<string, MetadataValue>>;
+  tensors: GgufTensorHeader[];
+  /** Where the tensor data starts (the offsets above include it). */
+  dataOffset: number;
+}
+
+/** Where one tensor's bytes are in the file and what the stream makes of them. */
+export interface GgufSegment {
+  offset: number;
+  byteLength: number;
+  type: GgmlType;
+  /** The stream's dtype for it. */
+  dtype: TensorInfo['dtype'];
+}
+
+export interface GgufLayout {
+  format: 'gguf';
+  config: ModelConfig;
+  /** Offsets in the converted stream. */
+  tensors: TensorInfo[];
+  /** In file order, one per stored tensor; the stream is their converted bytes back to back. */
+  segments: GgufSegment[];
+  /** Bytes of the converted stream. */
+  streamBytes: number;
+  metadata: Readonly<Record<string, MetadataValue>>;
+}
+
+const TYPES: Readonly<Record<number, GgmlType>> = { 0: 'F32', 1: 'F16', 2: 'Q4_0', 8: 'Q8_0' };
+const SUPPORTED = 'F32, F16, Q8_0 and Q4_0';
+
+/** True when `head` starts with the GGUF magic. */
+export function isGguf(head: Uint8Array): boolean {
+  return head.byteLength >= 4 && new DataView(head.buffer, head.byteOffset, 4).getUint32(0, true) === GGUF_MAGIC;
+}
+
+/**
+ * A `fetch` that answers the parser's `Range: bytes=a-b` requests from the source's prefix. The
+ * URL it is given only names the source: `@huggingface/gguf` wants an http(s) URL on Node.
+ */
+function prefixFetch(src: HeadSource, size: number): typeof fetch {
+  return (async (_url: RequestInfo | URL, init?: RequestInit) => {
+    const m = /^bytes=(\d+)-(\d+)$/.exec(new Headers(init?.headers).get('Range') ?? '');
+    if (!m) throw new Error('expected a Range request');
+    const start = Number(m[1]);
+    const end = Math.min(Number(m[2]), size - 1);
+    const bytes = start <= end ? (await src.head(end + 1)).slice(start, end + 1) : new Uint8Array(0);
+    return new Response(bytes, { status: 206, headers: { 'Content-Range': `bytes ${start}-${end}/${size}` } });
+  }) as typeof fetch;
+}
+
+const toNumber = (v: bigint): number => (v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : Infinity);
+
+/** Reads a GGUF file's metadata and tensor infos (not its data). */
+export async function readGgufHeader(src: HeadSource): Promise<GgufHeader> {
+  const size = await src.size();
+  const head = await src.head(8);
+  if (!isGguf(head)) throw new ModelFormatError(`${src.name} is not a GGUF file (no "GGUF" magic)`, 'Pass a .gguf file, a llama2.c checkpoint or a Hugging Face model');
+  let parsed: Awaited<ReturnType<typeof gguf>>;
+  try {
+    parsed = await gguf('https://gguf.invalid/model.gguf', { fetch: prefixFetch(src, size) });
+  } catch (e) {
+    throw new ModelFormatError(`${src.name}: the GGUF header cannot be read (${(e as Error).message})`, 'Re-download the file; it may be truncated or damaged');
+  }
+  const dataOffset = toNumber(parsed.tensorDataOffset);
+  if (dataOffset > size) {
+    throw new ModelFormatError(`${src.name}: the GGUF header ends at byte ${dataOffset}, past the end of the ${size}-byte file`, 'Re-download the file; it was cut short');
+  }
+  return {
+    version: parsed.metadata.version,
+    metadata: parsed.metadata as unknown as Record<string, MetadataValue>,
+    dataOffset,
+    tensors: parsed.tensorInfos.map((t) => ({ name: t.name, dims: t.shape.map(toNumber), type: t.dtype, offset: dataOffset + toNumber(t.offset) })),
+  };
+}
+
+/** Reads the header of `src` and lays out the model. */
+export async function readGguf(src: HeadSource): Promise<GgufLayout> {
+  return layoutGguf(await readGgufHeader(src), await src.size(), src.name);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metadata → ModelConfig
+// ---------------------------------------------------------------------------------------------
+
+function metaNumber(m: GgufHeader['metadata'], key: string, file: string, fallback?: number): number {
+  const v = m[key];
+  if (v === undefined) {
+    if (fallback !== undefined) return fallback;
+    throw new ModelFormatError(`${file}: GGUF metadata lacks ${key}`, 'Convert the model again with llama.cpp\'s convert_hf_to_gguf.py, which writes every llama.* key');
+  }
+  const n = typeof v === 'bigint' ? toNumber(v) : v;
+  if (typeof n !== 'number' || !Number.isFinite(n)) throw new ModelFormatError(`${file}: GGUF metadata ${key} must be a number, got ${String(v)}`);
+  return n;
+}
+
+function metaCount(m: GgufHeader['metadata'], key: string, file: string, limit: number, fallback?: number): number {
+  const n = metaNumber(m, key, file, fallback);
+  if (!Number.isInteger(n) || n <= 0 || n > limit) {
+    throw new ModelFormatError(`${file}: GGUF metadata ${key} must be a whole number in 1..${limit}, got ${n}`, 'The header is corrupt, or the model is far larger than webgpu-tp supports');
+  }
+  return n;
+}
+
+/** Plan name of a GGUF tensor name, or undefined. */
+const LAYER_NAMES: Readonly<Record<string, string>> = {
+  attn_norm: 'attention_norm',
+  attn_q: 'attention.wq',
+  attn_k: 'attention.wk',
+  attn_v: 'attention.wv',
+  attn_output: 'attention.wo',
+  ffn_norm: 'ffn_norm',
+  ffn_gate: 'feed_forward.w1',
+  ffn_down: 'feed_forward.w2',
+  ffn_up: 'feed_forward.w3',
+};
+
+export function ggufPlanName(name: string): string | undefined {
+  if (name === 'token_embd.weight') return 'tok_embeddings';
+  if (name === 'output_norm.weight') return 'norm';
+  if (name === 'output.weight') return 'output';
+  const m = /^blk\.(\d+)\.([a-z_]+)\.weight$/.exec(name);
+  const kind = m ? LAYER_NAMES[m[2]!] : undefined;
+  return kind ? `layers.${Number(m![1])}.${kind}` : undefined;
+}
+
+/** The GGUF name of a plan name (the writer uses it). */
+export function ggufName(name: string): string {
+  if (name === 'tok_embeddings') return 'token_embd.weight';
+  if (name === 'norm') return 'output_norm.weight';
+  if (name === 'output') return 'output.weight';
+  const m = /^layers\.(\d+)\.(.+)$/.exec(name);
+  const entry = m ? Object.entries(LAYER_NAMES).find(([, v]) => v === m[2]) : undefined;
+  if (!entry) throw new RangeError(`no GGUF name for ${name}`);
+  return `blk.${m![1]}.${entry[0]}.weight`;
+}
+
+/** The ModelConfig of a Llama GGUF's metadata; the vocabulary is token_embd's row count. */
+export function ggufConfig(h: GgufHeader, file: string): ModelConfig {
+  const m = h.metadata;
+  const arch = m['general.architecture'];
+  if (arch !== 'llama') {
+    throw new ModelFormatError(`${file}: GGUF architecture "${String(arch)}" is not supported; webgpu-tp runs "llama"`, 'Use a Llama-architecture GGUF (Llama, TinyLlama, Mistral converted as llama), or the model\'s Hugging Face safetensors');
+  }
+  const emb = h.tensors.find((t) => t.name === 'token_embd.weight');
+  if (!emb || emb.dims.length !== 2) throw new ModelFormatError(`${file}: the GGUF has no 2-D token_embd.weight tensor`, 'The file is incomplete or not a Llama model');
+  const dim = metaCount(m, 'llama.embedding_length', file, 1 << 16);
+  const nHeads = metaCount(m, 'llama.attention.head_count', file, 1 << 12);
+  const nKvHeads = metaCount(m, 'llama.attention.head_count_kv', file, 1 << 12, nHeads);
+  const headSize = metaCount(m, 'llama.attention.key_length', file, 1 << 12, dim / nHeads);
+  const valueLength = metaCount(m, 'llama.attention.value_length', file, 1 << 12, headSize);
+  if (valueLength !== headSize) throw new ModelFormatError(`${file}: key_length ${headSize} and value_length ${valueLength} differ, which attention does not implement`);
+  if (!Number.isInteger(headSize) || headSize % 2 !== 0) {
+    throw new ModelFormatError(`${file}: the head size must be a whole even number for RoPE, got ${dim}/${nHeads} = ${headSize}`);
+  }
+  if (nHeads % nKvHeads !== 0) throw new ModelFormatError(`${file}: head_count_kv ${nKvHeads} must divide head_count ${nHeads}`);
+  const ropeDims = metaNumber(m, 'llama.rope.dimension_count', file, headSize);
+  if (ropeDims !== headSize) throw new ModelFormatError(`${file}: RoPE over ${ropeDims} of ${headSize} head dims (partial rotary) is not supported`);
+  const scaling = m['llama.rope.scaling.type'];
+  if ((scaling !== undefined && scaling !== 'none') || h.tensors.some((t) => t.name === 'rope_freqs.weight')) {
+    throw new ModelFormatError(`${file}: RoPE scaling (${scaling === undefined ? 'rope_freqs' : String(scaling)}) in GGUF is not supported`, 'Use the model\'s Hugging Face safetensors, which carry Llama 3 RoPE scaling in config.json');
+  }
+  const normEps = metaNumber(m, 'llama.attention.layer_norm_rms_epsilon', file);
+  if (!(normEps > 0 && normEps < 1)) throw new ModelFormatError(`${file}: layer_norm_rms_epsilon must be in (0, 1), got ${normEps}`);
+  const ropeTheta = metaNumber(m, 'llama.rope.freq_base', file, 10000);
+  if (!(ropeTheta > 0)) throw new ModelFormatError(`${file}: rope.freq_base must be positive, got ${ropeTheta}`);
+  const vocabSize = emb.dims[1]!;
+  if (!Number.isInteger(vocabSize) || vocabSize <= 0 || vocabSize > 1 << 24) throw new ModelFormatError(`${file}: token_embd.weight has ${vocabSize} rows`, 'The header is corrupt');
+  return {
+    dim,
+    hiddenDim: metaCount(m, 'llama.feed_forward_length', file, 1 << 20),
+    nLayers: metaCount(m, 'llama.block_count', file, 1024),
+    nHeads, nKvHeads, vocabSize,
+    seqLen: metaCount(m, 'llama.context_length', file, 1 << 24),
+    headSize,
+    sharedClassifier: !h.tensors.some((t) => t.name === 'output.weight'),
+    normEps: Math.fround(normEps),
+    ropeTheta,
+    ropeStyle: 'interleaved',
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensor infos → the stream's tensor table
+// ---------------------------------------------------------------------------------------------
+
+/** Tensors the kernels fuse into one matrix: they must share a stream dtype. */
+const FUSED = [['attention.wq', 'attention.wk', 'attention.wv'], ['feed_forward.w1', 'feed_forward.w3']];
+
+/** Bytes `dtype` takes in the stream for `n` values: the values, then the scales of quantised ones. */
+function streamBytes(dtype: TensorInfo['dtype'], n: number): number {
+  if (dtype === 'q8_0') return n + (n / 32) * 4;
+  if (dtype === 'q4_0') return n / 2 + (n / 32) * 4;
+  return n * 4;
+}
+
+/**
+ * Validates the tensor infos against the config (every tensor a Llama needs, once, with its
+ * shape and a supported type, inside the file and not overlapping) and lays out the stream.
+ */
+export function layoutGguf(h: GgufHeader, fileSize: number, file: string): GgufLayout {
+  const config = ggufConfig(h, file);
+  const want = expectedShapes(config);
+  const found: { name: string; t: GgufTensorHeader; type: GgmlType; rows: number; cols: number; byteLength: number }[] = [];
+  const seen = new Set<string>();
+  for (const t of h.tensors) {
+    const name = ggufPlanName(t.name);
+    if (name === undefined) throw new ModelFormatError(`${file}: tensor "${t.name}" is not part of a Llama model`, 'webgpu-tp runs Llama-architecture GGUFs (token_embd, blk.N.attn_*/ffn_*, output_norm, output)');
+    if (seen.has(name)) throw new ModelFormatError(`${file}: tensor "${t.name}" is stored twice`);
+    seen.add(name);
+    const shape = want.get(name);
+    if (!shape) throw new ModelFormatError(`${file}: tensor "${t.name}" is not expected by the metadata (block_count ${config.nLayers})`, 'The metadata does not match the tensors');
+    const type = TYPES[t.type];
+    if (!type) {
+      const label = GGMLQuantizationType[t.type] ?? `type ${t.type}`;
+      throw new ModelFormatError(`${file}: tensor "${t.name}" is ${label}; webgpu-tp reads ${SUPPORTED} tensors`, `Convert or quantise the model to one of ${SUPPORTED} (llama-quantize ... Q8_0 or Q4_0)`);
+    }
+    const [rows, cols] = shape;
+    const vector = rows === 1;
+    const ok = vector
+      ? (t.dims.length === 1 && t.dims[0] === cols) || (t.dims.length === 2 && t.dims[0] === cols && t.dims[1] === 1)
+      : t.dims.length === 2 && t.dims[0] === cols && t.dims[1] === rows;
+    if (!ok) {
+      const expect = vector ? `[${cols}]` : `[${cols}, ${rows}] (ne[0] = ${cols} columns, ${rows} rows)`;
+      throw new ModelFormatError(`${file}: tensor "${t.name}" has dims [${t.dims.join(', ')}], the metadata implies ${expect}`, 'The metadata does not match the tensors');
+    }
+    const block = GGML_BLOCK[type].values;
+    if (cols % block !== 0) throw new ModelFormatError(`${file}: tensor "${t.name}" rows of ${cols} values do not split into ${type} blocks of ${block}`);
+    found.push({ name, t, type, rows, cols, byteLength: ggmlBytes(type, rows * cols) });
+  }
+  const missing = [...want.keys()].filter((n) => !seen.has(n));
+  if (missing.length) {
+    throw new ModelFormatError(`${file}: the GGUF lacks ${missing.length} tensor(s) a Llama with this metadata needs: ${missing.slice(0, 3).map(ggufName).join(', ')}${missing.length > 3 ? ', ...' : ''}`, 'The file is incomplete, or its metadata is wrong');
+  }
+
+  found.sort((a, b) => a.t.offset - b.t.offset);
+  for (const [i, x] of found.entries()) {
+    const end = x.t.offset + x.byteLength;
+    if (end > fileSize) throw new ModelFormatError(`${file}: tensor "${x.t.name}" ends at byte ${end}, the file has ${fileSize}`, 'Re-download the file; it was cut short');
+    const next = found[i + 1];
+    if (next && next.t.offset < end) throw new ModelFormatError(`${file}: tensors "${x.t.name}" and "${next.t.name}" overlap`);
+  }
+
+  // The stream's dtype: quantised matrices stay quantised unless a fusion partner is not.
+  const dtypeOf = new Map<string, TensorInfo['dtype']>();
+  for (const x of found) dtypeOf.set(x.name, x.rows > 1 && x.type === 'Q8_0' ? 'q8_0' : x.rows > 1 && x.type === 'Q4_0' ? 'q4_0' : 'f32');
+  for (let l = 0; l < config.nLayers; l++) {
+    for (const group of FUSED) {
+      const names = group.map((k) => `layers.${l}.${k}`);
+      if (new Set(names.map((n) => dtypeOf.get(n))).size > 1) for (const n of names) dtypeOf.set(n, 'f32');
+    }
+  }
+
+  const tensors: TensorInfo[] = [];
+  const segments: GgufSegment[] = [];
+  let v = 0;
+  for (const x of found) {
+    const dtype = dtypeOf.get(x.name)!;
+    const n = x.rows * x.cols;
+    const values = dtype === 'q8_0' ? n : dtype === 'q4_0' ? n / 2 : n * 4;
+    tensors.push({
+      name: x.name, offset: v, shape: [x.rows, x.cols], dtype, byteLength: values,
+      ...(dtype === 'f32' ? {} : { quant: { groupSize: 32, scaleOffset: v + values } }),
+    });
+    segments.push({ offset: x.t.offset, byteLength: x.byteLength, type: x.type, dtype });
+    v += streamBytes(dtype, n);
+  }
+  if (config.sharedClassifier) {
+    const emb = tensors.find((t) => t.name === 'tok_embeddings')!;
+    tensors.push({ ...emb, name: 'output', aliasOf: 'tok_embeddings' });
+  }
+  return { format: 'gguf', config, tensors, segments, streamBytes: v, metadata: h.metadata };
+}
+
+/** Bytes of the stream for one segment (the loader sizes the stream with it). */
+export function segmentStreamBytes(s: GgufSegment): number {
+  const n = (s.byteLength / GGML_BLOCK[s.type].bytes) * GGML_BLOCK[s.type].values;
+  return streamBytes(s.dtype, n);
+}
+
+/**
+ * A whole GGUF file in memory with its weights dequantised to f32: the oracle's model for
+ * comparing the engine on a quantised file (every value is what the kernels dequantise).
+ */
+export async function loadGgufDequantized(bytes: Uint8Array, name = 'model.gguf'): Promise<{ layout: GgufLayout; model: ReferenceModel }> {
+  const src: HeadSource = { name, size: async () => bytes.byteLength, head: async (n) => bytes.subarray(0, n) };
+  const layout = await readGguf(src);
+  const c = layout.config;
+  const values = new Map<string, Float32Array>();
+  const stored = layout.tensors.filter((t) => !t.aliasOf);
+  stored.forEach((t, i) => {
+    const s = layout.segments[i]!;
+    const out = new Float32Array(t.shape[0] * t.shape[1]);
+    dequantize(s.type, bytes.subarray(s.offset, s.offset + s.byteLength), out);
+    values.set(t.name, out);
+  });
+  const stack = (kind: string): Float32Array => {
+    const parts = Array.from({ length: c.nLayers }, (_, l) => values.get(`layers.${l}.${kind}`)!);
+    const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+    parts.forEach((p, l) => out.set(p, l * p.length));
+    return out;
+  };
+  const tokenEmbeddingTable = values.get('tok_embeddings')!;
+  const weights: TransformerWeights = {
+    tokenEmbeddingTable,
+    rmsAttWeight: stack('attention_norm'),
+    rmsFfnWeight: stack('ffn_norm'),
+    wq: stack('attention.wq'),
+    wk: stack('attention.wk'),
+    wv: stack('attention.wv'),
+    wo: stack('attention.wo'),
+    w1: stack('feed_forward.w1'),
+    w2: stack('feed_forward.w2'),
+    w3: stack('feed_forward.w3'),
+    rmsFinalWeight: values.get('norm')!,
+    wcls: c.sharedClassifier ? tokenEmbeddingTable : values.get('output')!,
+  };
+  return { layout, model: { config: c, weights } };
+}

@@ -1,0 +1,84 @@
+/**
+ * The tokenizer a GGUF file carries in its metadata, for `tokenizer.ggml.model` "llama"
+ * (SentencePiece BPE): `tokens`, `scores` and `token_type` hold what llama2.c's tokenizer.bin
+ * holds (pieces and merge scores), so they become the same `Tokenizer` and encode as run.c does.
+ *
+ * SentencePiece writes a space as "▁" (U+2581) inside pieces, where tokenizer.bin has " ". The
+ * control pieces keep their text ("<s>"); they are never produced by a merge of text and the
+ * scheduler stops on BOS/EOS before printing them. llama2.c's BPE takes BOS = 1, EOS = 2 and
+ * the byte pieces <0x00>..<0xFF> at ids 3..258, as every SentencePiece Llama vocabulary has.
+ */
+import type { MetadataValue } from '@huggingface/gguf';
+import { TokenizerFormatError } from '../../errors.js';
+import { BOS, EOS, Tokenizer } from './tokenizer.js';
+
+/** GGUF token_type values (llama.cpp's llama_token_type). */
+export const TOKEN_TYPE = { normal: 1, unknown: 2, control: 3, userDefined: 4, unused: 5, byte: 6 } as const;
+
+const SPACE = '\u2581';
+const enc = new TextEncoder();
+
+function array(meta: Readonly<Record<string, MetadataValue>>, key: string): MetadataValue[] {
+  const v = meta[key];
+  if (!Array.isArray(v)) throw new TokenizerFormatError(`the GGUF metadata lacks ${key}`, 'Pass tokenizer: the model\'s tokenizer.json or tokenizer.bin');
+  return v;
+}
+
+/** The GGUF's own tokenizer, for a model with `vocabSize` embedding rows. */
+export function ggufTokenizer(meta: Readonly<Record<string, MetadataValue>>, vocabSize: number): Tokenizer {
+  const model = meta['tokenizer.ggml.model'];
+  if (model === undefined) throw new TokenizerFormatError('the GGUF carries no tokenizer (tokenizer.ggml.model)', 'Pass tokenizer: the model\'s tokenizer.json or tokenizer.bin');
+  if (model !== 'llama') {
+    throw new TokenizerFormatError(`the GGUF's tokenizer is "${String(model)}"; webgpu-tp reads the SentencePiece "llama" one from GGUF`, 'Pass tokenizer: the model\'s tokenizer.json');
+  }
+  const tokens = array(meta, 'tokenizer.ggml.tokens');
+  const scores = array(meta, 'tokenizer.ggml.scores');
+  if (tokens.length !== vocabSize) {
+    throw new TokenizerFormatError(`the GGUF's tokenizer has ${tokens.length} tokens but token_embd has ${vocabSize} rows`, 'The file is inconsistent; convert the model again');
+  }
+  if (scores.length !== tokens.length) throw new TokenizerFormatError(`the GGUF's tokenizer has ${tokens.length} tokens but ${scores.length} scores`);
+  for (const [key, want] of [['tokenizer.ggml.bos_token_id', BOS], ['tokenizer.ggml.eos_token_id', EOS]] as const) {
+    const id = meta[key];
+    if (id !== undefined && Number(id) !== want) {
+      throw new TokenizerFormatError(`the GGUF's ${key} is ${String(id)}; llama2.c's BPE expects ${want}`, 'Pass tokenizer: the model\'s tokenizer.json');
+    }
+  }
+  const pieces = tokens.map((t, i) => {
+    if (typeof t !== 'string') throw new TokenizerFormatError(`GGUF token ${i} is not a string`);
+    return enc.encode(t.replaceAll(SPACE, ' '));
+  });
+  const s = new Float32Array(scores.map((x, i) => {
+    if (typeof x !== 'number') throw new TokenizerFormatError(`GGUF token ${i}'s score is not a number`);
+    return x;
+  }));
+  for (let b = 0; b < 256; b++) {
+    const want = `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`;
+    if (tokens[3 + b] !== want) {
+      throw new TokenizerFormatError(`GGUF token ${3 + b} is "${String(tokens[3 + b])}", expected the byte piece ${want}`, 'Only SentencePiece vocabularies with byte fallback at ids 3..258 are read from GGUF; pass tokenizer.json instead');
+    }
+  }
+  const maxLen = pieces.reduce((m, p) => Math.max(m, p.byteLength), 1);
+  return new Tokenizer(pieces, s, maxLen);
+}
+
+/** `tokenizer.ggml.*` values for a llama2.c tokenizer (the GGUF writer's input). */
+export function ggufTokenizerMetadata(t: Tokenizer): { tokens: string[]; scores: number[]; types: number[] } {
+  const dec = new TextDecoder('utf-8', { fatal: true });
+  const tokens: string[] = [];
+  const types: number[] = [];
+  t.pieces.forEach((p, i) => {
+    // tokenizer.bin frames BOS/EOS as "\n<s>\n" / "\n</s>\n"; SentencePiece calls them <s>, </s>.
+    if (i === 0) return void (tokens.push('<unk>'), types.push(TOKEN_TYPE.unknown));
+    if (i === BOS) return void (tokens.push('<s>'), types.push(TOKEN_TYPE.control));
+    if (i === EOS) return void (tokens.push('</s>'), types.push(TOKEN_TYPE.control));
+    let text: string;
+    try {
+      text = dec.decode(p);
+    } catch {
+      throw new TokenizerFormatError(`piece ${i} is not valid UTF-8, which a GGUF token must be`);
+    }
+    tokens.push(text.replaceAll(' ', SPACE));
+    types.push(/^<0x[0-9A-F]{2}>$/.test(text) ? TOKEN_TYPE.byte : TOKEN_TYPE.normal);
+  });
+  return { tokens, scores: Array.from(t.scores), types };
+}
