@@ -17,9 +17,9 @@ Usage:
                       for bit (run.c-order attention; at TP > 1 the wo/w2 sums chained rank
                       to rank); --no-runq-exact uses the faster online-softmax attention and
                       all-reduce, whose last bits differ)
-      --model: a llama2.c .bin, a .safetensors with config.json beside it, a Hugging Face
+      --model: a llama2.c .bin, a .gguf (its tokenizer inside), a .safetensors with config.json beside it, a Hugging Face
                model directory, or a URL prefix of one (https://huggingface.co/ORG/NAME/resolve/main)
-      --tokenizer: tokenizer.bin or tokenizer.json (default: tokenizer.json beside an HF model)
+      --tokenizer: tokenizer.bin or tokenizer.json (default: the GGUF's own, or tokenizer.json beside an HF model)
       --chat: the prompt is one user message, rendered by the model's chat template
   webgpu-tp synth --shape stories15M|stories42M|stories110M [--seed S] [--quant q8_0] --out DIR
   webgpu-tp synth --format gguf --shape ... [--seed S] --quant f32,f16,q8_0,q4_0 --out DIR
