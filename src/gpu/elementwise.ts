@@ -8,6 +8,7 @@ import type { GpuContext } from './device.js';
 import { createParamBlock, type Matrix, type StepParams } from './buffers.js';
 import { wgsl } from './layout.js';
 import { bindGroup, dispatchLinear, makeOp, type BoundOp } from './op.js';
+import { createTableEmbed, type EmbedIo } from './embed.js';
 
 const WG = 64;
 
@@ -43,37 +44,15 @@ export function createAdd(ctx: GpuContext, step: StepParams, o: { x: Operand; y:
   return ew(ctx, step, 'add', o.n, o.x, o.x, o.y, o.maxM);
 }
 
-export interface EmbedOptions {
+export interface EmbedOptions extends EmbedIo {
   /** The table (vocab, dim), possibly split across bindings. */
   table: Matrix;
-  /** u32 token ids; row r's id at tokens[tokenOffset + r·tokenStride]. */
-  tokens: GPUBuffer;
-  /** 1 for a plain id list; 2 reads argmax's (index, value) output directly. */
-  tokenStride?: number;
-  tokenOffset?: number;
-  /** y (maxM, yStride) f32. */
-  y: GPUBuffer;
-  yStride?: number;
-  maxM: number;
 }
 
 /** y[r] = table[tokens[r]]. */
 export function createEmbed(ctx: GpuContext, step: StepParams, o: EmbedOptions): BoundOp {
-  const dim = o.table.k;
-  const pipeline = ctx.pipelines.get(wgsl(commonSrc, embedSrc), 'embed', {}, 'embed');
-  const params: GPUBuffer[] = [];
-  const bgs = o.table.chunks.map((c) => {
-    const p = createParamBlock(ctx, [dim, o.table.stride, c.rowStart, c.rows, o.tokenStride ?? 1, o.tokenOffset ?? 0, o.yStride ?? dim, 0], [], 'embed');
-    params.push(p);
-    return bindGroup(ctx, pipeline, [step.buffer, p, o.tokens, c.buffer, o.y], 'embed');
-  });
-  return makeOp(ctx, 'embed', o.maxM, params, (pass, m) => {
-    pass.setPipeline(pipeline);
-    for (const bg of bgs) {
-      pass.setBindGroup(0, bg);
-      dispatchLinear(pass, Math.ceil((m * dim) / WG));
-    }
-  });
+  const chunks = o.table.chunks.map((c) => ({ rowStart: c.rowStart, rows: c.rows, values: c.buffer }));
+  return createTableEmbed(ctx, step, o, { entry: 'embed', sources: [embedSrc], dim: o.table.k, rowWords: o.table.stride }, chunks);
 }
 
 export interface ArgmaxOptions {

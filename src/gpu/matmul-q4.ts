@@ -15,8 +15,9 @@ import { InvalidArgumentError } from '../errors.js';
 import type { GpuContext } from './device.js';
 import { createParamBlock, type StepParams } from './buffers.js';
 import { grid2d, wgsl } from './layout.js';
-import { bindGroup, dispatchLinear, makeOp, type BoundOp } from './op.js';
+import { bindGroup, makeOp, type BoundOp } from './op.js';
 import type { QuantMatrix } from './q8.js';
+import { createTableEmbed, type EmbedIo } from './embed.js';
 import { inputOf, regblockGrid, type Q8MatmulOptions } from './matmul-q8.js';
 
 const WG = 64;
@@ -63,24 +64,9 @@ export function createQ4Matmul(ctx: GpuContext, step: StepParams, o: Omit<Q8Matm
 }
 
 /** y[r] = the dequantised row tokens[r] of a Q4_0 table (see createEmbed for the options). */
-export function createEmbedQ4(
-  ctx: GpuContext, step: StepParams,
-  o: { table: QuantMatrix; tokens: GPUBuffer; tokenStride?: number; tokenOffset?: number; y: GPUBuffer; yStride?: number; maxM: number },
-): BoundOp {
-  const dim = o.table.k;
+export function createEmbedQ4(ctx: GpuContext, step: StepParams, o: EmbedIo & { table: QuantMatrix }): BoundOp {
   if (o.table.kind !== 'q4_0') throw new InvalidArgumentError(`embedding ${o.table.label}: expected a Q4_0 table, got ${o.table.kind}`);
-  const pipeline = ctx.pipelines.get(wgsl(commonSrc, embedSrc), 'embed_q4', {}, 'embed_q4');
-  const params: GPUBuffer[] = [];
-  const bgs = o.table.chunks.map((c) => {
-    const p = createParamBlock(ctx, [dim, dim / 8, c.rowStart, c.rows, o.tokenStride ?? 1, o.tokenOffset ?? 0, o.yStride ?? dim, 0], [], 'embed_q4');
-    params.push(p);
-    return bindGroup(ctx, pipeline, [step.buffer, p, o.tokens, c.q, o.y, c.s], 'embed_q4');
-  });
-  return makeOp(ctx, 'embed_q4', o.maxM, params, (pass, m) => {
-    pass.setPipeline(pipeline);
-    for (const bg of bgs) {
-      pass.setBindGroup(0, bg);
-      dispatchLinear(pass, Math.ceil((m * dim) / WG));
-    }
-  });
+  const chunks = o.table.chunks.map((c) => ({ rowStart: c.rowStart, rows: c.rows, values: c.q, scales: c.s }));
+  const dim = o.table.k;
+  return createTableEmbed(ctx, step, o, { entry: 'embed_q4', sources: [embedSrc], dim, rowWords: dim / 8, groupSize: 32 }, chunks);
 }

@@ -22,8 +22,9 @@ import { InvalidArgumentError } from '../errors.js';
 import type { GpuContext } from './device.js';
 import { createParamBlock, createStorageBuffer, type StepParams } from './buffers.js';
 import { grid2d, wgsl } from './layout.js';
-import { bindGroup, dispatchLinear, makeOp, type Binding, type BoundOp } from './op.js';
+import { bindGroup, makeOp, type Binding, type BoundOp } from './op.js';
 import type { QuantMatrix } from './q8.js';
+import { createTableEmbed, type EmbedIo } from './embed.js';
 import type { MatmulInput } from './matmul.js';
 
 /** How a Q8_0 matmul treats its input: f32 as it is, or quantised to int8 per group (runq.c). */
@@ -147,24 +148,9 @@ export function createQ8Matmul(ctx: GpuContext, step: StepParams, o: Q8MatmulOpt
 }
 
 /** y[r] = the dequantised row tokens[r] of a Q8_0 table (see createEmbed for the options). */
-export function createEmbedQ8(
-  ctx: GpuContext, step: StepParams,
-  o: { table: QuantMatrix; tokens: GPUBuffer; tokenStride?: number; tokenOffset?: number; y: GPUBuffer; yStride?: number; maxM: number },
-): BoundOp {
+export function createEmbedQ8(ctx: GpuContext, step: StepParams, o: EmbedIo & { table: QuantMatrix }): BoundOp {
+  const chunks = o.table.chunks.map((c) => ({ rowStart: c.rowStart, rows: c.rows, values: c.q, scales: c.s }));
   const dim = o.table.k;
-  const pipeline = ctx.pipelines.get(wgsl(commonSrc, unpackSrc, embedSrc), 'embed_q8', {}, 'embed_q8');
-  const params: GPUBuffer[] = [];
-  const bgs = o.table.chunks.map((c) => {
-    const p = createParamBlock(ctx, [dim, dim / 4, c.rowStart, c.rows, o.tokenStride ?? 1, o.tokenOffset ?? 0, o.yStride ?? dim, o.table.groupSize], [], 'embed_q8');
-    params.push(p);
-    return bindGroup(ctx, pipeline, [step.buffer, p, o.tokens, c.q, o.y, c.s], 'embed_q8');
-  });
-  return makeOp(ctx, 'embed_q8', o.maxM, params, (pass, m) => {
-    pass.setPipeline(pipeline);
-    for (const bg of bgs) {
-      pass.setBindGroup(0, bg);
-      dispatchLinear(pass, Math.ceil((m * dim) / WG));
-    }
-  });
+  return createTableEmbed(ctx, step, o, { entry: 'embed_q8', sources: [unpackSrc, embedSrc], dim, rowWords: dim / 4, groupSize: o.table.groupSize }, chunks);
 }
 
