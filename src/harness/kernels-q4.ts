@@ -9,7 +9,8 @@ import { createStepParams, createStorageBuffer, destroyStepParams } from '../gpu
 import { createMatmul, type MatmulInput } from '../gpu/matmul.js';
 import { createEmbedQ4 } from '../gpu/matmul-q4.js';
 import { createQuantMatrix, destroyQuantMatrix, writeQuantRows } from '../gpu/q8.js';
-import { compare, randn, readFloats, rng, runOps, stepFor, withCtx, type Check } from './kernels.js';
+import { compare, randn, readFloats, rng, runOps, withCtx, type Check } from './kernels.js';
+import { testQuantEmbed } from './kernels-q8.js';
 
 export interface Q4MatmulCase {
   m: number;
@@ -87,24 +88,8 @@ export async function testQ4Matmul(c: Q4MatmulCase): Promise<Check & { chunks: n
 
 /** Embedding rows of a Q4_0 table: exactly (nibble − 8) · scale. */
 export async function testQ4Embed(c: { vocab: number; dim: number; tokens: number[]; bindingLimit?: number; seed?: number }): Promise<Check & { chunks: number }> {
-  return withCtx(c.bindingLimit, async (ctx) => {
-    const rand = rng(c.seed ?? 5);
-    const m = c.tokens.length;
-    const tq = quantizeQ4(randn(c.vocab * c.dim, rand));
-    const want = new Float32Array(m * c.dim);
-    ref.embed(want, dequantizeQ4(tq, c.vocab * c.dim), c.tokens, c.dim);
-    const step = stepFor(ctx, m, new Uint32Array(m));
-    const t = createQuantMatrix(ctx, c.vocab, c.dim, 32, 'embedding', 'q4_0');
-    writeQuantRows(ctx, t, 0, tq.q, tq.s);
-    const tok = createStorageBuffer(ctx, Uint32Array.from(c.tokens));
-    const yb = createStorageBuffer(ctx, m * c.dim * 4);
-    const op = createEmbedQ4(ctx, step, { table: t, tokens: tok, y: yb, maxM: m });
-    await runOps(ctx, [op], m);
-    const got = await readFloats(ctx, yb, m * c.dim);
-    const chunks = t.chunks.length;
-    op.destroy();
-    destroyQuantMatrix(t);
-    [tok, yb, step.buffer].forEach((b) => b.destroy());
-    return { ...compare(got, want, 0, 0, 0), chunks };
-  });
+  return testQuantEmbed(c, 32, 'q4_0', (x) => {
+    const tq = quantizeQ4(x);
+    return { ...tq, dequantized: dequantizeQ4(tq, x.length) };
+  }, createEmbedQ4);
 }

@@ -8,7 +8,7 @@ import { dequantizeQ8, matmulQ8, quantizeQ8, type Q8Tensor } from '../model/refe
 import { createStepParams, createStorageBuffer, destroyStepParams } from '../gpu/buffers.js';
 import { createMatmul, type MatmulInput } from '../gpu/matmul.js';
 import { createEmbedQ8, type Q8Activations } from '../gpu/matmul-q8.js';
-import { createQuantMatrix, destroyQuantMatrix, writeQuantRows } from '../gpu/q8.js';
+import { createQuantMatrix, destroyQuantMatrix, writeQuantRows, type QuantMatrix } from '../gpu/q8.js';
 import { compare, randn, readFloats, rng, runOps, stepFor, withCtx, type Check } from './kernels.js';
 
 export interface Q8MatmulCase {
@@ -119,18 +119,35 @@ export async function testQ8Matmul(c: Q8MatmulCase): Promise<Check & { chunks: n
 
 /** Embedding rows of a Q8_0 table: exactly q · scale (runq.c dequantises the table the same way). */
 export async function testQ8Embed(c: { vocab: number; dim: number; groupSize: number; tokens: number[]; bindingLimit?: number; seed?: number }): Promise<Check & { chunks: number }> {
+  return testQuantEmbed(c, c.groupSize, 'q8_0', (x) => {
+    const tq = quantizeQ8(x, x.length, c.groupSize);
+    return { ...tq, dequantized: dequantizeQ8(tq, x.length, c.groupSize) };
+  }, createEmbedQ8);
+}
+
+/**
+ * An embedding kernel of a quantised table against the oracle's rows of the dequantised table,
+ * which it must give exactly. `quantize` makes the table's values and scales from random
+ * weights, and their dequantised form.
+ */
+export async function testQuantEmbed(
+  c: { vocab: number; dim: number; tokens: number[]; bindingLimit?: number; seed?: number },
+  groupSize: number, kind: QuantMatrix['kind'],
+  quantize: (x: Float32Array) => { q: Int8Array | Uint8Array; s: Float32Array; dequantized: Float32Array },
+  createEmbed: typeof createEmbedQ8,
+): Promise<Check & { chunks: number }> {
   return withCtx(c.bindingLimit, async (ctx) => {
     const rand = rng(c.seed ?? 5);
     const m = c.tokens.length;
-    const tq = quantizeQ8(randn(c.vocab * c.dim, rand), c.vocab * c.dim, c.groupSize);
+    const tq = quantize(randn(c.vocab * c.dim, rand));
     const want = new Float32Array(m * c.dim);
-    ref.embed(want, dequantizeQ8(tq, c.vocab * c.dim, c.groupSize), c.tokens, c.dim);
+    ref.embed(want, tq.dequantized, c.tokens, c.dim);
     const step = stepFor(ctx, m, new Uint32Array(m));
-    const t = createQuantMatrix(ctx, c.vocab, c.dim, c.groupSize, 'embedding');
+    const t = createQuantMatrix(ctx, c.vocab, c.dim, groupSize, 'embedding', kind);
     writeQuantRows(ctx, t, 0, tq.q, tq.s);
     const tok = createStorageBuffer(ctx, Uint32Array.from(c.tokens));
     const yb = createStorageBuffer(ctx, m * c.dim * 4);
-    const op = createEmbedQ8(ctx, step, { table: t, tokens: tok, y: yb, maxM: m });
+    const op = createEmbed(ctx, step, { table: t, tokens: tok, y: yb, maxM: m });
     await runOps(ctx, [op], m);
     const got = await readFloats(ctx, yb, m * c.dim);
     const chunks = t.chunks.length;
