@@ -301,8 +301,8 @@ export class Communicator {
     return late.length ? late : [j];
   }
 
-  /** Waits until the ranks that read this rank's slot in its last exposure are done with it. */
-  private acquireOwnSlot(): void {
+  /** @internal Waits until the ranks that read this rank's slot in its last exposure are done with it. */
+  acquireOwnSlot(): void {
     if (this.slotReaders.length === 0) return;
     for (const j of this.slotReaders) this.waitRank(j, this.slotReadEnd, this.slotReaders);
     this.slotReaders = [];
