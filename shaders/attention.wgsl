@@ -36,7 +36,7 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     if (t < n) {
       let kb = base + t * hs;
       var dp = 0.0;
-      for (var d = 0u; d < hs; d++) { dp += qs[d] * KC[kb + d]; }
+      for (var d = 0u; d < hs; d++) { dp += qs[d] * kAt(kb + d); }
       s = dp / P.scale;
     }
     sc[tid] = s;
@@ -56,7 +56,7 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
       let vb = base + (t0 + j) * hs;
       for (var q = 0u; q < 4u; q++) {
         let d = tid + q * WG;
-        if (d < hs) { acc[q] += p * VC[vb + d]; }
+        if (d < hs) { acc[q] += p * vAt(vb + d); }
       }
     }
     mx = bm;

@@ -24,7 +24,7 @@ fn attention_exact(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
   var mx = 0.0;
   for (var t = 0u; t < n; t++) {
     var s = 0.0;
-    for (var i = 0u; i < hs; i++) { s += Q[qb + i] * KC[base + t * hs + i]; }
+    for (var i = 0u; i < hs; i++) { s += Q[qb + i] * kAt(base + t * hs + i); }
     s = divRn(s, P.scale);
     ATT[ab + t] = s;
     if (t == 0u || s > mx) { mx = s; }
@@ -39,7 +39,7 @@ fn attention_exact(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
   let ob = P.outOff + r * P.outStride + h * hs;
   for (var i = 0u; i < hs; i++) {
     var acc = 0.0;
-    for (var t = 0u; t < n; t++) { acc += ATT[ab + t] * VC[base + t * hs + i]; }
+    for (var t = 0u; t < n; t++) { acc += ATT[ab + t] * vAt(base + t * hs + i); }
     OUT[ob + i] = acc;
   }
 }

@@ -36,7 +36,7 @@ fn attention_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     var dp = 0.0;
     for (var i = 0u; i < per; i++) {
       let d = lane + i * WG;
-      if (d < hs) { dp += q[i] * KC[kb + d]; }
+      if (d < hs) { dp += q[i] * kAt(kb + d); }
     }
     let s = subgroupAdd(dp) / P.scale;
     let m2 = max(mx, s);
@@ -45,7 +45,7 @@ fn attention_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     l = l * corr + p;
     for (var i = 0u; i < per; i++) {
       let d = lane + i * WG;
-      if (d < hs) { acc[i] = acc[i] * corr + p * VC[kb + d]; }
+      if (d < hs) { acc[i] = acc[i] * corr + p * vAt(kb + d); }
     }
     mx = m2;
   }

@@ -5,18 +5,20 @@
  */
 import { parseArgs } from 'node:util';
 import { WebGpuTpError } from '../errors.js';
+import { checkKvCacheOption } from '../gpu/kv-format.js';
 
 const USAGE = `webgpu-tp — tensor-parallel LLM inference over WebGPU, in headless Chromium
 
 Usage:
   webgpu-tp generate --model PATH|URL [--tokenizer PATH|URL] [--chat] [--tp N] [--split 0.5,0.25,0.25] [--prompt TEXT]
                      [--max-tokens N] [--temperature T] [--top-p P] [--seed S]
-                     [--ignore-eos] [--no-cache] [--weight-only] [--no-runq-exact] [--json]
+                     [--ignore-eos] [--no-cache] [--weight-only] [--no-runq-exact] [--kv-cache auto|f16|f32] [--json]
                      (a llama2.c v2 / runq.c Q8_0 model runs W8A8 as runq.c does;
                       --weight-only keeps f32 activations; W8A8 computes runq.c's floats bit
                       for bit (run.c-order attention; at TP > 1 the wo/w2 sums chained rank
                       to rank); --no-runq-exact uses the faster online-softmax attention and
                       all-reduce, whose last bits differ)
+      --kv-cache: f16 halves the KV cache (f32 math); auto (default) is f16 where the adapter has shader-f16
       --model: a llama2.c .bin, a .gguf (its tokenizer inside), a .safetensors with config.json beside it, a Hugging Face
                model directory, or a URL prefix of one (https://huggingface.co/ORG/NAME/resolve/main)
       --tokenizer: tokenizer.bin or tokenizer.json (default: the GGUF's own, or tokenizer.json beside an HF model)
@@ -62,6 +64,7 @@ async function main(argv: string[]): Promise<number> {
         'no-cache': { type: 'boolean', default: false },
         'weight-only': { type: 'boolean', default: false },
         'no-runq-exact': { type: 'boolean', default: false },
+        'kv-cache': { type: 'string', default: 'auto' },
         json: { type: 'boolean', default: false },
         chat: { type: 'boolean', default: false },
       },
@@ -86,6 +89,7 @@ async function main(argv: string[]): Promise<number> {
       chat: values.chat ?? false,
       weightOnly: values['weight-only'] ?? false,
       runqExact: !values['no-runq-exact'],
+      kvCache: checkKvCacheOption(values['kv-cache']),
     });
     return 0;
   }

@@ -42,6 +42,7 @@ import type { Q8Activations } from '../gpu/matmul-q8.js';
 // page's COEP (require-corp or credentialless). It stays a module worker named
 // `webgpu-tp rank N` (e2e/memory.spec.ts relies on both). The app build takes the same path.
 import ShardWorkerCtor from '../../workers/shard.worker.ts?worker&inline';
+import type { KvCacheOption } from '../gpu/kv-format.js';
 
 installErrorTransfer();
 
@@ -86,6 +87,8 @@ export interface WorkerGroupOptions {
   activations?: Q8Activations;
   /** W8A8: runq.c's arithmetic bit for bit (see EngineOptions.runqExact). */
   runqExact?: boolean;
+  /** The KV cache's values (see EngineOptions.kvCache). */
+  kvCache?: KvCacheOption;
   /** The last `count` ranks run in other tabs that join on `id` (see EngineOptions.tabs). */
   tabs?: TabRanksOptions;
 }
@@ -239,7 +242,7 @@ export class WorkerGroup implements StepBackend {
       contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs, profile: o.profile, overlap: o.overlap,
       // A tab's adapter is its own: it measures its kernels itself.
       choices: tab ? undefined : tunedChoices.get(key), device: o.devices?.[rp.rank], activations: o.activations,
-      runqExact: o.runqExact,
+      runqExact: o.runqExact, kvCache: o.kvCache,
     }));
     if (!tab && !tunedChoices.has(key)) tunedChoices.set(key, rank.info.choices);
     return rank;

@@ -19,6 +19,9 @@ import type { BoundOp } from '../gpu/op.js';
 import { createRmsnorm } from '../gpu/norm.js';
 import { createAdd, createArgmax, createEmbed, createSiluMul } from '../gpu/elementwise.js';
 import { createKvCache, createKvWrite, destroyKvCache, kvIndex, type KvCache } from '../gpu/kv-cache.js';
+import type { KvCacheDtype } from '../gpu/kv-format.js';
+import { f32ToF16 } from '../model/formats/gguf-blocks.js';
+import { f16ToF32 } from '../model/formats/safetensors.js';
 import { createRope, createRopeKv, createRopeTables, destroyRopeTables, type RopeStyle } from '../gpu/rope.js';
 import { createAttention, attentionKinds, type AttentionKind } from '../gpu/attention.js';
 import { createReadback, destroyReadback } from '../gpu/readback.js';
@@ -468,11 +471,25 @@ interface KvCase {
   nSlots?: number;
   seed?: number;
   kind?: AttentionKind;
+  /** The cache's values (default f32); f16 runs the packed kernels where there is no shader-f16. */
+  kvDtype?: KvCacheDtype;
+}
+
+/** A layer buffer of the cache as f32 values (halves decoded). */
+async function cacheValues(ctx: GpuContext, cache: KvCache, buf: GPUBuffer): Promise<Float32Array> {
+  const words = await readFloats(ctx, buf, buf.size / 4);
+  if (cache.dtype === 'f32') return words;
+  return Float32Array.from(new Uint16Array(words.buffer), f16ToF32);
+}
+
+/** f32 values in the cache's format, for writeBuffer. */
+function cacheBytes(cache: KvCache, values: Float32Array<ArrayBuffer>): Float32Array<ArrayBuffer> | Uint16Array<ArrayBuffer> {
+  return cache.dtype === 'f32' ? values : Uint16Array.from(values, f32ToF16);
 }
 
 /** Reads a layer of the cache back as the oracle's (seq, nKv·hs) layout for one slot. */
 async function cacheAsRef(ctx: GpuContext, cache: KvCache, buf: GPUBuffer, slot: number, seq: number): Promise<Float32Array> {
-  const all = await readFloats(ctx, buf, buf.size / 4);
+  const all = await cacheValues(ctx, cache, buf);
   const kvDim = cache.nKvHeadsLocal * cache.headSize;
   const out = new Float32Array(seq * kvDim);
   for (let t = 0; t < seq; t++) {
@@ -515,8 +532,16 @@ export async function testKvWrite(c: KvCase & { fused: boolean; style?: RopeStyl
       ref.rope(q, m, c.nHeads, hs, pos, tables, style);
       ref.rope(k, m, c.nKv, hs, pos, tables, style);
     }
+    // An f16 cache holds k and v rounded to nearest even: v (copied) must be exactly that; a
+    // rotated k may round the other way when the GPU's f32 rotation is an ulp off the oracle's.
+    const f16 = c.kvDtype === 'f16';
+    if (f16) {
+      ref.roundToF16(k);
+      ref.roundToF16(v);
+    }
+    const kRound = f16 ? 2 ** -11 / 1e-5 : 1;
     const step = stepFor(ctx, m, pos, slots);
-    const cache = createKvCache(ctx, { nLayers: 2, nKvHeadsLocal: c.nKv, headSize: hs, maxSeq, nSlots });
+    const cache = createKvCache(ctx, { nLayers: 2, nKvHeadsLocal: c.nKv, headSize: hs, maxSeq, nSlots, dtype: c.kvDtype });
     const qkvb = createStorageBuffer(ctx, qkv);
     const tb = createRopeTables(ctx, hs, tables);
     const op = c.fused
@@ -538,7 +563,7 @@ export async function testKvWrite(c: KvCase & { fused: boolean; style?: RopeStyl
       for (let i = 0; i < kvDim; i++) {
         got.push(kc[pos[r]! * kvDim + i]!, vc[pos[r]! * kvDim + i]!);
         want.push(k[r * kvDim + i]!, v[r * kvDim + i]!);
-        mag.push(c.fused ? pairMag(kIn, r * kvDim + i) : 0, 0);
+        mag.push(c.fused ? kRound * pairMag(kIn, r * kvDim + i) : 0, 0);
       }
     }
     if (c.fused) {
@@ -573,15 +598,20 @@ export async function testAttention(c: KvCase): Promise<Check> {
     const qDim = c.nHeads * hs;
     const kvDim = c.nKv * hs;
     const maxSeq = Math.max(...c.positions) + 1;
-    const cache = createKvCache(ctx, { nLayers: 1, nKvHeadsLocal: c.nKv, headSize: hs, maxSeq, nSlots });
+    const cache = createKvCache(ctx, { nLayers: 1, nKvHeadsLocal: c.nKv, headSize: hs, maxSeq, nSlots, dtype: c.kvDtype });
+    // An f16 cache: the oracle attends over the same halves (f16 → f32 is exact).
     // Per slot, the oracle's (seq, kvDim) layout, and the same data in the cache's layout.
     const kRef: Float32Array[] = [];
     const vRef: Float32Array[] = [];
-    const kAll = new Float32Array(cache.k[0]!.size / 4);
-    const vAll = new Float32Array(cache.v[0]!.size / 4);
+    const kAll = new Float32Array(nSlots * c.nKv * maxSeq * hs);
+    const vAll = new Float32Array(nSlots * c.nKv * maxSeq * hs);
     for (let s = 0; s < nSlots; s++) {
       const kr = randn(maxSeq * kvDim, rand);
       const vr = randn(maxSeq * kvDim, rand);
+      if (cache.dtype === 'f16') {
+        ref.roundToF16(kr);
+        ref.roundToF16(vr);
+      }
       kRef.push(kr);
       vRef.push(vr);
       for (let t = 0; t < maxSeq; t++) {
@@ -591,8 +621,8 @@ export async function testAttention(c: KvCase): Promise<Check> {
         }
       }
     }
-    ctx.device.queue.writeBuffer(cache.k[0]!, 0, kAll);
-    ctx.device.queue.writeBuffer(cache.v[0]!, 0, vAll);
+    ctx.device.queue.writeBuffer(cache.k[0]!, 0, cacheBytes(cache, kAll));
+    ctx.device.queue.writeBuffer(cache.v[0]!, 0, cacheBytes(cache, vAll));
     // q rows with a stride wider than qDim (as in a packed qkv buffer).
     const qStride = qDim + 2 * kvDim;
     const qData = randn(m * qStride, rand);
