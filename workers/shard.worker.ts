@@ -129,7 +129,8 @@ export class ShardWorker {
     const t1 = performance.now();
     const so = {
       maxM: o.maxRows, maxLogitRows: o.maxLogitRows, contextLength: o.contextLength, slots: o.slots, world: o.world, activations: o.activations,
-      runqExact: o.runqExact, kvCache: resolveKvCache(o.kvCache ?? 'auto', ctx.device.features.has('shader-f16')),
+      runqExact: o.runqExact,
+      kvCache: resolveKvCache(o.kvCache ?? 'auto', ctx.device.features.has('shader-f16'), !!o.runqExact && o.activations === 'int8'),
     };
     this.state = createRunState(ctx, o.config, o.plan, this.weights, so);
     if (this.state.ops.chain && o.overlap) this.warnings.push('overlap: off, runq.c-exact sums run one rank after another');

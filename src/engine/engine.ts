@@ -123,6 +123,7 @@ export interface EngineOptions {
    * else f32; `'f16'` halves on any adapter (two per u32 word without `shader-f16`); `'f32'`.
    * f16 halves the cache's memory (`stats().ranks[i].workBytes`) and the bytes attention reads;
    * attention still computes in f32, on K and V rounded to f16 as they enter the cache.
+   * `auto` stays f32 for a runq.c-exact W8A8 run (runq.c's cache is f32).
    * `stats().ranks[i].precision` says what each rank runs. Anything else: InvalidArgumentError.
    */
   kvCache?: KvCacheOption;

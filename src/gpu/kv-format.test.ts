@@ -49,6 +49,12 @@ describe('kvCache option', () => {
     expect(resolveKvCache('f32', false)).toBe('f32');
   });
 
+  it("auto stays f32 for the runq.c-exact W8A8 run, even with shader-f16; 'f16' is still obeyed", () => {
+    expect(resolveKvCache('auto', true, true)).toBe('f32');
+    expect(resolveKvCache('auto', false, true)).toBe('f32');
+    expect(resolveKvCache('f16', true, true)).toBe('f16');
+  });
+
   it('an f16 cache runs the native kernels with shader-f16, the packed ones without', () => {
     expect(kvCacheAccess('f16', true)).toBe('native');
     expect(kvCacheAccess('f16', false)).toBe('packed');

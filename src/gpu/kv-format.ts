@@ -36,10 +36,11 @@ export function checkKvCacheOption(v: unknown): KvCacheOption {
 /**
  * `auto` stores f16 only where the device can also compute on it natively (`shader-f16`), so a
  * device without it keeps the f32 cache and bit-for-bit f32 results by default; `f16` forces
- * the packed halves anywhere.
+ * the packed halves anywhere. `exact` (the runq.c-exact W8A8 run, whose point is runq.c's floats
+ * bit for bit, with its f32 cache) keeps `auto` at f32 everywhere.
  */
-export function resolveKvCache(option: KvCacheOption, shaderF16: boolean): KvCacheDtype {
-  return option === 'auto' ? (shaderF16 ? 'f16' : 'f32') : option;
+export function resolveKvCache(option: KvCacheOption, shaderF16: boolean, exact = false): KvCacheDtype {
+  return option === 'auto' ? (shaderF16 && !exact ? 'f16' : 'f32') : option;
 }
 
 /** The kernel variant for a cache of `dtype` on a device with or without `shader-f16`. */
