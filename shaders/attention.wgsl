@@ -36,7 +36,11 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     if (t < n) {
       let kb = base + t * hs;
       var dp = 0.0;
-      for (var d = 0u; d < hs; d++) { dp += qs[d] * kAt(kb + d); }
+      for (var d = 0u; d < hs; d += 2u) {
+        let k2 = kAt2(kb + d);
+        dp += qs[d] * k2.x;
+        dp += qs[d + 1u] * k2.y;
+      }
       s = dp / P.scale;
     }
     sc[tid] = s;

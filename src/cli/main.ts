@@ -29,7 +29,7 @@ Usage:
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--transport sab|tab] [--json]
                      (--transport tab: one rank per tab over BroadcastChannel, beside SAB)
   webgpu-tp bench kernels [--json]
-  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--overlap] [--no-runq-exact] [--json]
+  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--overlap] [--no-runq-exact] [--kv-cache auto|f16|f32] [--json]
   webgpu-tp bench generate --quant f32,q8_0,q4_0 [--shape stories110M] [--tp 1] ...
                      (one synth GGUF per quant; decode tok/s of each against f32)
   webgpu-tp bench all [--out DIR] [--max-tokens N]   (all of the above on synth models; writes DIR/<date>.json,
@@ -124,6 +124,7 @@ async function main(argv: string[]): Promise<number> {
         profile: { type: 'boolean', default: false },
         overlap: { type: 'boolean', default: false },
         'no-runq-exact': { type: 'boolean', default: false },
+        'kv-cache': { type: 'string', default: 'auto' },
         out: { type: 'string' },
         from: { type: 'string' },
         transport: { type: 'string', default: 'sab' },
@@ -161,6 +162,7 @@ async function main(argv: string[]): Promise<number> {
         profile: values.profile,
         overlap: values.overlap,
         runqExact: !values['no-runq-exact'],
+        kvCache: checkKvCacheOption(values['kv-cache']),
       });
     } else if (what === 'all') {
       const { benchAll } = await import('./bench-all.js');

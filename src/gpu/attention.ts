@@ -63,11 +63,14 @@ export function createAttention(ctx: GpuContext, step: StepParams, o: AttentionO
     throw new InvalidArgumentError(`attention: ${o.nHeads} query heads at offset ${g.headOffset} with ${g.kvMul} per kv head need more than the ${c.nKvHeadsLocal} kv heads cached`);
   }
   if (hs > 256) throw new InvalidArgumentError(`attention: head size ${hs} > 256 is not supported`);
+  // Keys and values are read in pairs (whole words of an f16 cache); RoPE needs an even hs anyway.
+  if (hs % 2 !== 0) throw new InvalidArgumentError(`attention: head size ${hs} is odd; the kernels read the cache in pairs`);
   const kind = o.kind ?? attentionKinds(ctx, hs)[0]!;
   if (kind !== 'exact' && !attentionKinds(ctx, hs).includes(kind)) throw new InvalidArgumentError(`attention: the ${kind} variant cannot run on this adapter`);
-  const src = attentionWgsl(kind, cacheAccess(ctx, c));
+  const access = cacheAccess(ctx, c);
+  const src = attentionWgsl(kind, access);
   const pipeline = kind === 'subgroup'
-    ? ctx.pipelines.get(src, 'attention_sg', { WG: ctx.features.subgroupMinSize }, 'attention_sg')
+    ? ctx.pipelines.get(src, 'attention_sg', { WG: ctx.features.subgroupMinSize, U: access === 'f32' ? 1 : 2 }, 'attention_sg')
     : kind === 'exact'
       ? ctx.pipelines.get(src, 'attention_exact', { WG: EXACT_WG }, 'attention_exact')
       : ctx.pipelines.get(src, 'attention', {}, 'attention');

@@ -63,7 +63,8 @@ export interface KvCacheBindings {
 
 /**
  * The bindings `KC`, `VC` and their accessors for one variant. Readers call `kAt(i)`/`vAt(i)`
- * (value i of the layer's cache, as f32); writers call `kPut2(i, x)`/`vPut2(i, x)`, which store
+ * (value i of the layer's cache, as f32) or `kAt2(i)`/`vAt2(i)` (values i and i + 1, i even: one
+ * unpack for both in a packed cache); writers call `kPut2(i, x)`/`vPut2(i, x)`, which store
  * values i and i + 1 (i even: one word of a packed cache, so invocations never share a word).
  */
 export function kvCacheWgsl(access: KvCacheAccess, b: KvCacheBindings): string {
@@ -77,9 +78,16 @@ export function kvCacheWgsl(access: KvCacheAccess, b: KvCacheBindings): string {
     decl('VC', b.v, elem),
   ];
   for (const [c, X] of [['k', 'KC'], ['v', 'VC']] as const) {
-    if (access === 'f32') lines.push(`fn ${c}At(i: u32) -> f32 { return ${X}[i]; }`);
-    else if (access === 'packed') lines.push(`fn ${c}At(i: u32) -> f32 { return unpack2x16float(${X}[i >> 1u])[i & 1u]; }`);
-    else lines.push(`fn ${c}At(i: u32) -> f32 { return f32(${X}[i]); }`);
+    if (access === 'f32') {
+      lines.push(`fn ${c}At(i: u32) -> f32 { return ${X}[i]; }`);
+      lines.push(`fn ${c}At2(i: u32) -> vec2<f32> { return vec2<f32>(${X}[i], ${X}[i + 1u]); }`);
+    } else if (access === 'packed') {
+      lines.push(`fn ${c}At(i: u32) -> f32 { return unpack2x16float(${X}[i >> 1u])[i & 1u]; }`);
+      lines.push(`fn ${c}At2(i: u32) -> vec2<f32> { return unpack2x16float(${X}[i >> 1u]); }`);
+    } else {
+      lines.push(`fn ${c}At(i: u32) -> f32 { return f32(${X}[i]); }`);
+      lines.push(`fn ${c}At2(i: u32) -> vec2<f32> { return vec2<f32>(f32(${X}[i]), f32(${X}[i + 1u])); }`);
+    }
     if (!b.write) continue;
     if (access === 'f32') lines.push(`fn ${c}Put2(i: u32, x: vec2<f32>) { ${X}[i] = x.x; ${X}[i + 1u] = x.y; }`);
     else if (access === 'packed') lines.push(`fn ${c}Put2(i: u32, x: vec2<f32>) { ${X}[i >> 1u] = pack2x16float(x); }`);

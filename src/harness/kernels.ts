@@ -1012,9 +1012,9 @@ export async function testFusedChain(): Promise<Check> {
 }
 
 /** GPU ms of one attention dispatch: m rows, each in its own slot, at `pos` over a zeroed cache. */
-export async function benchAttention(c: { m: number; nHeads: number; nKv: number; headSize: number; pos: number; maxSeq: number; kind?: AttentionKind; reps?: number }): Promise<number> {
+export async function benchAttention(c: { m: number; nHeads: number; nKv: number; headSize: number; pos: number; maxSeq: number; kind?: AttentionKind; reps?: number; kvDtype?: KvCacheDtype }): Promise<number> {
   const ctx = await context();
-  const cache = createKvCache(ctx, { nLayers: 1, nKvHeadsLocal: c.nKv, headSize: c.headSize, maxSeq: c.maxSeq, nSlots: c.m });
+  const cache = createKvCache(ctx, { nLayers: 1, nKvHeadsLocal: c.nKv, headSize: c.headSize, maxSeq: c.maxSeq, nSlots: c.m, dtype: c.kvDtype });
   const qDim = c.nHeads * c.headSize;
   const step = stepFor(ctx, c.m, Array(c.m).fill(c.pos), Array.from({ length: c.m }, (_, i) => i));
   const qb = createStorageBuffer(ctx, c.m * qDim * 4);
