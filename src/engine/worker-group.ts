@@ -33,6 +33,7 @@ import { acceptTabs, TAB_REMEDY, type TabHost, type TabPeer } from './tab-host.j
 import { collectiveGroup } from './tab-link.js';
 import type { DeviceSpec } from '../gpu/adapter.js';
 import type { Q8Activations } from '../gpu/matmul-q8.js';
+import type { KvCacheOption } from '../gpu/kv-format.js';
 // The shard worker is bundled inline (Vite `?worker&inline`): its code, dependencies included,
 // is a string in the built module and starts as a module worker from a Blob URL. A
 // `new URL('…worker.ts', import.meta.url)` worker would be a second file beside the library,
@@ -42,7 +43,6 @@ import type { Q8Activations } from '../gpu/matmul-q8.js';
 // page's COEP (require-corp or credentialless). It stays a module worker named
 // `webgpu-tp rank N` (e2e/memory.spec.ts relies on both). The app build takes the same path.
 import ShardWorkerCtor from '../../workers/shard.worker.ts?worker&inline';
-import type { KvCacheOption } from '../gpu/kv-format.js';
 
 installErrorTransfer();
 
