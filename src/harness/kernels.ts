@@ -746,13 +746,16 @@ export async function bench(o: { smoke?: boolean; quick?: boolean } = {}): Promi
       variantRows.push({ kernel: `${m === 1 ? 'gemv' : 'gemm'}_${kind}`, m, k, n, median_ms: round(gpuMs), gflops: gflops(m, k, n, gpuMs) });
     }
   }
-  // Attention at decode: one row at position 255 (stories15M's heads), one row and 8 rows.
+  // Attention at decode: one row at position 255 (stories15M's heads), one row and 8 rows,
+  // over an f32 cache and an f16 one (`_f16kv`: packed halves here, native with shader-f16).
   for (const kind of attentionKinds(ctx, 48)) {
-    for (const m of smoke ? [1] : [1, 8]) {
-      const ms = await benchAttention({ m, nHeads: 6, nKv: 6, headSize: 48, pos: smoke ? 15 : 255, maxSeq: 256, kind, reps });
-      // q·k and p·v: 4·hs FLOPs per head per key.
-      const flops = m * 6 * (smoke ? 16 : 256) * 4 * 48;
-      variantRows.push({ kernel: `attention_${kind}`, m, k: 48, n: smoke ? 16 : 256, median_ms: round(ms), gflops: round(flops / (ms * 1e6)) });
+    for (const kvDtype of ['f32', 'f16'] as const) {
+      for (const m of smoke ? [1] : [1, 8]) {
+        const ms = await benchAttention({ m, nHeads: 6, nKv: 6, headSize: 48, pos: smoke ? 15 : 255, maxSeq: 256, kind, reps, kvDtype });
+        // q·k and p·v: 4·hs FLOPs per head per key.
+        const flops = m * 6 * (smoke ? 16 : 256) * 4 * 48;
+        variantRows.push({ kernel: `attention_${kind}${kvDtype === 'f16' ? '_f16kv' : ''}`, m, k: 48, n: smoke ? 16 : 256, median_ms: round(ms), gflops: round(flops / (ms * 1e6)) });
+      }
     }
   }
   // Decode with quantised weights (weight-only, groups of 32) against the adapter's f32 gemv.
