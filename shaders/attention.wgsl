@@ -36,7 +36,11 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     if (t < n) {
       let kb = base + t * hs;
       var dp = 0.0;
-      for (var d = 0u; d < hs; d++) { dp += qs[d] * KC[kb + d]; }
+      for (var d = 0u; d < hs; d += 2u) {
+        let k2 = kAt2(kb + d);
+        dp += qs[d] * k2.x;
+        dp += qs[d + 1u] * k2.y;
+      }
       s = dp / P.scale;
     }
     sc[tid] = s;
@@ -54,17 +58,25 @@ fn attention(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
       let p = sc[j];
       l += p;
       let vb = base + (t0 + j) * hs;
-      for (var q = 0u; q < 4u; q++) {
-        let d = tid + q * WG;
-        if (d < hs) { acc[q] += p * VC[vb + d]; }
+      // Two adjacent dims per load (a whole word of an f16 cache): dims 2·tid, +1, +128, +129.
+      for (var q = 0u; q < 2u; q++) {
+        let d = 2u * (tid + q * WG);
+        if (d < hs) {
+          let v2 = vAt2(vb + d);
+          acc[2u * q] += p * v2.x;
+          acc[2u * q + 1u] += p * v2.y;
+        }
       }
     }
     mx = bm;
     workgroupBarrier();
   }
   let ob = P.outOff + r * P.outStride + h * hs;
-  for (var q = 0u; q < 4u; q++) {
-    let d = tid + q * WG;
-    if (d < hs) { OUT[ob + d] = acc[q] / l; }
+  for (var q = 0u; q < 2u; q++) {
+    let d = 2u * (tid + q * WG);
+    if (d < hs) {
+      OUT[ob + d] = acc[2u * q] / l;
+      OUT[ob + d + 1u] = acc[2u * q + 1u] / l;
+    }
   }
 }

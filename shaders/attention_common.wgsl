@@ -1,4 +1,6 @@
-// The parameters and bindings both attention kernels share (src/gpu/attention.ts fills them).
+// The parameters and bindings the attention kernels share (src/gpu/attention.ts fills them).
+// The caches, KC (binding 3) and VC (binding 4), and their readers kAt/vAt come from
+// src/gpu/kv-format.ts, for the cache's format.
 struct AttnParams {
   nHeads: u32,
   nKv: u32,
@@ -16,6 +18,4 @@ struct AttnParams {
 
 @group(0) @binding(1) var<uniform> P: AttnParams;
 @group(0) @binding(2) var<storage, read> Q: array<f32>;
-@group(0) @binding(3) var<storage, read> KC: array<f32>;
-@group(0) @binding(4) var<storage, read> VC: array<f32>;
 @group(0) @binding(5) var<storage, read_write> OUT: array<f32>;

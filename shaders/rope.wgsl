@@ -16,8 +16,6 @@ struct RopeParams {
 @group(0) @binding(1) var<uniform> P: RopeParams;
 @group(0) @binding(2) var<storage, read_write> X: array<f32>;
 @group(0) @binding(3) var<storage, read> TAB: array<vec2<f32>>;
-@group(0) @binding(4) var<storage, read_write> KC: array<f32>;
-@group(0) @binding(5) var<storage, read_write> VC: array<f32>;
 
 override STYLE: u32 = 0u;
 const WG = 64u;
@@ -49,45 +47,4 @@ fn rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let v = rotate(vec2<f32>(X[base + pr.x], X[base + pr.y]), cs);
   X[base + pr.x] = v.x;
   X[base + pr.y] = v.y;
-}
-
-// Cache layout (per layer): [slot][kvHead][pos][hs].
-fn cacheIndex(slot: u32, h: u32, pos: u32) -> u32 {
-  return ((slot * P.nKv + h) * P.maxSeq + pos) * P.hs;
-}
-
-// Fused: rotate q in place, rotate k into the cache, copy v into the cache, for rows holding
-// [q heads | k heads | v heads] at qOff, kOff, vOff.
-@compute @workgroup_size(WG)
-fn rope_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-           @builtin(local_invocation_index) lid: u32) {
-  let half = P.hs / 2u;
-  let idx = linearWg(wid, nwg) * WG + lid;
-  let perRow = (P.nHeads + 2u * P.nKv) * half;
-  let r = idx / perRow;
-  if (r >= stepM()) { return; }
-  let hh = (idx % perRow) / half;
-  let i = idx % half;
-  let pos = stepPos(r);
-  let pr = pairOf(i);
-  let row = r * P.rowStride;
-  if (hh < P.nHeads) {
-    let base = row + P.qOff + hh * P.hs;
-    let v = rotate(vec2<f32>(X[base + pr.x], X[base + pr.y]), TAB[pos * half + i]);
-    X[base + pr.x] = v.x;
-    X[base + pr.y] = v.y;
-  } else if (hh < P.nHeads + P.nKv) {
-    let h = hh - P.nHeads;
-    let base = row + P.kOff + h * P.hs;
-    let v = rotate(vec2<f32>(X[base + pr.x], X[base + pr.y]), TAB[pos * half + i]);
-    let c = cacheIndex(stepSlot(r), h, pos);
-    KC[c + pr.x] = v.x;
-    KC[c + pr.y] = v.y;
-  } else {
-    let h = hh - P.nHeads - P.nKv;
-    let base = row + P.vOff + h * P.hs;
-    let c = cacheIndex(stepSlot(r), h, pos);
-    VC[c + pr.x] = X[base + pr.x];
-    VC[c + pr.y] = X[base + pr.y];
-  }
 }

@@ -29,7 +29,9 @@ export type {
 export type { LoadProgress } from './engine/worker-group.js';
 export type {
   GenerateOptions, GenerateChunk, GenerationStats, FinishReason, EngineStats, RankStats, StepBreakdown, KernelTiming, DevicePlacement,
+  RankPrecision,
 } from './engine/types.js';
+export type { KvCacheOption } from './gpu/kv-format.js';
 export type { DevicesOption } from './engine/placement.js';
 export type { DeviceSpec, AdapterFilter } from './gpu/adapter.js';
 export type { ModelConfig } from './model/config.js';

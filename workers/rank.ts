@@ -22,7 +22,8 @@ import { createEmbedQ8, type Q8Activations } from '../src/gpu/matmul-q8.js';
 import { createEmbedQ4 } from '../src/gpu/matmul-q4.js';
 import { commonForm, sliceViews, type SliceView } from './slice-views.js';
 import { createRopeTables, destroyRopeTables, createRopeKv, type RopeTables } from '../src/gpu/rope.js';
-import { createKvCache, destroyKvCache, type KvCache } from '../src/gpu/kv-cache.js';
+import { createKvCache, destroyKvCache, kvLayerBytes, type KvCache } from '../src/gpu/kv-cache.js';
+import type { KvCacheDtype } from '../src/gpu/kv-format.js';
 import { createAttention } from '../src/gpu/attention.js';
 import { createAdd, createEmbed } from '../src/gpu/elementwise.js';
 import { createReadback, destroyReadback, type Readback, type ReadTicket } from '../src/gpu/readback.js';
@@ -227,6 +228,8 @@ export interface RunStateOptions {
    * passed on) instead of all-reducing the ranks' own partial sums: one round trip per rank.
    */
   runqExact?: boolean;
+  /** The KV cache's values (default f32); f16 halves its bytes, attention still computes in f32. */
+  kvCache?: KvCacheDtype;
 }
 
 export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: ShardWeights, o: RunStateOptions): RunState {
@@ -249,7 +252,7 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
     xsel: f32(o.maxLogitRows * d.dim, 'xsel'),
     logits: f32(o.maxLogitRows * d.vocab, 'logits'),
     scores: o.runqExact && o.activations === 'int8' ? f32(maxM * d.nHeads * o.contextLength, 'attention scores') : undefined,
-    kv: o.share?.kv ?? createKvCache(ctx, { nLayers: c.nLayers, nKvHeadsLocal: d.nKvHeads, headSize: d.headSize, maxSeq: o.contextLength, nSlots: o.slots }),
+    kv: o.share?.kv ?? createKvCache(ctx, { nLayers: c.nLayers, nKvHeadsLocal: d.nKvHeads, headSize: d.headSize, maxSeq: o.contextLength, nSlots: o.slots, dtype: o.kvCache }),
     rope: o.share?.rope ?? createRopeTables(ctx, d.headSize, ropeTables(c.headSize, o.contextLength, c.ropeTheta, c.ropeScaling)),
     shared: !!o.share,
     readback: createReadback(ctx, { slotBytes: Math.max(maxM * d.dim, o.maxLogitRows * d.vocab) * 4, slots: 2 }),
@@ -308,7 +311,7 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
   const workBytes =
     4 * (maxM * (2 * d.dim + d.qkv + d.nHeads * d.headSize + 2 * d.hidden + 1) + o.maxLogitRows * (d.dim + d.vocab)) +
     (s.scores ? s.scores.size : 0) +
-    (o.share ? 0 : 2 * c.nLayers * o.slots * d.nKvHeads * o.contextLength * d.headSize * 4 + o.contextLength * d.headSize * 4);
+    (o.share ? 0 : 2 * c.nLayers * kvLayerBytes(s.kv) + o.contextLength * d.headSize * 4);
   return { ...s, ops, workBytes };
 }
 

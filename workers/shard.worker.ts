@@ -31,6 +31,8 @@ import type { RankStats } from '../src/engine/types.js';
 import { createKernelProfiler, type KernelProfiler } from '../src/gpu/profiler.js';
 import { adapterName, type DeviceSpec } from '../src/gpu/adapter.js';
 import type { Q8Activations } from '../src/gpu/matmul-q8.js';
+import { cacheAccess } from '../src/gpu/kv-cache.js';
+import { resolveKvCache, type KvCacheOption } from '../src/gpu/kv-format.js';
 
 installErrorTransfer();
 
@@ -64,6 +66,8 @@ export interface ShardInit {
   activations?: Q8Activations;
   /** W8A8: runq.c's arithmetic bit for bit (see RunStateOptions.runqExact). */
   runqExact?: boolean;
+  /** The KV cache's values; `auto` is f16 where this rank's device has `shader-f16`. */
+  kvCache?: KvCacheOption;
 }
 
 export interface ShardInitResult {
@@ -126,6 +130,7 @@ export class ShardWorker {
     const so = {
       maxM: o.maxRows, maxLogitRows: o.maxLogitRows, contextLength: o.contextLength, slots: o.slots, world: o.world, activations: o.activations,
       runqExact: o.runqExact,
+      kvCache: resolveKvCache(o.kvCache ?? 'auto', ctx.device.features.has('shader-f16'), !!o.runqExact && o.activations === 'int8'),
     };
     this.state = createRunState(ctx, o.config, o.plan, this.weights, so);
     if (this.state.ops.chain && o.overlap) this.warnings.push('overlap: off, runq.c-exact sums run one rank after another');
@@ -315,6 +320,10 @@ export class ShardWorker {
       adapter: this.ctx ? this.ctx.adapterInfo.description || this.ctx.adapterInfo.architecture : '',
       weightBytes: this.weightBytes,
       workBytes: this.workBytes(),
+      precision: {
+        kvCache: this.state?.kv.dtype ?? 'f32',
+        kvCacheKernels: this.ctx && this.state ? cacheAccess(this.ctx, this.state.kv) : 'f32',
+      },
       steps: this.steps,
       breakdown: {
         compute_ms: this.times.compute / steps,

@@ -46,6 +46,8 @@ export interface BenchGenerateOptions {
   overlap?: boolean;
   /** W8A8: runq.c's arithmetic bit for bit (default: the engine's, true). */
   runqExact?: boolean;
+  /** What the KV cache stores (default: the engine's, auto). */
+  kvCache?: PageGenerateOptions['kvCache'];
 }
 
 export interface BenchGenerateResult {
@@ -150,7 +152,7 @@ async function benchModel(
   for (const tp of o.tp) {
     for (const profile of o.profile ? [false, true] : [false]) {
       const common: Omit<PageGenerateOptions, 'maxTokens'> = {
-        model, tokenizer, tp, prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch, profile, overlap: o.overlap, runqExact: o.runqExact,
+        model, tokenizer, tp, prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch, profile, overlap: o.overlap, runqExact: o.runqExact, kvCache: o.kvCache,
         // A 64-row prefill step of a large model can take minutes on a CPU adapter.
         timeoutMs: 600_000,
       };

@@ -11,7 +11,7 @@ import type { PageGenerateOptions, PageGenerateResult } from '../harness/types.j
 
 /** The page's generation options (model and tokenizer as local paths or URLs), plus the CLI's own. */
 export interface GenerateCommandOptions
-  extends Pick<PageGenerateOptions, 'tp' | 'split' | 'prompt' | 'maxTokens' | 'temperature' | 'topP' | 'seed' | 'chat' | 'weightOnly' | 'runqExact'> {
+  extends Pick<PageGenerateOptions, 'tp' | 'split' | 'prompt' | 'maxTokens' | 'temperature' | 'topP' | 'seed' | 'chat' | 'weightOnly' | 'runqExact' | 'kvCache'> {
   /** A llama2.c .bin, a .safetensors with config.json beside it, a model directory, or a URL of either. */
   model: string;
   /** tokenizer.bin or tokenizer.json; default: the HF model's tokenizer.json. */
@@ -72,6 +72,7 @@ export async function generateCommand(o: GenerateCommandOptions): Promise<void> 
     const r = await runGenerate(h, {
       model, tokenizer, tp: o.tp, split: o.split, prompt: o.prompt, maxTokens: o.maxTokens, temperature: o.temperature,
       topP: o.topP, seed: o.seed, ignoreEos: o.ignoreEos, stream: !o.json, cache: o.cache, chat: o.chat, weightOnly: o.weightOnly, runqExact: o.runqExact,
+      kvCache: o.kvCache,
     });
     if (o.json) {
       const { stats: _stats, ...out } = r;
@@ -81,7 +82,7 @@ export async function generateCommand(o: GenerateCommandOptions): Promise<void> 
       const p = r.stats.placement;
       const split = p && p.split !== 'even' ? ` split ${p.ranks.map((x) => x.heads[1] - x.heads[0]).join('/')} heads` : '';
       console.error(
-        `tp=${r.tp}${split} load ${r.timings.load_ms.toFixed(0)} ms, prefill ${r.timings.prefill_tokens_per_s.toFixed(1)} tok/s, decode ${r.timings.decode_tokens_per_s.toFixed(1)} tok/s`,
+        `tp=${r.tp}${split} kv-cache ${r.stats.ranks[0]?.precision.kvCache ?? '?'}, load ${r.timings.load_ms.toFixed(0)} ms, prefill ${r.timings.prefill_tokens_per_s.toFixed(1)} tok/s, decode ${r.timings.decode_tokens_per_s.toFixed(1)} tok/s`,
       );
     }
   } finally {

@@ -5,18 +5,20 @@
  */
 import { parseArgs } from 'node:util';
 import { WebGpuTpError } from '../errors.js';
+import { checkKvCacheOption } from '../gpu/kv-format.js';
 
 const USAGE = `webgpu-tp — tensor-parallel LLM inference over WebGPU, in headless Chromium
 
 Usage:
   webgpu-tp generate --model PATH|URL [--tokenizer PATH|URL] [--chat] [--tp N] [--split 0.5,0.25,0.25] [--prompt TEXT]
                      [--max-tokens N] [--temperature T] [--top-p P] [--seed S]
-                     [--ignore-eos] [--no-cache] [--weight-only] [--no-runq-exact] [--json]
+                     [--ignore-eos] [--no-cache] [--weight-only] [--no-runq-exact] [--kv-cache auto|f16|f32] [--json]
                      (a llama2.c v2 / runq.c Q8_0 model runs W8A8 as runq.c does;
                       --weight-only keeps f32 activations; W8A8 computes runq.c's floats bit
                       for bit (run.c-order attention; at TP > 1 the wo/w2 sums chained rank
                       to rank); --no-runq-exact uses the faster online-softmax attention and
                       all-reduce, whose last bits differ)
+      --kv-cache: f16 halves the KV cache (f32 math); auto (default) is f16 where the adapter has shader-f16
       --model: a llama2.c .bin, a .gguf (its tokenizer inside), a .safetensors with config.json beside it, a Hugging Face
                model directory, or a URL prefix of one (https://huggingface.co/ORG/NAME/resolve/main)
       --tokenizer: tokenizer.bin or tokenizer.json (default: the GGUF's own, or tokenizer.json beside an HF model)
@@ -27,7 +29,7 @@ Usage:
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--transport sab|tab] [--json]
                      (--transport tab: one rank per tab over BroadcastChannel, beside SAB)
   webgpu-tp bench kernels [--json]
-  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--overlap] [--no-runq-exact] [--json]
+  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--overlap] [--no-runq-exact] [--kv-cache auto|f16|f32] [--json]
   webgpu-tp bench generate --quant f32,q8_0,q4_0 [--shape stories110M] [--tp 1] ...
                      (one synth GGUF per quant; decode tok/s of each against f32)
   webgpu-tp bench all [--out DIR] [--max-tokens N]   (all of the above on synth models; writes DIR/<date>.json,
@@ -62,6 +64,7 @@ async function main(argv: string[]): Promise<number> {
         'no-cache': { type: 'boolean', default: false },
         'weight-only': { type: 'boolean', default: false },
         'no-runq-exact': { type: 'boolean', default: false },
+        'kv-cache': { type: 'string', default: 'auto' },
         json: { type: 'boolean', default: false },
         chat: { type: 'boolean', default: false },
       },
@@ -86,6 +89,7 @@ async function main(argv: string[]): Promise<number> {
       chat: values.chat ?? false,
       weightOnly: values['weight-only'] ?? false,
       runqExact: !values['no-runq-exact'],
+      kvCache: checkKvCacheOption(values['kv-cache']),
     });
     return 0;
   }
@@ -120,6 +124,7 @@ async function main(argv: string[]): Promise<number> {
         profile: { type: 'boolean', default: false },
         overlap: { type: 'boolean', default: false },
         'no-runq-exact': { type: 'boolean', default: false },
+        'kv-cache': { type: 'string', default: 'auto' },
         out: { type: 'string' },
         from: { type: 'string' },
         transport: { type: 'string', default: 'sab' },
@@ -157,6 +162,7 @@ async function main(argv: string[]): Promise<number> {
         profile: values.profile,
         overlap: values.overlap,
         runqExact: !values['no-runq-exact'],
+        kvCache: checkKvCacheOption(values['kv-cache']),
       });
     } else if (what === 'all') {
       const { benchAll } = await import('./bench-all.js');

@@ -23,6 +23,7 @@ import { createCompletions, type Completions } from './completions.js';
 import { createChatCompletions, type ChatCompletions, type ChatMessage } from './chat-completions.js';
 import { clearShardCache } from '../cache/shard-cache.js';
 import { registerFaultTarget } from './fault-injection.js';
+import { checkKvCacheOption, type KvCacheOption } from '../gpu/kv-format.js';
 import { InvalidArgumentError, TokenizerFormatError, NotIsolatedError, WebGpuUnavailableError, DisposedError } from '../errors.js';
 
 export interface EngineOptions {
@@ -118,6 +119,15 @@ export interface EngineOptions {
    */
   runqExact?: boolean;
   /**
+   * What the KV cache stores: `'auto'` (default) f16 where a rank's device has `shader-f16`,
+   * else f32; `'f16'` halves on any adapter (two per u32 word without `shader-f16`); `'f32'`.
+   * f16 halves the cache's memory (`stats().ranks[i].workBytes`) and the bytes attention reads;
+   * attention still computes in f32, on K and V rounded to f16 as they enter the cache.
+   * `auto` stays f32 for a runq.c-exact W8A8 run (runq.c's cache is f32).
+   * `stats().ranks[i].precision` says what each rank runs. Anything else: InvalidArgumentError.
+   */
+  kvCache?: KvCacheOption;
+  /**
    * Ranks in other tabs of this origin. The last `count` of the ranks (`tensorParallel`,
    * `devices` or `split` still give the total) run in tabs opened at the demo's `?join=<id>`
    * (or any page calling `joinEngine(id)`): each runs the rank in a worker with its own adapter
@@ -171,6 +181,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   if (typeof navigator === 'undefined' || !('gpu' in navigator)) throw new WebGpuUnavailableError('navigator.gpu is missing');
 
   const t0 = performance.now();
+  const kvCache = checkKvCacheOption(options.kvCache);
   let config: ModelConfig, tensors: TensorInfo[], source: ByteSource, tokenizer: EngineTokenizer;
   let slidingWindow: number | undefined;
   let format: ModelLayout['format'] | 'hf' | 'gguf' = 'hf';
@@ -224,6 +235,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     adapterKeys: placement.keys,
     activations: format === 'llama2c-v2' && !options.weightOnly ? 'int8' : 'f32',
     runqExact: options.runqExact ?? true,
+    kvCache,
     tabs,
   });
   const loadMs = performance.now() - t0;

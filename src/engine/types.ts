@@ -69,6 +69,7 @@ export interface RankStats {
   weightBytes: number;
   /** Bytes of KV cache and activations on this rank's device. */
   workBytes: number;
+  precision: RankPrecision;
   steps: number;
   breakdown: StepBreakdown;
   /** Median ms from one sync point's readback start to its upload done. */
@@ -79,6 +80,14 @@ export interface RankStats {
    */
   kernels?: KernelTiming[];
   warnings: string[];
+}
+
+/** What a rank stores in which precision (issue #10's f16). */
+export interface RankPrecision {
+  /** The KV cache's values (EngineOptions.kvCache); attention computes in f32 either way. */
+  kvCache: 'f16' | 'f32';
+  /** How kernels read an f16 cache: halves unpacked from u32 words, or native f16 (`shader-f16`). */
+  kvCacheKernels: 'f32' | 'packed' | 'native';
 }
 
 /** One kernel kind's GPU time (layers summed: `matmul wqkv` is every layer's). */

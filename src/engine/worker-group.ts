@@ -33,6 +33,7 @@ import { acceptTabs, TAB_REMEDY, type TabHost, type TabPeer } from './tab-host.j
 import { collectiveGroup } from './tab-link.js';
 import type { DeviceSpec } from '../gpu/adapter.js';
 import type { Q8Activations } from '../gpu/matmul-q8.js';
+import type { KvCacheOption } from '../gpu/kv-format.js';
 // The shard worker is bundled inline (Vite `?worker&inline`): its code, dependencies included,
 // is a string in the built module and starts as a module worker from a Blob URL. A
 // `new URL('…worker.ts', import.meta.url)` worker would be a second file beside the library,
@@ -86,6 +87,8 @@ export interface WorkerGroupOptions {
   activations?: Q8Activations;
   /** W8A8: runq.c's arithmetic bit for bit (see EngineOptions.runqExact). */
   runqExact?: boolean;
+  /** The KV cache's values (see EngineOptions.kvCache). */
+  kvCache?: KvCacheOption;
   /** The last `count` ranks run in other tabs that join on `id` (see EngineOptions.tabs). */
   tabs?: TabRanksOptions;
 }
@@ -239,7 +242,7 @@ export class WorkerGroup implements StepBackend {
       contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs, profile: o.profile, overlap: o.overlap,
       // A tab's adapter is its own: it measures its kernels itself.
       choices: tab ? undefined : tunedChoices.get(key), device: o.devices?.[rp.rank], activations: o.activations,
-      runqExact: o.runqExact,
+      runqExact: o.runqExact, kvCache: o.kvCache,
     }));
     if (!tab && !tunedChoices.has(key)) tunedChoices.set(key, rank.info.choices);
     return rank;

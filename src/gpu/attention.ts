@@ -1,15 +1,9 @@
 /** Causal grouped-query attention over the KV cache (decode and prefill alike). */
-import commonSrc from '../../shaders/common.wgsl?raw';
-import attnSrc from '../../shaders/attention.wgsl?raw';
-import attnSgSrc from '../../shaders/attention_sg.wgsl?raw';
-import attnCommonSrc from '../../shaders/attention_common.wgsl?raw';
-import attnExactSrc from '../../shaders/attention_exact.wgsl?raw';
-import exactMathSrc from '../../shaders/exact_math.wgsl?raw';
 import { InvalidArgumentError } from '../errors.js';
 import type { GpuContext } from './device.js';
 import { createParamBlock, createStorageBuffer, type StepParams } from './buffers.js';
-import type { KvCache } from './kv-cache.js';
-import { wgsl } from './layout.js';
+import { cacheAccess, type KvCache } from './kv-cache.js';
+import { attentionWgsl } from './kv-shaders.js';
 import { bindGroup, dispatchLinear, makeOp, type BoundOp } from './op.js';
 
 export interface AttentionOptions {
@@ -69,13 +63,17 @@ export function createAttention(ctx: GpuContext, step: StepParams, o: AttentionO
     throw new InvalidArgumentError(`attention: ${o.nHeads} query heads at offset ${g.headOffset} with ${g.kvMul} per kv head need more than the ${c.nKvHeadsLocal} kv heads cached`);
   }
   if (hs > 256) throw new InvalidArgumentError(`attention: head size ${hs} > 256 is not supported`);
+  // Keys and values are read in pairs (whole words of an f16 cache); RoPE needs an even hs anyway.
+  if (hs % 2 !== 0) throw new InvalidArgumentError(`attention: head size ${hs} is odd; the kernels read the cache in pairs`);
   const kind = o.kind ?? attentionKinds(ctx, hs)[0]!;
   if (kind !== 'exact' && !attentionKinds(ctx, hs).includes(kind)) throw new InvalidArgumentError(`attention: the ${kind} variant cannot run on this adapter`);
+  const access = cacheAccess(ctx, c);
+  const src = attentionWgsl(kind, access);
   const pipeline = kind === 'subgroup'
-    ? ctx.pipelines.get(wgsl(commonSrc, attnCommonSrc, attnSgSrc), 'attention_sg', { WG: ctx.features.subgroupMinSize }, 'attention_sg')
+    ? ctx.pipelines.get(src, 'attention_sg', { WG: ctx.features.subgroupMinSize, U: access === 'f32' ? 1 : 2 }, 'attention_sg')
     : kind === 'exact'
-      ? ctx.pipelines.get(wgsl(commonSrc, exactMathSrc, attnCommonSrc, attnExactSrc), 'attention_exact', { WG: EXACT_WG }, 'attention_exact')
-      : ctx.pipelines.get(wgsl(commonSrc, attnCommonSrc, attnSrc), 'attention', {}, 'attention');
+      ? ctx.pipelines.get(src, 'attention_exact', { WG: EXACT_WG }, 'attention_exact')
+      : ctx.pipelines.get(src, 'attention', {}, 'attention');
   const p = createParamBlock(
     ctx,
     [o.nHeads, c.nKvHeadsLocal, hs, c.maxSeq, o.qStride, o.qOffset ?? 0, o.outStride ?? o.nHeads * hs, o.outOffset ?? 0, Math.fround(Math.sqrt(hs)), g.kvMul, g.headOffset, 0],

@@ -1,13 +1,13 @@
 /**
  * The KV cache of one rank: for each layer a K and a V buffer laid out [slot][kvHead][pos][hs]
- * (f32), so one (slot, kv head) is a contiguous (maxSeq, hs) matrix that attention streams.
+ * (f32 or f16 values, see kv-format.ts), so one (slot, kv head) is a contiguous (maxSeq, hs)
+ * matrix that attention streams.
  */
-import commonSrc from '../../shaders/common.wgsl?raw';
-import kvSrc from '../../shaders/kv_write.wgsl?raw';
 import { InvalidArgumentError } from '../errors.js';
 import type { GpuContext } from './device.js';
+import { kvBytesPerValue, kvCacheAccess, type KvCacheAccess, type KvCacheDtype } from './kv-format.js';
+import { kvWriteWgsl } from './kv-shaders.js';
 import { createParamBlock, type StepParams } from './buffers.js';
-import { wgsl } from './layout.js';
 import { bindGroup, dispatchLinear, makeOp, type BoundOp } from './op.js';
 
 export interface KvCacheShape {
@@ -19,21 +19,36 @@ export interface KvCacheShape {
   maxSeq: number;
   /** Sequences held at once (continuous batching); 1 for a single stream. */
   nSlots: number;
+  /** Stored values (default f32); f16 needs an even head size (two halves per u32). */
+  dtype?: KvCacheDtype;
 }
 
 export interface KvCache extends KvCacheShape {
-  /** k[layer]: (nSlots, nKvHeadsLocal, maxSeq, headSize) f32. */
+  dtype: KvCacheDtype;
+  /** k[layer]: (nSlots, nKvHeadsLocal, maxSeq, headSize) values of `dtype`. */
   k: GPUBuffer[];
   v: GPUBuffer[];
 }
 
-/** Float index of (slot, kvHead, pos, 0) in a layer's buffer. */
+/** Value index of (slot, kvHead, pos, 0) in a layer's buffer. */
 export function kvIndex(c: KvCacheShape, slot: number, head: number, pos: number): number {
   return ((slot * c.nKvHeadsLocal + head) * c.maxSeq + pos) * c.headSize;
 }
 
+/** Bytes of one layer's K (or V) buffer. */
+export function kvLayerBytes(shape: KvCacheShape): number {
+  return shape.nSlots * shape.nKvHeadsLocal * shape.maxSeq * shape.headSize * kvBytesPerValue(shape.dtype ?? 'f32');
+}
+
+/** How this device's kernels reach `cache`: native f16 needs `shader-f16` on the device. */
+export function cacheAccess(ctx: GpuContext, cache: KvCache): KvCacheAccess {
+  return kvCacheAccess(cache.dtype, ctx.device.features.has('shader-f16'));
+}
+
 export function createKvCache(ctx: GpuContext, shape: KvCacheShape): KvCache {
-  const bytes = shape.nSlots * shape.nKvHeadsLocal * shape.maxSeq * shape.headSize * 4;
+  const dtype = shape.dtype ?? 'f32';
+  if (dtype === 'f16' && shape.headSize % 2 !== 0) throw new InvalidArgumentError(`an f16 KV cache needs an even head size, got ${shape.headSize}`, "Use kvCache: 'f32'");
+  const bytes = kvLayerBytes(shape);
   const limit = Math.min(ctx.limits.maxStorageBufferBindingSize, ctx.limits.maxBufferSize);
   if (bytes > limit) {
     throw new InvalidArgumentError(
@@ -44,7 +59,7 @@ export function createKvCache(ctx: GpuContext, shape: KvCacheShape): KvCache {
   const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
   const make = (kind: string) =>
     Array.from({ length: shape.nLayers }, (_, l) => ctx.device.createBuffer({ size: Math.max(16, bytes), usage, label: `${kind}cache[${l}]` }));
-  return { ...shape, k: make('k'), v: make('v') };
+  return { ...shape, dtype, k: make('k'), v: make('v') };
 }
 
 export function destroyKvCache(cache: KvCache): void {
@@ -56,7 +71,7 @@ export function destroyKvCache(cache: KvCache): void {
 export interface KvWriteOptions {
   cache: KvCache;
   layer: number;
-  /** k rows: row r's kv heads at kOffset + r·kStride (floats). */
+  /** k rows: row r's kv heads at kOffset + r·kStride (floats; strides and offsets even for an f16 cache). */
   k: GPUBuffer;
   kStride: number;
   kOffset?: number;
@@ -69,10 +84,10 @@ export interface KvWriteOptions {
 /** Writes row r's k and v into the layer's cache at (slots[r], positions[r]). */
 export function createKvWrite(ctx: GpuContext, step: StepParams, o: KvWriteOptions): BoundOp {
   const c = o.cache;
-  const pipeline = ctx.pipelines.get(wgsl(commonSrc, kvSrc), 'kv_write', {}, 'kv_write');
+  const pipeline = ctx.pipelines.get(kvWriteWgsl(cacheAccess(ctx, c)), 'kv_write', {}, 'kv_write');
   const p = createParamBlock(ctx, [c.nKvHeadsLocal, c.headSize, c.maxSeq, o.kStride, o.kOffset ?? 0, o.vStride, o.vOffset ?? 0, 0], [], 'kv_write');
   const bg = bindGroup(ctx, pipeline, [step.buffer, p, o.k, o.v, c.k[o.layer]!, c.v[o.layer]!], 'kv_write');
-  const perRow = c.nKvHeadsLocal * c.headSize;
+  const perRow = (c.nKvHeadsLocal * c.headSize) / 2;
   return makeOp(ctx, 'kv_write', o.maxM, [p], (pass, m) => {
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bg);

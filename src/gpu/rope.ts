@@ -8,7 +8,8 @@ import ropeSrc from '../../shaders/rope.wgsl?raw';
 import { InvalidArgumentError } from '../errors.js';
 import type { GpuContext } from './device.js';
 import { createParamBlock, createStorageBuffer, type StepParams } from './buffers.js';
-import type { KvCache } from './kv-cache.js';
+import { cacheAccess, type KvCache } from './kv-cache.js';
+import { ropeKvWgsl } from './kv-shaders.js';
 import { wgsl } from './layout.js';
 import { bindGroup, dispatchLinear, makeOp, type BoundOp } from './op.js';
 
@@ -88,7 +89,7 @@ export function createRopeKv(ctx: GpuContext, step: StepParams, o: RopeKvOptions
   const qOff = o.qOffset ?? 0;
   const kOff = o.kOffset ?? qOff + o.nHeads * hs;
   const vOff = o.vOffset ?? kOff + c.nKvHeadsLocal * hs;
-  const pipeline = ctx.pipelines.get(wgsl(commonSrc, ropeSrc), 'rope_kv', { STYLE: styleId(o.style) }, 'rope_kv');
+  const pipeline = ctx.pipelines.get(ropeKvWgsl(cacheAccess(ctx, c)), 'rope_kv', { STYLE: styleId(o.style) }, 'rope_kv');
   const p = createParamBlock(ctx, [o.nHeads, c.nKvHeadsLocal, hs, o.rowStride, qOff, kOff, vOff, c.maxSeq], [], 'rope_kv');
   const bg = bindGroup(ctx, pipeline, [step.buffer, p, o.qkv, o.tables.buffer, c.k[o.layer]!, c.v[o.layer]!], 'rope_kv');
   const perRow = ((o.nHeads + 2 * c.nKvHeadsLocal) * hs) / 2;

@@ -19,6 +19,9 @@ import type { BoundOp } from '../gpu/op.js';
 import { createRmsnorm } from '../gpu/norm.js';
 import { createAdd, createArgmax, createEmbed, createSiluMul } from '../gpu/elementwise.js';
 import { createKvCache, createKvWrite, destroyKvCache, kvIndex, type KvCache } from '../gpu/kv-cache.js';
+import type { KvCacheDtype } from '../gpu/kv-format.js';
+import { f32ToF16 } from '../model/formats/gguf-blocks.js';
+import { f16ToF32 } from '../model/formats/safetensors.js';
 import { createRope, createRopeKv, createRopeTables, destroyRopeTables, type RopeStyle } from '../gpu/rope.js';
 import { createAttention, attentionKinds, type AttentionKind } from '../gpu/attention.js';
 import { createReadback, destroyReadback } from '../gpu/readback.js';
@@ -468,11 +471,25 @@ interface KvCase {
   nSlots?: number;
   seed?: number;
   kind?: AttentionKind;
+  /** The cache's values (default f32); f16 runs the packed kernels where there is no shader-f16. */
+  kvDtype?: KvCacheDtype;
+}
+
+/** A layer buffer of the cache as f32 values (halves decoded). */
+async function cacheValues(ctx: GpuContext, cache: KvCache, buf: GPUBuffer): Promise<Float32Array> {
+  const words = await readFloats(ctx, buf, buf.size / 4);
+  if (cache.dtype === 'f32') return words;
+  return Float32Array.from(new Uint16Array(words.buffer), f16ToF32);
+}
+
+/** f32 values in the cache's format, for writeBuffer. */
+function cacheBytes(cache: KvCache, values: Float32Array<ArrayBuffer>): Float32Array<ArrayBuffer> | Uint16Array<ArrayBuffer> {
+  return cache.dtype === 'f32' ? values : Uint16Array.from(values, f32ToF16);
 }
 
 /** Reads a layer of the cache back as the oracle's (seq, nKv·hs) layout for one slot. */
 async function cacheAsRef(ctx: GpuContext, cache: KvCache, buf: GPUBuffer, slot: number, seq: number): Promise<Float32Array> {
-  const all = await readFloats(ctx, buf, buf.size / 4);
+  const all = await cacheValues(ctx, cache, buf);
   const kvDim = cache.nKvHeadsLocal * cache.headSize;
   const out = new Float32Array(seq * kvDim);
   for (let t = 0; t < seq; t++) {
@@ -515,8 +532,16 @@ export async function testKvWrite(c: KvCase & { fused: boolean; style?: RopeStyl
       ref.rope(q, m, c.nHeads, hs, pos, tables, style);
       ref.rope(k, m, c.nKv, hs, pos, tables, style);
     }
+    // An f16 cache holds k and v rounded to nearest even: v (copied) must be exactly that; a
+    // rotated k may round the other way when the GPU's f32 rotation is an ulp off the oracle's.
+    const f16 = c.kvDtype === 'f16';
+    if (f16) {
+      ref.roundToF16(k);
+      ref.roundToF16(v);
+    }
+    const kRound = f16 ? 2 ** -11 / 1e-5 : 1;
     const step = stepFor(ctx, m, pos, slots);
-    const cache = createKvCache(ctx, { nLayers: 2, nKvHeadsLocal: c.nKv, headSize: hs, maxSeq, nSlots });
+    const cache = createKvCache(ctx, { nLayers: 2, nKvHeadsLocal: c.nKv, headSize: hs, maxSeq, nSlots, dtype: c.kvDtype });
     const qkvb = createStorageBuffer(ctx, qkv);
     const tb = createRopeTables(ctx, hs, tables);
     const op = c.fused
@@ -538,7 +563,7 @@ export async function testKvWrite(c: KvCase & { fused: boolean; style?: RopeStyl
       for (let i = 0; i < kvDim; i++) {
         got.push(kc[pos[r]! * kvDim + i]!, vc[pos[r]! * kvDim + i]!);
         want.push(k[r * kvDim + i]!, v[r * kvDim + i]!);
-        mag.push(c.fused ? pairMag(kIn, r * kvDim + i) : 0, 0);
+        mag.push(c.fused ? kRound * pairMag(kIn, r * kvDim + i) : 0, 0);
       }
     }
     if (c.fused) {
@@ -573,15 +598,20 @@ export async function testAttention(c: KvCase): Promise<Check> {
     const qDim = c.nHeads * hs;
     const kvDim = c.nKv * hs;
     const maxSeq = Math.max(...c.positions) + 1;
-    const cache = createKvCache(ctx, { nLayers: 1, nKvHeadsLocal: c.nKv, headSize: hs, maxSeq, nSlots });
+    const cache = createKvCache(ctx, { nLayers: 1, nKvHeadsLocal: c.nKv, headSize: hs, maxSeq, nSlots, dtype: c.kvDtype });
+    // An f16 cache: the oracle attends over the same halves (f16 → f32 is exact).
     // Per slot, the oracle's (seq, kvDim) layout, and the same data in the cache's layout.
     const kRef: Float32Array[] = [];
     const vRef: Float32Array[] = [];
-    const kAll = new Float32Array(cache.k[0]!.size / 4);
-    const vAll = new Float32Array(cache.v[0]!.size / 4);
+    const kAll = new Float32Array(nSlots * c.nKv * maxSeq * hs);
+    const vAll = new Float32Array(nSlots * c.nKv * maxSeq * hs);
     for (let s = 0; s < nSlots; s++) {
       const kr = randn(maxSeq * kvDim, rand);
       const vr = randn(maxSeq * kvDim, rand);
+      if (cache.dtype === 'f16') {
+        ref.roundToF16(kr);
+        ref.roundToF16(vr);
+      }
       kRef.push(kr);
       vRef.push(vr);
       for (let t = 0; t < maxSeq; t++) {
@@ -591,8 +621,8 @@ export async function testAttention(c: KvCase): Promise<Check> {
         }
       }
     }
-    ctx.device.queue.writeBuffer(cache.k[0]!, 0, kAll);
-    ctx.device.queue.writeBuffer(cache.v[0]!, 0, vAll);
+    ctx.device.queue.writeBuffer(cache.k[0]!, 0, cacheBytes(cache, kAll));
+    ctx.device.queue.writeBuffer(cache.v[0]!, 0, cacheBytes(cache, vAll));
     // q rows with a stride wider than qDim (as in a packed qkv buffer).
     const qStride = qDim + 2 * kvDim;
     const qData = randn(m * qStride, rand);
@@ -716,13 +746,16 @@ export async function bench(o: { smoke?: boolean; quick?: boolean } = {}): Promi
       variantRows.push({ kernel: `${m === 1 ? 'gemv' : 'gemm'}_${kind}`, m, k, n, median_ms: round(gpuMs), gflops: gflops(m, k, n, gpuMs) });
     }
   }
-  // Attention at decode: one row at position 255 (stories15M's heads), one row and 8 rows.
+  // Attention at decode: one row at position 255 (stories15M's heads), one row and 8 rows,
+  // over an f32 cache and an f16 one (`_f16kv`: packed halves here, native with shader-f16).
   for (const kind of attentionKinds(ctx, 48)) {
-    for (const m of smoke ? [1] : [1, 8]) {
-      const ms = await benchAttention({ m, nHeads: 6, nKv: 6, headSize: 48, pos: smoke ? 15 : 255, maxSeq: 256, kind, reps });
-      // q·k and p·v: 4·hs FLOPs per head per key.
-      const flops = m * 6 * (smoke ? 16 : 256) * 4 * 48;
-      variantRows.push({ kernel: `attention_${kind}`, m, k: 48, n: smoke ? 16 : 256, median_ms: round(ms), gflops: round(flops / (ms * 1e6)) });
+    for (const kvDtype of ['f32', 'f16'] as const) {
+      for (const m of smoke ? [1] : [1, 8]) {
+        const ms = await benchAttention({ m, nHeads: 6, nKv: 6, headSize: 48, pos: smoke ? 15 : 255, maxSeq: 256, kind, reps, kvDtype });
+        // q·k and p·v: 4·hs FLOPs per head per key.
+        const flops = m * 6 * (smoke ? 16 : 256) * 4 * 48;
+        variantRows.push({ kernel: `attention_${kind}${kvDtype === 'f16' ? '_f16kv' : ''}`, m, k: 48, n: smoke ? 16 : 256, median_ms: round(ms), gflops: round(flops / (ms * 1e6)) });
+      }
     }
   }
   // Decode with quantised weights (weight-only, groups of 32) against the adapter's f32 gemv.
@@ -982,9 +1015,9 @@ export async function testFusedChain(): Promise<Check> {
 }
 
 /** GPU ms of one attention dispatch: m rows, each in its own slot, at `pos` over a zeroed cache. */
-export async function benchAttention(c: { m: number; nHeads: number; nKv: number; headSize: number; pos: number; maxSeq: number; kind?: AttentionKind; reps?: number }): Promise<number> {
+export async function benchAttention(c: { m: number; nHeads: number; nKv: number; headSize: number; pos: number; maxSeq: number; kind?: AttentionKind; reps?: number; kvDtype?: KvCacheDtype }): Promise<number> {
   const ctx = await context();
-  const cache = createKvCache(ctx, { nLayers: 1, nKvHeadsLocal: c.nKv, headSize: c.headSize, maxSeq: c.maxSeq, nSlots: c.m });
+  const cache = createKvCache(ctx, { nLayers: 1, nKvHeadsLocal: c.nKv, headSize: c.headSize, maxSeq: c.maxSeq, nSlots: c.m, dtype: c.kvDtype });
   const qDim = c.nHeads * c.headSize;
   const step = stepFor(ctx, c.m, Array(c.m).fill(c.pos), Array.from({ length: c.m }, (_, i) => i));
   const qb = createStorageBuffer(ctx, c.m * qDim * 4);

@@ -47,6 +47,8 @@ export interface PageGenerateOptions {
   weightOnly?: boolean;
   /** W8A8: runq.c's arithmetic bit for bit (engine runqExact, default true). */
   runqExact?: boolean;
+  /** What the KV cache stores (engine kvCache, default 'auto'). */
+  kvCache?: 'auto' | 'f16' | 'f32';
   /** Ranks in other tabs (engine `tabs`): the last `count` ranks join from pages at ?join=<id>. */
   tabs?: { id: string; count: number; timeoutMs?: number };
   /** Fetch the model in the page and hand the engine a Blob (as a picked File would be). */

@@ -102,6 +102,28 @@ describe('stories260K end to end (the saved run.c output)', () => {
     )).toBe(true);
   });
 
+  it("kvCache 'f16': the cache holds K and V rounded to nearest even halves; the logits move, greedy does not", () => {
+    const c = model.config;
+    const s32 = R.createRunState(c);
+    const s16 = R.createRunState(c, 'f16');
+    let l32 = new Float32Array(0);
+    let l16 = new Float32Array(0);
+    for (let pos = 0; pos < 8; pos++) {
+      l32 = R.forward(model, s32, greedyFixture.tokens[pos]!, pos).slice();
+      l16 = R.forward(model, s16, greedyFixture.tokens[pos]!, pos).slice();
+    }
+    const used = 8 * c.nKvHeads * c.headSize; // positions 0..7 of layer 0
+    const k16 = s16.keyCache.subarray(0, used);
+    // Layer 0 sees the same input in both, so its f16 cache is its f32 cache rounded.
+    expect(k16).toEqual(R.roundToF16(s32.keyCache.slice(0, used)));
+    expect(s16.valueCache.subarray(0, used)).toEqual(R.roundToF16(s32.valueCache.slice(0, used)));
+    expect(k16).not.toEqual(s32.keyCache.subarray(0, used));
+    expect(l16).not.toEqual(l32);
+    expect(R.argmax(l16, c.vocabSize)).toBe(R.argmax(l32, c.vocabSize));
+    // Ties to even, overflow to infinity, subnormals kept.
+    expect(R.roundToF16(Float32Array.of(1 + 2 ** -11, 1 + 3 * 2 ** -11, 65520, 2 ** -24, -2.5))).toEqual(Float32Array.of(1, 1 + 2 ** -9, Infinity, 2 ** -24, -2.5));
+  });
+
   it('forces prompt tokens before sampling', () => {
     const prompt = tok.encode('Once upon a time');
     const tokens = R.generate(model, prompt, 12, (l) => R.argmax(l, model.config.vocabSize));

@@ -14,6 +14,8 @@
  * Layout conventions: row-major, weights stored W[out][in] (a row per output unit).
  */
 import type { ModelConfig, RopeScaling } from './config.js';
+import { f32ToF16 } from './formats/gguf-blocks.js';
+import { f16ToF32 } from './formats/safetensors.js';
 
 const f = Math.fround;
 
@@ -229,6 +231,15 @@ export interface ReferenceModel {
   weights: TransformerWeights;
 }
 
+/** How the KV cache stores K and V: f32 as run.c, or rounded to f16 (nearest even) as they enter it. */
+export type ReferenceKvCache = 'f32' | 'f16';
+
+/** Rounds each value to the nearest f16 (ties to even), kept as f32: what an f16 cache gives back. */
+export function roundToF16(x: Float32Array): Float32Array {
+  for (let i = 0; i < x.length; i++) x[i] = f16ToF32(f32ToF16(x[i]!));
+  return x;
+}
+
 /** Activation buffers for one token, as run.c's `RunState`. */
 export interface RunState {
   x: Float32Array; // (dim) the residual stream
@@ -243,9 +254,10 @@ export interface RunState {
   keyCache: Float32Array; // (layer, seq_len, kv_dim)
   valueCache: Float32Array; // (layer, seq_len, kv_dim)
   rope: { cos: Float32Array; sin: Float32Array }; // (seq_len, head_size / 2)
+  kvCache: ReferenceKvCache;
 }
 
-export function createRunState(c: ModelConfig): RunState {
+export function createRunState(c: ModelConfig, kvCache: ReferenceKvCache = 'f32'): RunState {
   const qDim = c.nHeads * c.headSize;
   const kvDim = c.nKvHeads * c.headSize;
   return {
@@ -261,6 +273,7 @@ export function createRunState(c: ModelConfig): RunState {
     keyCache: new Float32Array(c.nLayers * c.seqLen * kvDim),
     valueCache: new Float32Array(c.nLayers * c.seqLen * kvDim),
     rope: ropeTables(c.headSize, c.seqLen, c.ropeTheta, c.ropeScaling),
+    kvCache,
   };
 }
 
@@ -295,8 +308,12 @@ export function forward(model: ReferenceModel, s: RunState, token: number, pos: 
     rope(s.q, 1, nHeads, headSize, positions, s.rope, c.ropeStyle);
     rope(s.k, 1, nKvHeads, headSize, positions, s.rope, c.ropeStyle);
 
-    // save key and value at this time step (pos) in the layer's cache
+    // save key and value at this time step (pos) in the layer's cache (an f16 cache rounds them)
     const layerCache = l * c.seqLen * kvDim;
+    if (s.kvCache === 'f16') {
+      roundToF16(s.k);
+      roundToF16(s.v);
+    }
     s.keyCache.set(s.k, layerCache + pos * kvDim);
     s.valueCache.set(s.v, layerCache + pos * kvDim);
 
@@ -334,8 +351,9 @@ export function forward(model: ReferenceModel, s: RunState, token: number, pos: 
  */
 export function generate(
   model: ReferenceModel, promptTokens: readonly number[], steps: number, pick: (logits: Float32Array) => number,
+  kvCache: ReferenceKvCache = 'f32',
 ): number[] {
-  const state = createRunState(model.config);
+  const state = createRunState(model.config, kvCache);
   return generateLoop(model.config.seqLen, promptTokens, steps, (token, pos) => forward(model, state, token, pos), pick);
 }
 

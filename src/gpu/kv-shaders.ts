@@ -1,0 +1,35 @@
+/**
+ * The WGSL of every kernel that touches the KV cache, for each way of reaching it (kv-format.ts):
+ * the wrappers compile these, and kv-format.test.ts validates all of them, native f16 included.
+ * No GPU calls here, so Node can import it.
+ */
+import commonSrc from '../../shaders/common.wgsl?raw';
+import attnSrc from '../../shaders/attention.wgsl?raw';
+import attnSgSrc from '../../shaders/attention_sg.wgsl?raw';
+import attnCommonSrc from '../../shaders/attention_common.wgsl?raw';
+import attnExactSrc from '../../shaders/attention_exact.wgsl?raw';
+import exactMathSrc from '../../shaders/exact_math.wgsl?raw';
+import ropeSrc from '../../shaders/rope.wgsl?raw';
+import ropeKvSrc from '../../shaders/rope_kv.wgsl?raw';
+import kvWriteSrc from '../../shaders/kv_write.wgsl?raw';
+import type { AttentionKind } from './attention.js';
+import { kvCacheWgsl, type KvCacheAccess } from './kv-format.js';
+import { wgsl } from './layout.js';
+
+/** Attention variant `kind` over a cache reached as `access`. */
+export function attentionWgsl(kind: AttentionKind, access: KvCacheAccess): string {
+  const kv = kvCacheWgsl(access, { k: 3, v: 4, write: false });
+  if (kind === 'subgroup') return wgsl(commonSrc, kv, attnCommonSrc, attnSgSrc);
+  if (kind === 'exact') return wgsl(commonSrc, exactMathSrc, kv, attnCommonSrc, attnExactSrc);
+  return wgsl(commonSrc, kv, attnCommonSrc, attnSrc);
+}
+
+/** The fused rope + KV write (rope.wgsl's helpers, rope_kv.wgsl's entry point). */
+export function ropeKvWgsl(access: KvCacheAccess): string {
+  return wgsl(commonSrc, kvCacheWgsl(access, { k: 4, v: 5, write: true }), ropeSrc, ropeKvSrc);
+}
+
+/** The plain KV write (tests and kernels outside the engine's fused step). */
+export function kvWriteWgsl(access: KvCacheAccess): string {
+  return wgsl(commonSrc, kvCacheWgsl(access, { k: 4, v: 5, write: true }), kvWriteSrc);
+}
