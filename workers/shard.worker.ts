@@ -28,6 +28,7 @@ import {
   type ShardWeights, type RunState, type StepTimes, type Reducer,
 } from './rank.js';
 import type { RankStats } from '../src/engine/types.js';
+import { rankPrecision } from './precision.js';
 import { createKernelProfiler, type KernelProfiler } from '../src/gpu/profiler.js';
 import { adapterName, type DeviceSpec } from '../src/gpu/adapter.js';
 import type { Q8Activations } from '../src/gpu/matmul-q8.js';
@@ -328,6 +329,7 @@ export class ShardWorker {
         kernels: [...this.profiler.totals].map(([name, k]) => ({ name, calls: k.calls, gpuMs: k.ms })).sort((a, b) => b.gpuMs - a.gpuMs),
       }),
       warnings: [...this.warnings],
+      precision: rankPrecision(this.ctx, this.weights),
     };
   }
 

@@ -79,6 +79,13 @@ export interface RankStats {
    */
   kernels?: KernelTiming[];
   warnings: string[];
+  /**
+   * How the rank holds its weights and computes on them. `weights`: its weight matrices' dtype
+   * ('mixed' when they differ, e.g. a GGUF with f16 and Q8_0 matrices). `f16Kernels`: f16
+   * weights load as halves with `shader-f16` ('native') or are unpacked from u32 words without
+   * it ('packed', e.g. SwiftShader). `math`: the arithmetic of the weight kernels, f32 in both.
+   */
+  precision: { weights: 'f32' | 'f16' | 'q8_0' | 'q4_0' | 'mixed'; math: 'f32' | 'f16'; f16Kernels: 'native' | 'packed' };
 }
 
 /** One kernel kind's GPU time (layers summed: `matmul wqkv` is every layer's). */
