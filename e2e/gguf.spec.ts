@@ -62,6 +62,8 @@ for (const quant of ['f32', 'q8_0'] as const) {
       expect(r.tp).toBe(tp);
       expect(r.prompt_tokens).toEqual([1]);
       expect(r.tokens, `TP ${tp}`).toEqual(want);
+      // Q8_0's w2 (rows of 172, no whole blocks of 32) is llama-quantize's F16 fallback, kept f16
+      for (const rs of r.stats.ranks) expect(rs.precision.weights).toBe(quant === 'f32' ? 'f32' : 'mixed');
     }
   });
 }
