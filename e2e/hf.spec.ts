@@ -9,7 +9,8 @@ import type { Harness } from '../src/cli/browser.js';
 import type { PageGenerateOptions } from '../src/harness/types.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { exportHf } from '../src/model/formats/hf-export.js';
-import { byteLevelTokenizer, randomWeights, TINY_QWEN2 } from '../src/model/formats/hf-testing.js';
+import { byteLevelTokenizer, randomWeights, stackWeights, TINY_QWEN2 } from '../src/model/formats/hf-testing.js';
+import { mapFiles, openHfModel, readBytes } from '../src/loader/hf-model.js';
 import { HfTokenizer } from '../src/model/tokenizer/hf-tokenizer.js';
 import { modelsDir, readArrayBuffer, repoRoot } from '../src/model/fixtures/paths.js';
 import * as R from '../src/model/reference.js';
@@ -59,6 +60,19 @@ for (const tp of [1, 2]) {
     expect(r.tokens).toEqual(greedy.tokens.slice(1));
   });
 }
+
+test('stories260K as an F16 HF model at TP 1 and 2: matrices stay f16 on the GPU (packed kernels here), the oracle\'s greedy tokens on the f16-rounded weights', async ({ harness }) => {
+  const files = exportHf(stories.config, stories.weights, { dtype: 'F16', bosTokenId: 1, eosTokenId: 2 });
+  const m = await openHfModel(mapFiles(files));
+  const model = { config: m.config, weights: stackWeights(m.config, m.tensors, await readBytes(m.source)) };
+  const want = R.generate(model, [1], 100, (l) => R.argmax(l, 512)).slice(1);
+  const hf = serve(harness, 'stories-f16', files);
+  for (const tp of [1, 2]) {
+    const r = await runGenerate(harness, { model: { hf }, tokenizer: '/models/tok512.bin', tp, prompt: '', maxTokens: 100, temperature: 0, topP: 0.9, seed: 1, cache: false });
+    expect(r.tokens, `TP ${tp}`).toEqual(want);
+    for (const rs of r.stats.ranks) expect(rs.precision).toMatchObject({ weights: 'f16', math: 'f32', f16Kernels: 'packed', kvCache: 'f32' });
+  }
+});
 
 /**
  * The oracle's greedy continuation of `prompt`, and how many of its tokens are decided by a

@@ -78,7 +78,7 @@ test("kvCache 'f16' at TP 1 and 2: the f16 oracle's greedy and seeded tokens; ha
   for (const tp of [1, 2]) {
     const r = await runGenerate(harness, { ...base, tp, kvCache: 'f16' });
     expect(r.tokens, `greedy TP ${tp}`).toEqual(greedy16);
-    for (const rank of r.stats.ranks) expect(rank.precision).toEqual({ kvCache: 'f16', kvCacheKernels: 'packed' });
+    for (const rank of r.stats.ranks) expect(rank.precision).toEqual({ weights: 'f32', math: 'f32', f16Kernels: 'packed', kvCache: 'f16', kvCacheKernels: 'packed' });
     const s = await runGenerate(harness, { ...base, tp, kvCache: 'f16', temperature: 1, seed: SEED, maxTokens: SEEDED_STEPS });
     expect(s.tokens, `seeded TP ${tp}`).toEqual(seeded16);
     // Same engine options but the cache: workBytes drop by half the KV cache's f32 bytes.
@@ -95,7 +95,7 @@ test("kvCache 'f16' at TP 1 and 2: the f16 oracle's greedy and seeded tokens; ha
 test("auto on SwiftShader (no shader-f16) keeps the f32 cache: llama2.c's tokens; a bad kvCache is an InvalidArgumentError", async ({ harness }) => {
   const r = await runGenerate(harness, { ...base, tp: 2, maxTokens: 64 });
   expect(r.tokens).toEqual(greedy.tokens.slice(1, 65));
-  for (const rank of r.stats.ranks) expect(rank.precision).toEqual({ kvCache: 'f32', kvCacheKernels: 'f32' });
+  for (const rank of r.stats.ranks) expect(rank.precision).toEqual({ weights: 'f32', math: 'f32', f16Kernels: 'packed', kvCache: 'f32', kvCacheKernels: 'f32' });
   const err = await runGenerate(harness, { ...base, kvCache: 'fp16' as 'f16' }).then(() => null, (e: Error & { code?: string }) => e);
   expect(err?.name).toBe('InvalidArgumentError');
   expect(err?.code).toBe('INVALID_ARGUMENT');

@@ -5,12 +5,16 @@
  * the model's config, not with the engine's own report.
  */
 import { test as base, expect } from '@playwright/test';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { openHarness, type Harness } from '../src/cli/browser.js';
 import { llama2cConfig, SYNTH_SHAPES, writeSynthCheckpoint, writeSynthTokenizer } from '../src/model/synth.js';
 import { exportGroupSize, writeSynthCheckpointQ8 } from '../src/model/synth-q8.js';
+import { modelsDir, readArrayBuffer } from '../src/model/fixtures/paths.js';
+import { loadLlama2c } from '../src/model/formats/llama2c.js';
+import { encodeGguf } from '../src/model/formats/gguf-write.js';
+import { Tokenizer } from '../src/model/tokenizer/tokenizer.js';
 
 const PRELUDE = `
 const ch = new BroadcastChannel('tp-upload-count');
@@ -208,6 +212,40 @@ test('Q4_0 (synth stories15M, every matrix q4_0 in groups of 32): each rank uplo
         expect(got / f32).toBeLessThanOrEqual(0.17);
       }
       await counted.page.evaluate(() => window.tp.q4engine.dispose());
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('f16 (stories260K as GGUF F16): each rank uploads 2 bytes a weight, about 0.5× its f32 bytes, at TP 1 and 2', async ({ counted }) => {
+  test.setTimeout(120_000);
+  const stories = loadLlama2c(readArrayBuffer(resolve(modelsDir, 'stories260K.bin')));
+  const tok = Tokenizer.parse(readFileSync(resolve(modelsDir, 'tok512.bin')), 512);
+  const dir = mkdtempSync(join(tmpdir(), 'tp-mem-f16-'));
+  try {
+    writeFileSync(join(dir, 'm.gguf'), encodeGguf(stories, 'f16', tok));
+    const model = counted.server.mountFile('/files/f16/m.gguf', join(dir, 'm.gguf'));
+    const shape = { dim: c.dim, hiddenDim: c.hidden, nLayers: c.layers, nHeads: c.heads, nKvHeads: c.kvHeads, vocabSize: c.vocab, seqLen: c.seq };
+    for (const tp of [1, 2]) {
+      await counted.page.evaluate(() => {
+        (window as unknown as { __uploads: object }).__uploads = {};
+      });
+      const r = await counted.page.evaluate((o) => window.tp.engine.load(o), { model, tp, prompt: '', maxTokens: 1, temperature: 0, topP: 0.9, seed: 1, cache: false });
+      expect('error' in r ? r.error : null).toBeNull();
+      await counted.page.waitForTimeout(300);
+      const uploads = await counted.page.evaluate(() => (window as unknown as { __uploads: Record<string, { storage: number; uniform: number }> }).__uploads);
+      for (let rank = 0; rank < tp; rank++) {
+        const got = uploads[`webgpu-tp rank ${rank}`]!.storage;
+        // rows of halves padded to a multiple of 4 (8 bytes); the MLP split in pairs of halves
+        const want = expectedShapeBytes(shape, tp, rank, (rows, cols) => rows * pad4(cols) * 2, 2);
+        const f32 = expectedShapeBytes(shape, tp, rank, (rows, cols) => rows * pad4(cols) * 4);
+        expect(got).toBeGreaterThanOrEqual(want);
+        expect(got - want).toBeLessThan(4096);
+        expect(got / f32).toBeGreaterThan(0.5);
+        expect(got / f32).toBeLessThanOrEqual(0.53);
+      }
+      await counted.page.evaluate(() => window.tp.engine.disposeAll());
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

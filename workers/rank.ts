@@ -20,6 +20,7 @@ import { createMatmul } from '../src/gpu/matmul.js';
 import { createQuantMatrix, destroyQuantMatrix, isQuantMatrix, writeQuantRows, type QuantMatrix } from '../src/gpu/q8.js';
 import { createEmbedQ8, type Q8Activations } from '../src/gpu/matmul-q8.js';
 import { createEmbedQ4 } from '../src/gpu/matmul-q4.js';
+import { createEmbedF16, createHalfMatrix, destroyHalfMatrix, isHalfMatrix, writeHalfRows, type HalfMatrix } from '../src/gpu/f16.js';
 import { commonForm, sliceViews, type SliceView } from './slice-views.js';
 import { createRopeTables, destroyRopeTables, createRopeKv, type RopeTables } from '../src/gpu/rope.js';
 import { createKvCache, destroyKvCache, kvLayerBytes, type KvCache } from '../src/gpu/kv-cache.js';
@@ -31,8 +32,8 @@ import type { BoundOp } from '../src/gpu/op.js';
 import type { KernelProfiler } from '../src/gpu/profiler.js';
 import { InvalidArgumentError, ModelFormatError } from '../src/errors.js';
 
-/** A weight matrix as the file stores it: f32, or Q8_0 / Q4_0 kept quantised. */
-export type Weight = Matrix | QuantMatrix;
+/** A weight matrix as the file stores it: f32, f16 kept in f16, or Q8_0 / Q4_0 kept quantised. */
+export type Weight = Matrix | QuantMatrix | HalfMatrix;
 
 /** The weights of one rank, on its device. */
 export interface ShardWeights {
@@ -100,6 +101,16 @@ export function createShardWeights(ctx: GpuContext, c: ModelConfig, r: RankPlan,
   const matrix = (rows: number, cols: number, label: string, names: string[]): Weight => {
     const parts = commonForm(names.map(view));
     const first = parts[0]!;
+    if (first.dtype === 'f16') {
+      const m = createHalfMatrix(ctx, rows, cols, label);
+      let row = 0;
+      for (const [i, p] of parts.entries()) {
+        if (p.dtype !== 'f16') throw new ModelFormatError(`${names[i]} must be stored like ${names[0]} to be fused with it`);
+        writeHalfRows(ctx, m, row, p.h);
+        row += p.h.length / cols;
+      }
+      return m;
+    }
     if (first.dtype !== 'f32') {
       const m = createQuantMatrix(ctx, rows, cols, first.groupSize, label, first.dtype);
       let row = 0;
@@ -153,6 +164,7 @@ export function createShardWeights(ctx: GpuContext, c: ModelConfig, r: RankPlan,
 
 function destroyWeight(w: Weight): void {
   if (isQuantMatrix(w)) destroyQuantMatrix(w);
+  else if (isHalfMatrix(w)) destroyHalfMatrix(w);
   else destroyMatrix(w);
 }
 
@@ -298,7 +310,9 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
   }
   const head = createMatmul(ctx, headStep, { activations, x: s.xsel, w: w.output, y: s.logits, maxM: o.maxLogitRows, input: { kind: 'rmsnorm', weight: w.norm, eps } });
   const ops: StepOps = {
-    embed: !isQuantMatrix(w.tokEmbeddings)
+    embed: isHalfMatrix(w.tokEmbeddings)
+      ? createEmbedF16(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM })
+      : !isQuantMatrix(w.tokEmbeddings)
       ? createEmbed(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM })
       : w.tokEmbeddings.kind === 'q4_0'
         ? createEmbedQ4(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM })

@@ -28,6 +28,7 @@ import {
   type ShardWeights, type RunState, type StepTimes, type Reducer,
 } from './rank.js';
 import type { RankStats } from '../src/engine/types.js';
+import { rankPrecision } from './precision.js';
 import { createKernelProfiler, type KernelProfiler } from '../src/gpu/profiler.js';
 import { adapterName, type DeviceSpec } from '../src/gpu/adapter.js';
 import type { Q8Activations } from '../src/gpu/matmul-q8.js';
@@ -321,6 +322,7 @@ export class ShardWorker {
       weightBytes: this.weightBytes,
       workBytes: this.workBytes(),
       precision: {
+        ...rankPrecision(this.ctx, this.weights),
         kvCache: this.state?.kv.dtype ?? 'f32',
         kvCacheKernels: this.ctx && this.state ? cacheAccess(this.ctx, this.state.kv) : 'f32',
       },

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { dequantizeQ4, quantizeQ4 } from '../src/model/reference-q4.js';
 import { dequantizeQ8, quantizeQ8 } from '../src/model/reference-q8.js';
+import { dequantize, quantize } from '../src/model/formats/gguf-blocks.js';
 import { commonForm, type SliceView } from './slice-views.js';
 
 const rand = (n: number, seed: number) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * 12.9898 + seed) * 0.7);
@@ -33,5 +34,17 @@ describe('commonForm: the parts of one fused matrix in one dtype, exactly', () =
     expect(Array.from(z!.f)).toEqual(Array.from(dequantizeQ8(q8, 64, 32)));
     const q8g4 = quantizeQ8(rand(64, 4), 64, 4);
     expect(commonForm([a, { dtype: 'q8_0', q: q8g4.q, s: q8g4.s, groupSize: 4 }]).map((p) => p.dtype)).toEqual(['f32', 'f32']);
+  });
+
+  it('f16 parts stay f16 together; with any other dtype they widen to f32 exactly', () => {
+    const bytes = quantize('F16', rand(64, 5));
+    const h: SliceView = { dtype: 'f16', h: new Uint16Array(bytes.buffer) };
+    expect(commonForm([h, h])).toEqual([h, h]);
+    const [x, y] = commonForm([h, b]);
+    expect([x!.dtype, y!.dtype]).toEqual(['f32', 'f32']);
+    if (x!.dtype !== 'f32') throw new Error('unreachable');
+    const want = new Float32Array(64);
+    dequantize('F16', bytes, want);
+    expect(Array.from(x!.f)).toEqual(Array.from(want));
   });
 });

@@ -3,17 +3,20 @@
  * scales, as src/parallel/plan.ts packs them), and the one form that tensors fused into one
  * matrix (wq|wk|wv, w1|w3) share when their dtypes differ, as GGUF files mix them. Every
  * conversion is exact: a Q4_0 group is a Q8_0 group of 32 with int8 values nibble − 8, and any
- * quantised value is an f32.
+ * quantised value or half is an f32.
  */
 import type { RankPlan } from '../src/parallel/plan.js';
 import { quantScalesOffset } from '../src/parallel/plan.js';
 import { dequantizeQ8 } from '../src/model/reference-q8.js';
 import { dequantizeQ4, q4ToQ8 } from '../src/model/reference-q4.js';
 import { ModelFormatError } from '../src/errors.js';
+import { dequantize } from '../src/model/formats/gguf-blocks.js';
 
 /** A slice of the packed shard: f32 values, or a quantised values plane and its group scales. */
 export type SliceView =
   | { dtype: 'f32'; f: Float32Array }
+  /** IEEE halves, as the file stores them (rows of an even length). */
+  | { dtype: 'f16'; h: Uint16Array }
   | { dtype: 'q8_0'; q: Int8Array; s: Float32Array; groupSize: number }
   | { dtype: 'q4_0'; q: Uint8Array; s: Float32Array; groupSize: number };
 
@@ -23,6 +26,7 @@ export function sliceViews(r: RankPlan, packed: ArrayBuffer): Map<string, SliceV
   for (const s of r.slices) {
     const n = s.shape[0] * s.shape[1];
     if (s.dtype === 'f32') views.set(s.name, { dtype: 'f32', f: new Float32Array(packed, offset, s.byteLength / 4) });
+    else if (s.dtype === 'f16') views.set(s.name, { dtype: 'f16', h: new Uint16Array(packed, offset, n) });
     else {
       const g = s.groupSize!;
       const scales = new Float32Array(packed, offset + quantScalesOffset(s.dtype, n), n / g);
@@ -37,7 +41,11 @@ export function sliceViews(r: RankPlan, packed: ArrayBuffer): Map<string, SliceV
 }
 
 function values(v: SliceView): number {
-  return v.dtype === 'f32' ? v.f.length : v.s.length * v.groupSize;
+  return v.dtype === 'f32' ? v.f.length : v.dtype === 'f16' ? v.h.length : v.s.length * v.groupSize;
+}
+
+function groupOf(v: SliceView): number {
+  return v.dtype === 'q8_0' || v.dtype === 'q4_0' ? v.groupSize : 0;
 }
 
 /**
@@ -46,13 +54,18 @@ function values(v: SliceView): number {
  */
 export function commonForm(parts: SliceView[]): SliceView[] {
   const first = parts[0]!;
-  if (parts.every((p) => p.dtype === first.dtype && (p.dtype === 'f32' || p.groupSize === (first as { groupSize: number }).groupSize))) return parts;
-  if (parts.every((p) => p.dtype !== 'f32' && p.groupSize === 32)) {
+  if (parts.every((p) => p.dtype === first.dtype && groupOf(p) === groupOf(first))) return parts;
+  if (parts.every((p) => (p.dtype === 'q8_0' || p.dtype === 'q4_0') && p.groupSize === 32)) {
     return parts.map((p) => (p.dtype === 'q4_0' ? { dtype: 'q8_0', ...q4ToQ8(p, values(p)), groupSize: 32 } : p));
   }
   return parts.map((p): SliceView => {
     if (p.dtype === 'f32') return p;
     const n = values(p);
+    if (p.dtype === 'f16') {
+      const f = new Float32Array(n);
+      dequantize('F16', new Uint8Array(p.h.buffer, p.h.byteOffset, p.h.byteLength), f);
+      return { dtype: 'f32', f };
+    }
     return { dtype: 'f32', f: p.dtype === 'q8_0' ? dequantizeQ8(p, n, p.groupSize) : dequantizeQ4(p, n) };
   });
 }

@@ -30,7 +30,7 @@ Usage:
                      (--transport tab: one rank per tab over BroadcastChannel, beside SAB)
   webgpu-tp bench kernels [--json]
   webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--overlap] [--no-runq-exact] [--kv-cache auto|f16|f32] [--json]
-  webgpu-tp bench generate --quant f32,q8_0,q4_0 [--shape stories110M] [--tp 1] ...
+  webgpu-tp bench generate --quant f32,f16,q8_0,q4_0 [--shape stories110M] [--tp 1] ...
                      (one synth GGUF per quant; decode tok/s of each against f32)
   webgpu-tp bench all [--out DIR] [--max-tokens N]   (all of the above on synth models; writes DIR/<date>.json,
                                                       and report.html + report.png beside DIR)

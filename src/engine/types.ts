@@ -82,8 +82,17 @@ export interface RankStats {
   warnings: string[];
 }
 
-/** What a rank stores in which precision (issue #10's f16). */
+/** What a rank stores in which precision, and how its kernels read it (issue #10's f16). */
 export interface RankPrecision {
+  /** Its weight matrices' dtype ('mixed' when they differ, e.g. a GGUF with f16 and Q8_0 matrices). */
+  weights: 'f32' | 'f16' | 'q8_0' | 'q4_0' | 'mixed';
+  /** The arithmetic of the weight kernels: f32 with either kind of f16 kernel. */
+  math: 'f32' | 'f16';
+  /**
+   * f16 weights load as halves with `shader-f16` ('native') or are unpacked from u32 words
+   * without it ('packed', e.g. SwiftShader).
+   */
+  f16Kernels: 'native' | 'packed';
   /** The KV cache's values (EngineOptions.kvCache); attention computes in f32 either way. */
   kvCache: 'f16' | 'f32';
   /** How kernels read an f16 cache: halves unpacked from u32 words, or native f16 (`shader-f16`). */

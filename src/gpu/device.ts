@@ -34,6 +34,8 @@ export interface GpuFeatures {
   /** WGSL's subgroup_id / num_subgroups builtins. */
   subgroupId: boolean;
   timestampQuery: boolean;
+  /** WGSL `enable f16`: f16 weights then load as halves (src/gpu/f16-kernels.ts); without it they are unpacked from u32 words. */
+  shaderF16: boolean;
 }
 
 export interface GpuAdapterInfo {
@@ -131,6 +133,7 @@ export async function createGpuContext(opts: GpuContextOptions = {}): Promise<Gp
   const timestampQuery = adapter.features.has('timestamp-query');
   if (subgroups) requiredFeatures.push('subgroups' as GPUFeatureName);
   if (timestampQuery) requiredFeatures.push('timestamp-query');
+  if (adapter.features.has('shader-f16')) requiredFeatures.push('shader-f16');
 
   const device = await adapter.requestDevice({ requiredLimits, requiredFeatures, label: opts.label });
   const dl = device.limits;
@@ -155,6 +158,7 @@ export async function createGpuContext(opts: GpuContextOptions = {}): Promise<Gp
     subgroupMaxSize: info.subgroupMaxSize ?? 0,
     subgroupId: gpu.wgslLanguageFeatures?.has('subgroup_id') ?? false,
     timestampQuery: device.features.has('timestamp-query'),
+    shaderF16: device.features.has('shader-f16'),
   };
   const adapterInfo: GpuAdapterInfo = {
     vendor: info.vendor,

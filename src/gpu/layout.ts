@@ -26,18 +26,19 @@ export interface MatrixChunkPlan {
   /** First row of the chunk. */
   rowStart: number;
   rows: number;
-  /** Bytes of the chunk's buffer: rows × paddedStride(k) × 4. */
+  /** Bytes of the chunk's buffer: rows × paddedStride(k) × the element's bytes. */
   bytes: number;
 }
 
 /**
  * Splits an (n, k) matrix into row ranges whose bytes each fit one storage binding (and one
  * buffer). Chunks are as equal as possible so that no dispatch is left with a sliver.
+ * `elementBytes`: 4 for f32 rows, 2 for f16 ones.
  */
-export function planMatrixChunks(n: number, k: number, maxBindingBytes: number): MatrixChunkPlan[] {
-  const rowBytes = paddedStride(k) * 4;
+export function planMatrixChunks(n: number, k: number, maxBindingBytes: number, elementBytes = 4): MatrixChunkPlan[] {
+  const rowBytes = paddedStride(k) * elementBytes;
   if (rowBytes > maxBindingBytes) {
-    throw new RangeError(`one row of ${k} floats (${rowBytes} bytes) exceeds the binding limit of ${maxBindingBytes} bytes`);
+    throw new RangeError(`one row of ${k} values (${rowBytes} bytes) exceeds the binding limit of ${maxBindingBytes} bytes`);
   }
   const maxRows = Math.floor(maxBindingBytes / rowBytes);
   const nChunks = Math.max(1, Math.ceil(n / maxRows));

@@ -3,7 +3,7 @@
  * silu(a)·b (fused SwiGLU). m = 1 runs a gemv, m > 1 a register-blocked or tiled gemm (the
  * adapter's measured choice, `ctx.choices`). A W split across bindings runs one dispatch per
  * chunk of its rows. Quantised weights (`QuantMatrix`) go to matmul-q8.ts (Q8_0) and
- * matmul-q4.ts (Q4_0).
+ * matmul-q4.ts (Q4_0), f16 ones (`HalfMatrix`) to f16.ts.
  */
 import commonSrc from '../../shaders/common.wgsl?raw';
 import matmulCommonSrc from '../../shaders/matmul_common.wgsl?raw';
@@ -24,6 +24,7 @@ import { bindGroup, makeOp, type Binding, type BoundOp } from './op.js';
 import { isQuantMatrix, type QuantMatrix } from './q8.js';
 import { createQ8Matmul, type Q8Activations } from './matmul-q8.js';
 import { createQ4Matmul } from './matmul-q4.js';
+import { createF16Matmul, isHalfMatrix, type HalfMatrix } from './f16.js';
 
 /** Input transform fused into the matmul's loads. */
 export type MatmulInput =
@@ -41,8 +42,8 @@ export interface MatmulOptions {
   x: GPUBuffer;
   xStride?: number;
   xOffset?: number;
-  w: Matrix | QuantMatrix;
-  /** Q8_0 weights only: keep x in f32 (default) or quantise it to int8 per group first (W8A8). Q4_0 runs f32 only. */
+  w: Matrix | QuantMatrix | HalfMatrix;
+  /** Q8_0 weights only: keep x in f32 (default) or quantise it to int8 per group first (W8A8). Q4_0 and f16 run f32 only. */
   activations?: Q8Activations;
   /** y (maxM, yStride) f32; defaults yStride = N. */
   y: GPUBuffer;
@@ -167,6 +168,11 @@ function gemmVariant(ctx: GpuContext, kind: GemmKind, constants: Record<string, 
 
 export function createMatmul(ctx: GpuContext, step: StepParams, o: MatmulOptions): BoundOp {
   const w = o.w;
+  if (isHalfMatrix(w)) {
+    if (o.activations === 'int8') throw new InvalidArgumentError(`matmul ${w.label}: f16 weights run with f32 activations only (W8A8 is runq.c's Q8_0 mode)`);
+    if (o.continueSum) throw new InvalidArgumentError(`matmul ${w.label}: continueSum needs Q8_0 weights with int8 activations`);
+    return createF16Matmul(ctx, step, { ...o, w });
+  }
   if (isQuantMatrix(w) && w.kind === 'q4_0') {
     if (o.activations === 'int8') throw new InvalidArgumentError(`matmul ${w.label}: Q4_0 weights run with f32 activations only (W8A8 is runq.c's Q8_0 mode)`);
     return createQ4Matmul(ctx, step, { ...o, w });

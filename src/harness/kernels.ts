@@ -15,6 +15,8 @@ import { createMatmul, type MatmulInput } from '../gpu/matmul.js';
 import { createQuantMatrix, destroyQuantMatrix, isQuantMatrix, writeQuantRows, type QuantMatrix } from '../gpu/q8.js';
 import { quantizeQ8 } from '../model/reference-q8.js';
 import { quantizeQ4 } from '../model/reference-q4.js';
+import { createHalfMatrix, destroyHalfMatrix, isHalfMatrix, writeHalfRows, type HalfMatrix } from '../gpu/f16.js';
+import { quantize } from '../model/formats/gguf-blocks.js';
 import type { BoundOp } from '../gpu/op.js';
 import { createRmsnorm } from '../gpu/norm.js';
 import { createAdd, createArgmax, createEmbed, createSiluMul } from '../gpu/elementwise.js';
@@ -237,11 +239,16 @@ function median(a: number[]): number {
   return s[s.length >> 1]!;
 }
 
-/** Weights of a benchmarked matmul: f32, or quantised in groups of 32 (weight-only). */
-export type BenchWeights = 'f32' | 'q8_0' | 'q4_0';
+/** Weights of a benchmarked matmul: f32, f16, or quantised in groups of 32 (weight-only). */
+export type BenchWeights = 'f32' | 'f16' | 'q8_0' | 'q4_0';
 
-function benchWeights(ctx: GpuContext, kind: BenchWeights, n: number, k: number, w: Float32Array<ArrayBuffer>): Matrix | QuantMatrix {
+function benchWeights(ctx: GpuContext, kind: BenchWeights, n: number, k: number, w: Float32Array<ArrayBuffer>): Matrix | QuantMatrix | HalfMatrix {
   if (kind === 'f32') return createMatrix(ctx, n, k, 'w', w);
+  if (kind === 'f16') {
+    const m = createHalfMatrix(ctx, n, k, 'wf16');
+    writeHalfRows(ctx, m, 0, new Uint16Array(quantize('F16', w).buffer));
+    return m;
+  }
   const m = createQuantMatrix(ctx, n, k, 32, `w${kind}`, kind);
   const t = kind === 'q4_0' ? quantizeQ4(w) : quantizeQ8(w, n * k, 32);
   writeQuantRows(ctx, m, 0, t.q, t.s);
@@ -268,6 +275,7 @@ export async function benchMatmulRaw(c: { m: number; k: number; n: number; reps?
   const wallMs = (performance.now() - t0) / reps;
   op.destroy();
   if (isQuantMatrix(w)) destroyQuantMatrix(w);
+  else if (isHalfMatrix(w)) destroyHalfMatrix(w);
   else destroyMatrix(w);
   x.destroy();
   y.destroy();
@@ -758,14 +766,14 @@ export async function bench(o: { smoke?: boolean; quick?: boolean } = {}): Promi
       }
     }
   }
-  // Decode with quantised weights (weight-only, groups of 32) against the adapter's f32 gemv.
-  // The three take turns, and each keeps its best median of the rounds: on a shared CPU
+  // Decode with f16 and quantised weights (weight-only, groups of 32) against the adapter's f32 gemv.
+  // The four take turns, and each keeps its best median of the rounds: on a shared CPU
   // adapter, load from other processes comes and goes within one kernel's repetitions.
   const quant: BenchRow[] = [];
   for (const d of smoke ? [64] : [768, 2048]) {
-    const best = { f32: Infinity, q8_0: Infinity, q4_0: Infinity };
+    const best = { f32: Infinity, f16: Infinity, q8_0: Infinity, q4_0: Infinity };
     for (let round = 0; round < (smoke ? 1 : 5); round++) {
-      for (const weights of ['f32', 'q8_0', 'q4_0'] as const) best[weights] = Math.min(best[weights], (await benchMatmulRaw({ m: 1, k: d, n: d, reps, weights })).gpuMs);
+      for (const weights of ['f32', 'f16', 'q8_0', 'q4_0'] as const) best[weights] = Math.min(best[weights], (await benchMatmulRaw({ m: 1, k: d, n: d, reps, weights })).gpuMs);
     }
     for (const [weights, ms] of Object.entries(best)) {
       quant.push({ kernel: weights === 'f32' ? `gemv_${ctx.choices.gemv}` : `gemv_${weights}`, m: 1, k: d, n: d, median_ms: round(ms), gflops: gflops(1, d, d, ms) });

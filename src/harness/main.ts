@@ -10,8 +10,9 @@ import * as tabs from './tabs';
 import * as q8 from './kernels-q8';
 import * as q4 from './kernels-q4';
 import * as q4engine from './engine-q4';
+import * as f16 from './kernels-f16';
 
-const tp = { collective, kernels, engine, tabs, q8, q4, q4engine };
+const tp = { collective, kernels, engine, tabs, q8, q4, q4engine, f16 };
 export type Harness = typeof tp;
 
 declare global {

@@ -37,10 +37,10 @@ export interface SegmentCodec<S extends StoredSegment> {
 
 const EMPTY = new Uint8Array(0);
 
-/** safetensors f32/f16/bf16 → f32. */
+/** safetensors f32/f16/bf16 → f32, or f16 kept as it is (`keep`). */
 export const toF32Codec: SegmentCodec<Segment> = {
-  outBytes: (s) => (s.byteLength / DTYPE_BYTES[s.dtype]) * 4,
-  open: (s) => ({ unit: DTYPE_BYTES[s.dtype], push: (bytes) => convert(bytes, s), end: () => EMPTY }),
+  outBytes: (s) => (s.keep ? s.byteLength : (s.byteLength / DTYPE_BYTES[s.dtype]) * 4),
+  open: (s) => ({ unit: DTYPE_BYTES[s.dtype], push: (bytes) => (s.keep ? bytes : convert(bytes, s)), end: () => EMPTY }),
 };
 
 export class ConvertedSource<S extends StoredSegment = Segment> implements ByteSource {

@@ -1,7 +1,7 @@
 /**
  * A GGUF file's weights as the stream its layout describes (src/model/formats/gguf.ts): one
- * pass over the file, each tensor converted as it passes. F32/F16 (and quantised tensors the
- * layout wants as f32) become f32 values; Q8_0/Q4_0 matrices become their values plane as the
+ * pass over the file, each tensor converted as it passes. F32 tensors, and F16 ones the layout
+ * keeps in f16, pass as they are; F16 and quantised tensors the layout wants as f32 become f32 values; Q8_0/Q4_0 matrices become their values plane as the
  * blocks arrive and, at the tensor's end, the plane of f32 scales held back meanwhile (an
  * eighth of the values for Q8_0: the only memory beyond a chunk).
  */
@@ -16,7 +16,7 @@ const EMPTY = new Uint8Array(0);
 
 function decoder(s: GgufSegment): SegmentDecoder {
   const block = GGML_BLOCK[s.type];
-  if (s.type === 'F32') return { unit: 4, push: (bytes) => bytes, end: () => EMPTY };
+  if (s.type === 'F32' || (s.type === 'F16' && s.dtype === 'f16')) return { unit: block.bytes, push: (bytes) => bytes, end: () => EMPTY };
   if (s.dtype === 'f32') {
     return {
       unit: block.bytes,

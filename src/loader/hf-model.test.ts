@@ -7,6 +7,7 @@ import { loadLlama2c } from '../model/formats/llama2c.js';
 import { exportHf } from '../model/formats/hf-export.js';
 import { randomWeights, stackWeights, TINY_QWEN2 } from '../model/formats/hf-testing.js';
 import * as R from '../model/reference.js';
+import { dequantize, quantize } from '../model/formats/gguf-blocks.js';
 import { ConvertedSource } from './converted-source.js';
 import { mapFiles, openHfModel, readBytes } from './hf-model.js';
 import { openSource, type ByteSource } from './source.js';
@@ -53,6 +54,23 @@ describe('openHfModel', () => {
     expect(m.tensors.at(-1)).toMatchObject({ name: 'output', aliasOf: 'tok_embeddings' });
     const got = stackWeights(m.config, m.tensors, await readBytes(m.source));
     for (const k of ['tokenEmbeddingTable', 'wq', 'bq', 'bk', 'bv', 'wo', 'w2', 'rmsFinalWeight'] as const) expect(got[k]).toEqual(w[k]);
+  });
+
+  it('an F16 model keeps its matrices f16 (the stored halves) and its norms and biases f32, each exactly the values it was rounded to', async () => {
+    const w = randomWeights(TINY_QWEN2, 9);
+    const m = await openHfModel(mapFiles(exportHf(TINY_QWEN2, w, { dtype: 'F16' })));
+    const dtypes = Object.fromEntries(m.tensors.map((t) => [t.name, t.dtype]));
+    expect(dtypes).toMatchObject({ tok_embeddings: 'f16', 'layers.0.attention.wq': 'f16', 'layers.1.feed_forward.w2': 'f16', 'layers.0.attention.bk': 'f32', 'layers.0.ffn_norm': 'f32', norm: 'f32' });
+    expect(m.tensors.find((t) => t.name === 'layers.0.attention.wq')!.byteLength).toBe(TINY_QWEN2.nHeads * TINY_QWEN2.headSize * TINY_QWEN2.dim * 2);
+    const bytes = await readBytes(m.source);
+    expect(bytes.byteLength).toBe(m.f32Bytes);
+    const got = stackWeights(m.config, m.tensors, bytes);
+    const f16 = (x: Float32Array) => {
+      const y = new Float32Array(x.length);
+      dequantize('F16', quantize('F16', x), y);
+      return y;
+    };
+    for (const k of ['tokenEmbeddingTable', 'wq', 'bq', 'wo', 'w2', 'rmsFinalWeight'] as const) expect(got[k], k).toEqual(f16(w[k]!));
   });
 
   it('a Llama with attention_bias (q/k/v/o biases) loads and runs like the weights it was written from', async () => {

@@ -56,10 +56,11 @@ export interface TensorInfo {
    * `quant.scaleOffset` (the value is q · scale). `q4_0` (GGML's Q4_0, groups of 32): rows·cols/2
    * bytes at `offset`, 16 per group; byte k of a group holds element k in its low nibble and
    * element k + 16 in its high one, each as q + 8 (0..15); then one f32 scale per group at
-   * `quant.scaleOffset` (the value is (nibble − 8) · scale).
+   * `quant.scaleOffset` (the value is (nibble − 8) · scale). `f16`: rows·cols IEEE halves,
+   * little-endian (GGUF F16 matrices, kept in f16 on the GPU); rows have an even length.
    */
-  dtype: 'f32' | 'q8_0' | 'q4_0';
-  /** f32: rows·cols·4; q8_0: the int8 values' rows·cols; q4_0: the nibbles' rows·cols/2 (the scales are extra). */
+  dtype: 'f32' | 'f16' | 'q8_0' | 'q4_0';
+  /** f32: rows·cols·4; f16: rows·cols·2; q8_0: the int8 values' rows·cols; q4_0: the nibbles' rows·cols/2 (the scales are extra). */
   byteLength: number;
   /** Set for quantised dtypes. Groups never straddle rows (cols % groupSize === 0). */
   quant?: { groupSize: number; scaleOffset: number };

@@ -16,7 +16,9 @@
  * Quantised tensors (q8_0: int8 values, q4_0: packed nibbles, each plus an f32 scale per group of
  * a row) are sliced the same way, plane by plane: the rank's values, then their scales. A group
  * never straddles a shard boundary: the MLP split is made in whole groups, and a head split that
- * would cut a group of wo's columns is a PlanError.
+ * would cut a group of wo's columns is a PlanError. f16 tensors (GGUF F16 matrices, halves) are
+ * sliced like f32 ones, with the kernels' constraint that a rank's columns never split a pair of
+ * halves (the GPU reads them two per u32): row splits are made at even columns, like a group of 2.
  */
 import { PlanError } from '../errors.js';
 import type { ModelConfig, TensorInfo } from '../model/config.js';
@@ -237,9 +239,15 @@ export function q8ScalesOffset(values: number): number {
 /** Groups of these dtypes have one fixed size (GGML's blocks). */
 const FIXED_GROUP: Partial<Record<TensorInfo['dtype'], number>> = { q4_0: 32 };
 
-/** A quantised tensor's groups must tile its rows; q4_0's are GGML's 32. */
+/** A quantised tensor's groups must tile its rows; q4_0's are GGML's 32. f16 rows hold whole pairs. */
 function checkQuantised(t: TensorInfo): void {
   if (t.dtype === 'f32') return;
+  if (t.dtype === 'f16') {
+    if (t.shape[1] % 2 !== 0) {
+      throw new PlanError(`${t.name}: f16 rows are read as pairs of halves, got rows of ${t.shape[1]} values`, 'Keep this tensor in f32 (an odd row length cannot be packed two halves per u32)');
+    }
+    return;
+  }
   const g = t.quant?.groupSize;
   const fixed = FIXED_GROUP[t.dtype];
   if (g === undefined || !(g > 0) || (fixed !== undefined && g !== fixed)) {
@@ -254,9 +262,9 @@ function checkQuantised(t: TensorInfo): void {
 }
 
 function sliceTensor(t: TensorInfo, spec: ShardSpec, own: Range | null): TensorSlice {
-  if (t.dtype !== 'f32') return sliceQuant(t, t.dtype, spec, own);
+  if (t.dtype === 'q8_0' || t.dtype === 'q4_0') return sliceQuant(t, t.dtype, spec, own);
   const [rows, cols] = t.shape;
-  const el = 4; // f32
+  const el = t.dtype === 'f16' ? 2 : 4;
   if (spec.style === 'replicated' || own === null) {
     return { name: t.name, style: spec.style, dtype: t.dtype, shape: [rows, cols], byteLength: t.byteLength, ranges: [{ fileOffset: t.offset, length: t.byteLength, dstOffset: 0 }] };
   }
@@ -305,12 +313,17 @@ function sliceQuant(t: TensorInfo, dtype: 'q8_0' | 'q4_0', spec: ShardSpec, own:
   return { name: t.name, style: spec.style, dtype, groupSize: g, shape, byteLength, ranges: mergeAdjacent(ranges) };
 }
 
-/** The quantisation group of the tensors split along `axis` by rows of their input (row style), or 1. */
+/** Columns a split must keep together: a quantisation group, a pair of f16 halves (one u32), else 1. */
+function splitUnit(t: TensorInfo): number {
+  return t.quant?.groupSize ?? (t.dtype === 'f16' ? 2 : 1);
+}
+
+/** The quantisation group (or f16 pair) of the tensors split along `axis` by rows of their input (row style), or 1. */
 function rowSplitGroup(tensors: readonly TensorInfo[], specs: readonly ShardSpec[], axis: SplitAxis): number {
   let g = 1;
   tensors.forEach((t, i) => {
     const s = specs[i]!;
-    if (t.quant && s.style === 'row' && s.by === axis) g = lcm(g, t.quant.groupSize);
+    if (s.style === 'row' && s.by === axis) g = lcm(g, splitUnit(t));
   });
   return g;
 }
@@ -367,8 +380,9 @@ export function makePlan(
   const headGroup = rowSplitGroup(tensors, specs, 'heads');
   for (const [r, [h0]] of rangesFromSizes(heads).entries()) {
     if ((h0 * config.headSize) % headGroup !== 0) {
+      const unit = headGroup === 2 ? 'a pair of f16 halves (one u32)' : `a quantisation group of ${headGroup}`;
       throw new PlanError(
-        `rank ${r}'s heads start at column ${h0 * config.headSize} of wo, inside a quantisation group of ${headGroup} (head size ${config.headSize})`,
+        `rank ${r}'s heads start at column ${h0 * config.headSize} of wo, inside ${unit} (head size ${config.headSize})`,
         `Use a degree whose head split falls on group boundaries (every split does when the head size is a multiple of ${headGroup})`,
       );
     }
@@ -440,7 +454,7 @@ export function fnv1a64(s: string): string {
 export function sliceListHash(r: RankPlan): string {
   const parts = [`v${planVersion}`, `h${r.heads}`, `kv${r.kvHeads}`, `mlp${r.hidden}`, `voc${r.vocab}`];
   for (const s of r.slices) {
-    parts.push(`${s.name}:${s.style}:${s.shape[0]}x${s.shape[1]}${s.dtype === 'f32' ? '' : `:${s.dtype}/${s.groupSize}`}`);
+    parts.push(`${s.name}:${s.style}:${s.shape[0]}x${s.shape[1]}${s.dtype === 'f32' ? '' : s.dtype === 'f16' ? ':f16' : `:${s.dtype}/${s.groupSize}`}`);
     for (const g of s.ranges) parts.push(`${g.fileOffset}+${g.length}@${g.dstOffset}`);
   }
   return fnv1a64(parts.join(';'));

@@ -66,7 +66,7 @@ describe('GGUF reader', () => {
     }
   });
 
-  it('streams F16 as f32 and Q8_0 / Q4_0 matrices as values plane then f32 scales, across odd chunk edges', async () => {
+  it('streams F16 matrices as their halves and Q8_0 / Q4_0 matrices as values plane then f32 scales, across odd chunk edges', async () => {
     for (const q of ['f16', 'q8_0', 'q4_0'] as const) {
       const bytes = fileOf(q);
       const { layout, model } = await loadGgufDequantized(bytes);
@@ -81,6 +81,7 @@ describe('GGUF reader', () => {
         const n = t.shape[0] * t.shape[1];
         const got = new Float32Array(n);
         if (t.dtype === 'f32') got.set(new Float32Array(stream.slice(t.offset, t.offset + n * 4).buffer));
+        else if (t.dtype === 'f16') dequantize('F16', stream.slice(t.offset, t.offset + n * 2), got);
         else {
           const s = new Float32Array(stream.slice(t.quant!.scaleOffset, t.quant!.scaleOffset + (n / 32) * 4).buffer);
           for (let i = 0; i < n; i++) {
@@ -94,10 +95,13 @@ describe('GGUF reader', () => {
         }
         expect(got, `${q} ${name}`).toEqual(values);
       }
-      // w2's rows of 172 do not split into blocks of 32: llama-quantize's F16 fallback, streamed as f32
+      // w2's rows of 172 do not split into blocks of 32: llama-quantize's F16 fallback, kept f16;
+      // the norms are vectors, f32 whatever the file holds
       const dtypes = Object.fromEntries(layout.tensors.map((t) => [t.name, t.dtype]));
-      const mat = q === 'f16' ? 'f32' : q;
-      expect(dtypes).toMatchObject({ tok_embeddings: mat, 'layers.0.attention.wq': mat, 'layers.0.feed_forward.w2': 'f32', 'layers.0.ffn_norm': 'f32' });
+      expect(dtypes).toMatchObject({ tok_embeddings: q, 'layers.0.attention.wq': q, 'layers.0.feed_forward.w2': 'f16', 'layers.0.ffn_norm': 'f32', norm: 'f32' });
+      const w2 = layout.tensors.find((t) => t.name === 'layers.0.feed_forward.w2')!;
+      expect(w2).toMatchObject({ shape: [64, 172], byteLength: 64 * 172 * 2 });
+      expect(w2.quant).toBeUndefined();
     }
   });
 

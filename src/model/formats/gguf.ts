@@ -8,7 +8,8 @@
  *
  * The weights are presented as HF checkpoints are (hf.ts): one stream laid out tensor after
  * tensor in file order, produced from the real file in one pass (src/loader/gguf-stream.ts).
- * F32/F16 tensors become f32; Q8_0 matrices become the `q8_0` dtype (int8 plane, then f32
+ * F32 tensors stay f32 and F16 matrices `f16` (the file's halves as they are; F16 norms become
+ * f32, like every vector); Q8_0 matrices become the `q8_0` dtype (int8 plane, then f32
  * scales; groups of 32) and Q4_0 matrices `q4_0` (the 16 nibble bytes of each block in GGML's
  * order, then f32 scales): the kernels' planes, not GGML's interleaved blocks. A quantised norm,
  * or a quantised matrix fused with one stored otherwise (wq|wk|wv, w1|w3), is dequantised to f32.
@@ -237,7 +238,7 @@ const FUSED = [['attention.wq', 'attention.wk', 'attention.wv'], ['feed_forward.
 function streamBytes(dtype: TensorInfo['dtype'], n: number): number {
   if (dtype === 'q8_0') return n + (n / 32) * 4;
   if (dtype === 'q4_0') return n / 2 + (n / 32) * 4;
-  return n * 4;
+  return dtype === 'f16' ? n * 2 : n * 4;
 }
 
 /**
@@ -287,9 +288,10 @@ export function layoutGguf(h: GgufHeader, fileSize: number, file: string): GgufL
     if (next && next.t.offset < end) throw new ModelFormatError(`${file}: tensors "${x.t.name}" and "${next.t.name}" overlap`);
   }
 
-  // The stream's dtype: quantised matrices stay quantised unless a fusion partner is not.
+  // The stream's dtype: quantised and f16 matrices stay so unless a fusion partner is not.
+  const MATRIX_DTYPE: Partial<Record<GgmlType, TensorInfo['dtype']>> = { F16: 'f16', Q8_0: 'q8_0', Q4_0: 'q4_0' };
   const dtypeOf = new Map<string, TensorInfo['dtype']>();
-  for (const x of found) dtypeOf.set(x.name, x.rows > 1 && x.type === 'Q8_0' ? 'q8_0' : x.rows > 1 && x.type === 'Q4_0' ? 'q4_0' : 'f32');
+  for (const x of found) dtypeOf.set(x.name, (x.rows > 1 && MATRIX_DTYPE[x.type]) || 'f32');
   for (let l = 0; l < config.nLayers; l++) {
     for (const group of FUSED) {
       const names = group.map((k) => `layers.${l}.${k}`);
@@ -303,10 +305,10 @@ export function layoutGguf(h: GgufHeader, fileSize: number, file: string): GgufL
   for (const x of found) {
     const dtype = dtypeOf.get(x.name)!;
     const n = x.rows * x.cols;
-    const values = dtype === 'q8_0' ? n : dtype === 'q4_0' ? n / 2 : n * 4;
+    const values = dtype === 'q8_0' ? n : dtype === 'q4_0' ? n / 2 : dtype === 'f16' ? n * 2 : n * 4;
     tensors.push({
       name: x.name, offset: v, shape: [x.rows, x.cols], dtype, byteLength: values,
-      ...(dtype === 'f32' ? {} : { quant: { groupSize: 32, scaleOffset: v + values } }),
+      ...(dtype === 'q8_0' || dtype === 'q4_0' ? { quant: { groupSize: 32, scaleOffset: v + values } } : {}),
     });
     segments.push({ offset: x.t.offset, byteLength: x.byteLength, type: x.type, dtype });
     v += streamBytes(dtype, n);

@@ -11,6 +11,7 @@ import type { ModelConfig } from '../config.js';
 import type { TransformerWeights } from '../reference.js';
 import { hfName } from './hf.js';
 import { encodeSafetensors, f32ToBf16, type SafetensorsDtype } from './safetensors.js';
+import { f32ToF16 } from './gguf-blocks.js';
 
 /**
  * Per head of `rows` rows: new row j < half is old row 2j, new row half + j is old row 2j + 1
@@ -31,9 +32,10 @@ export function interleavedToRotateHalf(w: Float32Array, heads: number, headSize
 
 function encodeValues(x: Float32Array, dtype: SafetensorsDtype): Uint8Array {
   if (dtype === 'F32') return new Uint8Array(x.buffer.slice(x.byteOffset, x.byteOffset + x.byteLength));
-  if (dtype !== 'BF16') throw new RangeError(`writing ${dtype} is not supported`);
   const out = new Uint16Array(x.length);
-  for (let i = 0; i < x.length; i++) out[i] = f32ToBf16(x[i]!);
+  if (dtype === 'F16') for (let i = 0; i < x.length; i++) out[i] = f32ToF16(x[i]!);
+  else if (dtype === 'BF16') for (let i = 0; i < x.length; i++) out[i] = f32ToBf16(x[i]!);
+  else throw new RangeError(`writing ${dtype} is not supported`);
   return new Uint8Array(out.buffer);
 }
 

@@ -7,6 +7,7 @@ import type { ModelConfig, TensorInfo } from '../config.js';
 import type { TransformerWeights } from '../reference.js';
 import { mulberry32 } from '../synth.js';
 import { f32ToBf16 } from './safetensors.js';
+import { dequantize } from './gguf-blocks.js';
 import { ByteLevelDecoder } from '@huggingface/tokenizers';
 
 /** The oracle's stacked weights from a tensor table over an f32 file held in memory. */
@@ -15,7 +16,13 @@ export function stackWeights(c: ModelConfig, tensors: readonly TensorInfo[], byt
   const one = (name: string): Float32Array => {
     const t = by.get(name);
     if (!t) throw new RangeError(`no tensor ${name}`);
-    return new Float32Array(bytes.buffer.slice(bytes.byteOffset + t.offset, bytes.byteOffset + t.offset + t.byteLength));
+    const stored = bytes.subarray(t.offset, t.offset + t.byteLength);
+    if (t.dtype === 'f16') {
+      const out = new Float32Array(t.byteLength / 2);
+      dequantize('F16', stored, out);
+      return out;
+    }
+    return new Float32Array(stored.slice().buffer);
   };
   const stacked = (kind: string): Float32Array => {
     const parts = Array.from({ length: c.nLayers }, (_, l) => one(`layers.${l}.${kind}`));

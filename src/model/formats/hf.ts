@@ -7,10 +7,11 @@
  * permuted at load.
  *
  * The weights may be f16/bf16 and spread over several files, while the plan, the router and the
- * shard cache work on one f32 byte stream. So the tensors are placed, in file order, in a
- * virtual f32 file: `tensors` carry offsets in it, and `segments` say where each one's bytes
- * really are, so a converting source (src/loader/converted-source.ts) can produce that stream
- * from the real files in one pass.
+ * shard cache work on one byte stream. So the tensors are placed, in file order, in a virtual
+ * file: `tensors` carry offsets in it, and `segments` say where each one's bytes really are, so
+ * a converting source (src/loader/converted-source.ts) can produce that stream from the real
+ * files in one pass. F16 matrices stay f16 in it (their halves as stored: the `f16` dtype the
+ * kernels read packed); everything else, bf16 included, becomes f32.
  */
 import { ModelFormatError } from '../../errors.js';
 import type { ModelConfig, TensorInfo } from '../config.js';
@@ -24,14 +25,16 @@ export interface Segment {
   offset: number;
   byteLength: number;
   dtype: SafetensorsDtype;
+  /** The stream carries the stored halves as they are (an F16 matrix kept f16), not f32. */
+  keep?: boolean;
 }
 
 export interface HfLayout {
-  /** Offsets in the virtual f32 file. */
+  /** Offsets in the virtual file. */
   tensors: TensorInfo[];
-  /** One per stored tensor the model uses, ordered by (file, offset); the virtual file is their f32 bytes back to back. */
+  /** One per stored tensor the model uses, ordered by (file, offset); the virtual file is their stream bytes back to back. */
   segments: Segment[];
-  /** Bytes of the virtual f32 file. */
+  /** Bytes of the virtual file. */
   f32Bytes: number;
 }
 
@@ -146,9 +149,11 @@ export function layoutHfModel(c: ModelConfig, files: readonly { name: string; he
   const segments: Segment[] = [];
   let v = 0;
   for (const t of found) {
-    const byteLength = (t.byteLength / DTYPE_BYTES[t.dtype]) * 4;
-    tensors.push({ name: t.name, offset: v, shape: t.shape, dtype: 'f32', byteLength });
-    segments.push({ file: t.file, offset: t.offset, byteLength: t.byteLength, dtype: t.dtype });
+    // A matrix (not a norm, not a bias) of even rows: its halves pair up in u32 words.
+    const keep = t.dtype === 'F16' && t.shape[0] > 1 && t.shape[1] > 1 && t.shape[1] % 2 === 0;
+    const byteLength = keep ? t.byteLength : (t.byteLength / DTYPE_BYTES[t.dtype]) * 4;
+    tensors.push({ name: t.name, offset: v, shape: t.shape, dtype: keep ? 'f16' : 'f32', byteLength });
+    segments.push({ file: t.file, offset: t.offset, byteLength: t.byteLength, dtype: t.dtype, ...(keep && { keep }) });
     v += byteLength;
   }
   if (c.sharedClassifier) {
