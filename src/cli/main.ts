@@ -6,6 +6,7 @@
 import { parseArgs } from 'node:util';
 import { WebGpuTpError } from '../errors.js';
 import { checkKvCacheOption } from '../gpu/kv-format.js';
+import type { SynthShape } from '../model/synth.js';
 
 const USAGE = `webgpu-tp — tensor-parallel LLM inference over WebGPU, in headless Chromium
 
@@ -23,7 +24,7 @@ Usage:
                model directory, or a URL prefix of one (https://huggingface.co/ORG/NAME/resolve/main)
       --tokenizer: tokenizer.bin or tokenizer.json (default: the GGUF's own, or tokenizer.json beside an HF model)
       --chat: the prompt is one user message, rendered by the model's chat template
-  webgpu-tp synth --shape stories15M|stories42M|stories110M [--seed S] [--quant q8_0] --out DIR
+  webgpu-tp synth --shape stories260K|stories15M|stories42M|stories110M [--seed S] [--quant q8_0] --out DIR
   webgpu-tp synth --format gguf --shape ... [--seed S] --quant f32,f16,q8_0,q4_0 --out DIR
                      (one Llama GGUF per quant, the tokenizer inside)
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--transport sab|tab] [--json]
@@ -98,10 +99,7 @@ async function main(argv: string[]): Promise<number> {
       args: rest,
       options: { shape: { type: 'string' }, seed: { type: 'string', default: '1' }, out: { type: 'string' }, quant: { type: 'string' }, format: { type: 'string' } },
     });
-    const shape = values.shape;
-    if (shape !== 'stories15M' && shape !== 'stories42M' && shape !== 'stories110M') {
-      throw new UsageError('synth needs --shape stories15M|stories42M|stories110M');
-    }
+    const shape = synthShape(values.shape);
     if (!values.out) throw new UsageError('synth needs --out DIR');
     const { synthCommand } = await import('./synth.js');
     const written = await synthCommand({ shape, seed: Number(values.seed), out: values.out, quant: values.quant?.split(',').map((q) => q.trim()), format: values.format });
@@ -147,8 +145,7 @@ async function main(argv: string[]): Promise<number> {
     } else if (what === 'generate') {
       const quant = values.quant?.split(',').map((q) => q.trim());
       if (!quant && (!values.model || (!values.tokenizer && !values.model.endsWith('.gguf')))) throw new UsageError('bench generate needs --model and --tokenizer (a .gguf needs no tokenizer), or --quant');
-      const shape = values.shape ?? 'stories110M';
-      if (shape !== 'stories15M' && shape !== 'stories42M' && shape !== 'stories110M') throw new UsageError('--shape is stories15M, stories42M or stories110M');
+      const shape = synthShape(values.shape ?? 'stories110M');
       const { benchGenerate } = await import('./bench-generate.js');
       report = await benchGenerate({
         model: values.model,
@@ -184,6 +181,14 @@ async function main(argv: string[]): Promise<number> {
 }
 
 class UsageError extends Error {}
+
+const SHAPES: readonly SynthShape[] = ['stories260K', 'stories15M', 'stories42M', 'stories110M'];
+
+function synthShape(value: string | undefined): SynthShape {
+  const shape = SHAPES.find((s) => s === value);
+  if (!shape) throw new UsageError(`--shape is one of ${SHAPES.join(', ')}${value === undefined ? '' : `; got ${value}`}`);
+  return shape;
+}
 
 /** node:util parseArgs's own errors (an unknown option, a missing value): a usage mistake, not a crash. */
 function isArgError(e: unknown): boolean {

@@ -1,5 +1,5 @@
 /**
- * `webgpu-tp synth --shape stories15M|stories42M|stories110M [--seed S] --out DIR`: writes a
+ * `webgpu-tp synth --shape stories260K|stories15M|stories42M|stories110M [--seed S] --out DIR`: writes a
  * seeded random-weight checkpoint of a real shape and a matching vocab-32000 tokenizer.
  * `--quant q8_0` also writes its llama2.c version 2 (runq.c Q8_0) form, `<shape>-synth-q8_0.bin`.
  * `--format gguf --quant f32,f16,q8_0,q4_0` writes the same weights as Llama GGUF files instead,

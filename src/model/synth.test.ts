@@ -56,6 +56,8 @@ describe('writeSynthCheckpoint', () => {
     // sizes of Karpathy's stories15M.bin and stories110M.bin
     expect(llama2cFileSize(llama2cConfig(SYNTH_SHAPES.stories15M))).toBe(60_816_028);
     expect(llama2cFileSize(llama2cConfig(SYNTH_SHAPES.stories110M))).toBe(438_381_596);
+    // and of stories260K.bin, the test model itself
+    expect(llama2cFileSize(llama2cConfig(SYNTH_SHAPES.stories260K))).toBe(1_056_540);
   });
 });
 

@@ -9,8 +9,12 @@ import type { ModelConfig } from './config.js';
 import { encodeLlama2cHeader, llama2cFileSize, llama2cTensorTable } from './formats/llama2c.js';
 import { ropeTables } from './reference.js';
 
-/** The shapes of Karpathy's TinyStories checkpoints (shared classifier, vocab 32000). */
+/**
+ * The shapes of Karpathy's TinyStories checkpoints (shared classifier). stories260K (vocab 512,
+ * grouped-query attention) is for smoke runs of the benchmarks: seconds, not minutes.
+ */
 export const SYNTH_SHAPES = {
+  stories260K: { dim: 64, hiddenDim: 172, nLayers: 5, nHeads: 8, nKvHeads: 4, vocabSize: 512, seqLen: 512 },
   stories15M: { dim: 288, hiddenDim: 768, nLayers: 6, nHeads: 6, nKvHeads: 6, vocabSize: 32000, seqLen: 256 },
   stories42M: { dim: 512, hiddenDim: 1376, nLayers: 8, nHeads: 8, nKvHeads: 8, vocabSize: 32000, seqLen: 1024 },
   stories110M: { dim: 768, hiddenDim: 2048, nLayers: 12, nHeads: 12, nKvHeads: 12, vocabSize: 32000, seqLen: 1024 },
