@@ -74,9 +74,11 @@ test("kvCache 'f16' at TP 1 and 2: the f16 oracle's greedy and seeded tokens; ha
   const seeded32 = seededOracle('f32');
   // The seeded run tells the caches apart: an engine still on f32 would fail it.
   expect(seeded16).not.toEqual(seeded32);
-  const greedy16 = generate(stories, [1], 256, (l) => argmax(l, 512), 'f16').slice(1);
+  // Greedy tokens cannot tell the caches apart on this model (the oracles agree for 256 steps),
+  // so a short greedy run suffices; the seeded run is the discriminating check.
+  const greedy16 = generate(stories, [1], 64, (l) => argmax(l, 512), 'f16').slice(1);
   for (const tp of [1, 2]) {
-    const r = await runGenerate(harness, { ...base, tp, kvCache: 'f16' });
+    const r = await runGenerate(harness, { ...base, tp, kvCache: 'f16', maxTokens: 64 });
     expect(r.tokens, `greedy TP ${tp}`).toEqual(greedy16);
     for (const rank of r.stats.ranks) expect(rank.precision).toEqual({ weights: 'f32', math: 'f32', f16Kernels: 'packed', kvCache: 'f16', kvCacheKernels: 'packed' });
     const s = await runGenerate(harness, { ...base, tp, kvCache: 'f16', temperature: 1, seed: SEED, maxTokens: SEEDED_STEPS });
