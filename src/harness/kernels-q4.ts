@@ -24,6 +24,11 @@ export interface Q4MatmulCase {
   accumulate?: boolean;
   /** 'int8': W4A8 (default 'f32', weight-only). */
   activations?: Q8Activations;
+  /**
+   * Extreme values: every nibble 15 (even rows) or 0 (odd rows), and x of one sign per row of
+   * magnitude 1 (plain input), so every int8 value is ±127: the largest integer sums there are.
+   */
+  extreme?: boolean;
   seed?: number;
   /** A fresh context whose storage bindings hold at most this many bytes (W split in row chunks). */
   bindingLimit?: number;
@@ -37,6 +42,10 @@ export async function testQ4Matmul(c: Q4MatmulCase): Promise<Check & { chunks: n
     const xStride = input === 'siluMul' ? 2 * k : k;
     const xData = randn(m * xStride, rand);
     const wq = quantizeQ4(randn(n * k, rand, 0.3));
+    if (c.extreme) {
+      for (let i = 0; i < n; i++) wq.q.fill(i % 2 ? 0x00 : 0xff, (i * k) / 2, ((i + 1) * k) / 2);
+      for (let r = 0; r < m; r++) xData.fill(r % 2 ? -1 : 1, r * xStride, (r + 1) * xStride);
+    }
     const wd = dequantizeQ4(wq, n * k);
     const g = randn(k, rand);
     const bias = randn(n, rand);
