@@ -70,8 +70,9 @@ test('bench generate runs and reports every field per TP degree and batch, with 
 
 // `--quant`: one synth GGUF per quantisation, each measured, with decode speed against f32. A
 // quantisation the kernels cannot run is reported with its typed error instead of ending the run.
+// `q4_0+int8` runs the same Q4_0 file with int8 activations (W4A8).
 test('bench generate --quant measures each synth GGUF quantisation against f32', async () => {
-  const r = await benchGenerate({ quant: ['f32', 'f16', 'q8_0', 'q4_0'], shape: 'stories15M', tp: [1], maxTokens: 4 });
+  const r = await benchGenerate({ quant: ['f32', 'f16', 'q8_0', 'q4_0', 'q4_0+int8'], shape: 'stories260K', tp: [1], maxTokens: 4 });
   const f32 = r.results.find((x) => x.quant === 'f32')!;
   expect(f32.decode_vs_f32).toBe(1);
   const q8 = r.results.find((x) => x.quant === 'q8_0')!;
@@ -80,8 +81,12 @@ test('bench generate --quant measures each synth GGUF quantisation against f32',
   // Every quantisation runs here: none may be reported as failed.
   expect(r.failed ?? []).toEqual([]);
   for (const quant of ['f16', 'q4_0'] as const) {
-    const q = r.results.find((x) => x.quant === quant)!;
+    const q = r.results.find((x) => x.quant === quant && !x.activations)!;
     expect(q.tokens, quant).toBe(4);
     expect(q.decode_vs_f32).toBeCloseTo(q.decode_tokens_per_s / f32.decode_tokens_per_s, 9);
   }
+  const w4a8 = r.results.find((x) => x.quant === 'q4_0' && x.activations === 'int8')!;
+  expect(w4a8.tokens).toBe(4);
+  expect(w4a8.decode_vs_f32).toBeCloseTo(w4a8.decode_tokens_per_s / f32.decode_tokens_per_s, 9);
+  expect(r.results).toHaveLength(5);
 });

@@ -6,6 +6,10 @@
 // sequentially), with no barrier: rows are short next to the matmul that follows.
 // MODE 0: xin = x. MODE 1: xin = g · (x / rms(x)) computed as runq.c does, g in AUX.
 // MODE 2: xin = silu(a) · b with a = x, b = AUX[bOff + r·bStride + k] (runq.c's SwiGLU order).
+// PAIRS (W4A8, GS = 32; matmul_q4a8.wgsl): the same int8 values, stored as the pair words its
+// multiplies take instead of packed bytes: per group 16 words, word 4w + j = q[b] + 65536·q[a]
+// for (a, b) = (4w, 4w + 2), (4w + 1, 4w + 3), (16 + 4w, 18 + 4w), (17 + 4w, 19 + 4w), j = 0..3;
+// XS holds (scale, Σ q as f32) per group.
 struct QuantParams {
   K: u32,
   xStride: u32,
@@ -25,6 +29,7 @@ struct QuantParams {
 
 override MODE: u32 = 0u;
 override GS: u32 = 32u;
+override PAIRS: bool = false;
 
 fn xin(r: u32, k: u32, inv: f32) -> f32 {
   let v = X[P.xOff + r * P.xStride + k];
@@ -41,6 +46,11 @@ fn roundAway(v: f32) -> f32 {
   let a = abs(v);
   let f = floor(a);
   return sign(v) * select(f, f + 1.0, a - f >= 0.5);
+}
+
+fn quant1(r: u32, k: u32, inv: f32, scale: f32) -> i32 {
+  if (scale > 0.0) { return i32(roundAway(divRn(xin(r, k, inv), scale))); }
+  return 0;
 }
 
 @compute @workgroup_size(1)
@@ -61,13 +71,30 @@ fn quantize_q8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     var wmax = 0.0;
     for (var i = 0u; i < GS; i++) { wmax = max(wmax, abs(xin(r, g * GS + i, inv))); }
     let scale = divRn(wmax, 127.0);
+    if (PAIRS) {
+      var q: array<i32, 32>;
+      var sum = 0;
+      for (var i = 0u; i < 32u; i++) {
+        q[i] = quant1(r, g * 32u + i, inv, scale);
+        sum += q[i];
+      }
+      XS[2u * (r * nG + g)] = scale;
+      XS[2u * (r * nG + g) + 1u] = f32(sum);
+      for (var w = 0u; w < 4u; w++) {
+        let o = (r * nG + g) * 16u + w * 4u;
+        let a = 4u * w;
+        XQ[o] = u32(q[a + 2u]) + (u32(q[a]) << 16u);
+        XQ[o + 1u] = u32(q[a + 3u]) + (u32(q[a + 1u]) << 16u);
+        XQ[o + 2u] = u32(q[a + 18u]) + (u32(q[a + 16u]) << 16u);
+        XQ[o + 3u] = u32(q[a + 19u]) + (u32(q[a + 17u]) << 16u);
+      }
+      continue;
+    }
     XS[r * nG + g] = scale;
     for (var j = 0u; j < GS / 4u; j++) {
       var word = 0u;
       for (var b = 0u; b < 4u; b++) {
-        var q = 0;
-        if (scale > 0.0) { q = i32(roundAway(divRn(xin(r, g * GS + j * 4u + b, inv), scale))); }
-        word |= (u32(q) & 0xffu) << (8u * b);
+        word |= (u32(quant1(r, g * GS + j * 4u + b, inv, scale)) & 0xffu) << (8u * b);
       }
       XQ[r * (P.K / 4u) + g * (GS / 4u) + j] = word;
     }

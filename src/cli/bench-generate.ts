@@ -28,7 +28,10 @@ export interface BenchGenerateOptions {
   model?: string;
   /** Required unless the model is a GGUF. */
   tokenizer?: string;
-  /** Quantisations to compare (`f32`, `f16`, `q8_0`, `q4_0`), each a synth GGUF of `shape`. */
+  /**
+   * Quantisations to compare (`f32`, `f16`, `q8_0`, `q4_0`), each a synth GGUF of `shape`;
+   * `QUANT+int8` runs that GGUF with int8 activations (engine int8Activations: W4A8 / W8A8).
+   */
   quant?: string[];
   /** Synth shape for `quant` (default stories110M). */
   shape?: SynthShape;
@@ -48,11 +51,15 @@ export interface BenchGenerateOptions {
   runqExact?: boolean;
   /** What the KV cache stores (default: the engine's, auto). */
   kvCache?: PageGenerateOptions['kvCache'];
+  /** GGUF: int8 activations for quantised matrices (engine int8Activations). */
+  int8Activations?: boolean;
 }
 
 export interface BenchGenerateResult {
   /** The GGUF quantisation (`quant` runs). */
   quant?: GgufQuant;
+  /** 'int8' for a `QUANT+int8` run (int8 activations); absent: the engine's default. */
+  activations?: 'int8';
   tp: number;
   batch: number;
   /** Decode tokens/s of all streams together. */
@@ -88,7 +95,7 @@ export interface BenchGenerateReport {
   max_tokens: number;
   results: BenchGenerateResult[];
   /** Quantisations that could not run, with their typed error. */
-  failed?: { quant: GgufQuant; code: string; message: string }[];
+  failed?: { quant: GgufQuant; activations?: 'int8'; code: string; message: string }[];
 }
 
 const DEFAULT_PROMPT = 'Once upon a time, there was a little girl who loved to play in the park with her friends.';
@@ -109,29 +116,37 @@ export async function benchGenerate(o: BenchGenerateOptions): Promise<BenchGener
 
 /** One synth GGUF per quantisation, each measured like a model; decode speed against f32's. */
 async function benchQuant(o: BenchGenerateOptions, quants: string[]): Promise<BenchGenerateReport> {
-  const bad = quants.filter((q) => !(GGUF_QUANTS as readonly string[]).includes(q));
-  if (bad.length) throw new InvalidArgumentError(`--quant takes ${GGUF_QUANTS.join(', ')} (got ${bad.join(', ')})`);
+  const runs = quants.map((q) => ({ name: q, quant: q.replace(/\+int8$/, '') as GgufQuant, int8: q.endsWith('+int8') }));
+  const bad = runs.filter((r) => !(GGUF_QUANTS as readonly string[]).includes(r.quant)).map((r) => r.name);
+  if (bad.length) throw new InvalidArgumentError(`--quant takes ${GGUF_QUANTS.join(', ')}, each optionally with +int8 (got ${bad.join(', ')})`);
   const shape = o.shape ?? 'stories110M';
   const dir = mkdtempSync(join(tmpdir(), 'webgpu-tp-bench-gguf-'));
   const h = await openHarness({ bench: true });
   try {
     const results: BenchGenerateResult[] = [];
     const failed: NonNullable<BenchGenerateReport['failed']> = [];
-    for (const quant of quants as GgufQuant[]) {
-      const { gguf } = await synthCommand({ shape, seed: 1, out: dir, format: 'gguf', quant: [quant] });
-      const path = gguf![quant]!;
+    // One synth file per quantisation, kept while a later run still uses it.
+    const paths = new Map<GgufQuant, string>();
+    for (const [i, run] of runs.entries()) {
+      const { quant } = run;
+      let path = paths.get(quant);
+      if (!path) {
+        const { gguf } = await synthCommand({ shape, seed: 1, out: dir, format: 'gguf', quant: [quant] });
+        path = gguf![quant]!;
+        paths.set(quant, path);
+      }
       try {
-        const rs = await benchModel(h, o, await readConfig(path), mountInput(h, 'model', path), undefined);
-        results.push(...rs.map((r) => ({ quant, ...r })));
+        const rs = await benchModel(h, { ...o, int8Activations: run.int8 }, await readConfig(path), mountInput(h, 'model', path), undefined);
+        results.push(...rs.map((r) => ({ quant, ...(run.int8 && { activations: 'int8' as const }), ...r })));
       } catch (e) {
         if (!(e instanceof WebGpuTpError)) throw e;
-        failed.push({ quant, code: e.code, message: e.message });
+        failed.push({ quant, ...(run.int8 && { activations: 'int8' as const }), code: e.code, message: e.message });
       } finally {
-        rmSync(path, { force: true });
+        if (!runs.slice(i + 1).some((r) => r.quant === quant)) rmSync(path, { force: true });
       }
     }
     for (const r of results) {
-      const f32 = results.find((x) => x.quant === 'f32' && x.tp === r.tp && x.batch === r.batch);
+      const f32 = results.find((x) => x.quant === 'f32' && !x.activations && x.tp === r.tp && x.batch === r.batch);
       if (f32 && f32.decode_tokens_per_s > 0) r.decode_vs_f32 = r.decode_tokens_per_s / f32.decode_tokens_per_s;
     }
     return { model: `${shape}-synth (GGUF ${quants.join(', ')})`, max_tokens: o.maxTokens, results, ...(failed.length ? { failed } : {}) };
@@ -152,7 +167,7 @@ async function benchModel(
   for (const tp of o.tp) {
     for (const profile of o.profile ? [false, true] : [false]) {
       const common: Omit<PageGenerateOptions, 'maxTokens'> = {
-        model, tokenizer, tp, prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch, profile, overlap: o.overlap, runqExact: o.runqExact, kvCache: o.kvCache,
+        model, tokenizer, tp, prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch, profile, overlap: o.overlap, runqExact: o.runqExact, int8Activations: o.int8Activations, kvCache: o.kvCache,
         // A 64-row prefill step of a large model can take minutes on a CPU adapter.
         timeoutMs: 600_000,
       };

@@ -21,7 +21,7 @@ export interface KernelBenchReport {
   results: KernelBenchRow[];
   /** Every matmul variant the adapter can run, on the same shapes. */
   variants: KernelBenchRow[];
-  /** Decode gemv (m = 1, square d × d) with f32 (the adapter's gemv), Q8_0 and Q4_0 weights (weight-only, groups of 32): the best of 5 interleaved rounds. */
+  /** Decode gemv (m = 1, square d × d) with f32 (the adapter's gemv), Q8_0 and Q4_0 weights (weight-only, groups of 32), and Q4_0 with int8 activations (gemv_q4_0_int8, W4A8): the best of 5 interleaved rounds. */
   quant?: KernelBenchRow[];
   baselines: { js: KernelBenchRow[]; tfjs: KernelBenchRow[] };
   /** Submit → data of 8 KB after a tiny dispatch, through the readback helper (median ms). */

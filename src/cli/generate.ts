@@ -11,7 +11,7 @@ import type { PageGenerateOptions, PageGenerateResult } from '../harness/types.j
 
 /** The page's generation options (model and tokenizer as local paths or URLs), plus the CLI's own. */
 export interface GenerateCommandOptions
-  extends Pick<PageGenerateOptions, 'tp' | 'split' | 'prompt' | 'maxTokens' | 'temperature' | 'topP' | 'seed' | 'chat' | 'weightOnly' | 'runqExact' | 'kvCache'> {
+  extends Pick<PageGenerateOptions, 'tp' | 'split' | 'prompt' | 'maxTokens' | 'temperature' | 'topP' | 'seed' | 'chat' | 'weightOnly' | 'int8Activations' | 'runqExact' | 'kvCache'> {
   /** A llama2.c .bin, a .safetensors with config.json beside it, a model directory, or a URL of either. */
   model: string;
   /** tokenizer.bin or tokenizer.json; default: the HF model's tokenizer.json. */
@@ -71,7 +71,7 @@ export async function generateCommand(o: GenerateCommandOptions): Promise<void> 
     if (!o.json) await h.page.exposeFunction('tpEmit', (text: string) => void process.stdout.write(text));
     const r = await runGenerate(h, {
       model, tokenizer, tp: o.tp, split: o.split, prompt: o.prompt, maxTokens: o.maxTokens, temperature: o.temperature,
-      topP: o.topP, seed: o.seed, ignoreEos: o.ignoreEos, stream: !o.json, cache: o.cache, chat: o.chat, weightOnly: o.weightOnly, runqExact: o.runqExact,
+      topP: o.topP, seed: o.seed, ignoreEos: o.ignoreEos, stream: !o.json, cache: o.cache, chat: o.chat, weightOnly: o.weightOnly, int8Activations: o.int8Activations, runqExact: o.runqExact,
       kvCache: o.kvCache,
     });
     if (o.json) {

@@ -13,12 +13,14 @@ const USAGE = `webgpu-tp — tensor-parallel LLM inference over WebGPU, in headl
 Usage:
   webgpu-tp generate --model PATH|URL [--tokenizer PATH|URL] [--chat] [--tp N] [--split 0.5,0.25,0.25] [--prompt TEXT]
                      [--max-tokens N] [--temperature T] [--top-p P] [--seed S]
-                     [--ignore-eos] [--no-cache] [--weight-only] [--no-runq-exact] [--kv-cache auto|f16|f32] [--json]
+                     [--ignore-eos] [--no-cache] [--weight-only] [--no-runq-exact] [--int8-activations] [--kv-cache auto|f16|f32] [--json]
                      (a llama2.c v2 / runq.c Q8_0 model runs W8A8 as runq.c does;
                       --weight-only keeps f32 activations; W8A8 computes runq.c's floats bit
                       for bit (run.c-order attention; at TP > 1 the wo/w2 sums chained rank
                       to rank); --no-runq-exact uses the faster online-softmax attention and
-                      all-reduce, whose last bits differ)
+                      all-reduce, whose last bits differ; --int8-activations: a GGUF's Q4_0 and
+                      Q8_0 matrices take int8 activations per group of 32 as llama.cpp's CPU
+                      path does (W4A8 / W8A8), faster than weight-only Q4_0 on a CPU adapter)
       --kv-cache: f16 halves the KV cache (f32 math); auto (default) is f16 where the adapter has shader-f16
       --model: a llama2.c .bin, a .gguf (its tokenizer inside), a .safetensors with config.json beside it, a Hugging Face
                model directory, or a URL prefix of one (https://huggingface.co/ORG/NAME/resolve/main)
@@ -30,9 +32,10 @@ Usage:
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--transport sab|tab] [--json]
                      (--transport tab: one rank per tab over BroadcastChannel, beside SAB)
   webgpu-tp bench kernels [--json]
-  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--overlap] [--no-runq-exact] [--kv-cache auto|f16|f32] [--json]
-  webgpu-tp bench generate --quant f32,f16,q8_0,q4_0 [--shape stories110M] [--tp 1] ...
-                     (one synth GGUF per quant; decode tok/s of each against f32)
+  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--overlap] [--no-runq-exact] [--int8-activations] [--kv-cache auto|f16|f32] [--json]
+  webgpu-tp bench generate --quant f32,f16,q8_0,q4_0,q4_0+int8 [--shape stories110M] [--tp 1] ...
+                     (one synth GGUF per quant; decode tok/s of each against f32;
+                      QUANT+int8 runs that GGUF with int8 activations, W4A8 / W8A8)
   webgpu-tp bench all [--out DIR] [--max-tokens N]   (all of the above on synth models; writes DIR/<date>.json,
                                                       and report.html + report.png beside DIR)
   webgpu-tp bench report --from DIR/<date>.json [--out DIR]   (rebuilds report.html and report.png)
@@ -66,6 +69,7 @@ async function main(argv: string[]): Promise<number> {
         'weight-only': { type: 'boolean', default: false },
         'no-runq-exact': { type: 'boolean', default: false },
         'kv-cache': { type: 'string', default: 'auto' },
+        'int8-activations': { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
         chat: { type: 'boolean', default: false },
       },
@@ -89,6 +93,7 @@ async function main(argv: string[]): Promise<number> {
       cache: !values['no-cache'],
       chat: values.chat ?? false,
       weightOnly: values['weight-only'] ?? false,
+      int8Activations: values['int8-activations'] ?? false,
       runqExact: !values['no-runq-exact'],
       kvCache: checkKvCacheOption(values['kv-cache']),
     });
@@ -128,6 +133,7 @@ async function main(argv: string[]): Promise<number> {
         transport: { type: 'string', default: 'sab' },
         quant: { type: 'string' },
         shape: { type: 'string' },
+        'int8-activations': { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
       },
     });
@@ -160,6 +166,7 @@ async function main(argv: string[]): Promise<number> {
         overlap: values.overlap,
         runqExact: !values['no-runq-exact'],
         kvCache: checkKvCacheOption(values['kv-cache']),
+        int8Activations: values['int8-activations'],
       });
     } else if (what === 'all') {
       const { benchAll } = await import('./bench-all.js');

@@ -104,9 +104,18 @@ export interface EngineOptions {
   /**
    * Quantised llama2.c v2 models: keep activations f32 and only dequantise the weights.
    * By default they are quantised to int8 per group before every matmul, as runq.c does (W8A8).
-   * GGUF models always run weight-only.
+   * GGUF models run weight-only unless `int8Activations`.
    */
   weightOnly?: boolean;
+  /**
+   * GGUF (and other non-llama2.c) models: quantise each quantised matmul's input to int8 per
+   * group of 32 and take integer dot products per group, as llama.cpp's CPU path does: W4A8 for
+   * Q4_0 matrices, W8A8 for Q8_0; f32 matrices keep f32 activations. Default false (weight-only,
+   * f32 activations). On a CPU adapter (SwiftShader) W4A8 decodes faster than weight-only Q4_0,
+   * whose nibble unpacking costs what the smaller reads save; the logits differ by the
+   * activations' rounding. llama2.c v2 files choose with `weightOnly` instead.
+   */
+  int8Activations?: boolean;
   /**
    * W8A8 (llama2.c v2 files): compute runq.c's floats bit for bit (default true), so the tokens
    * are runq.c's however narrow a logit margin. Attention runs in run.c's order (max, expf, sum,
@@ -233,8 +242,9 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     cache: options.cache ?? true,
     devices: placement.specs,
     adapterKeys: placement.keys,
-    activations: format === 'llama2c-v2' && !options.weightOnly ? 'int8' : 'f32',
-    runqExact: options.runqExact ?? true,
+    activations: (format === 'llama2c-v2' ? !options.weightOnly : !!options.int8Activations) ? 'int8' : 'f32',
+    // runq.c's order is llama2.c v2's contract; other int8 runs all-reduce (and Q4_0 cannot chain).
+    runqExact: format === 'llama2c-v2' && (options.runqExact ?? true),
     kvCache,
     tabs,
   });

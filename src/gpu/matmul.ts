@@ -25,6 +25,7 @@ import { isQuantMatrix, type QuantMatrix } from './q8.js';
 import { createQ8Matmul, type Q8Activations } from './matmul-q8.js';
 import { createQ4Matmul } from './matmul-q4.js';
 import { createF16Matmul, isHalfMatrix, type HalfMatrix } from './f16.js';
+import { createQ4A8Matmul } from './matmul-q4a8.js';
 
 /** Input transform fused into the matmul's loads. */
 export type MatmulInput =
@@ -43,7 +44,10 @@ export interface MatmulOptions {
   xStride?: number;
   xOffset?: number;
   w: Matrix | QuantMatrix | HalfMatrix;
-  /** Q8_0 weights only: keep x in f32 (default) or quantise it to int8 per group first (W8A8). Q4_0 and f16 run f32 only. */
+  /**
+   * Quantised weights: keep x in f32 (default) or quantise it to int8 per group first: W8A8
+   * for Q8_0 (runq.c), W4A8 for Q4_0 (llama.cpp's CPU Q4_0 × Q8_0). f32 and f16 weights ignore it.
+   */
   activations?: Q8Activations;
   /** y (maxM, yStride) f32; defaults yStride = N. */
   y: GPUBuffer;
@@ -174,8 +178,7 @@ export function createMatmul(ctx: GpuContext, step: StepParams, o: MatmulOptions
     return createF16Matmul(ctx, step, { ...o, w });
   }
   if (isQuantMatrix(w) && w.kind === 'q4_0') {
-    if (o.activations === 'int8') throw new InvalidArgumentError(`matmul ${w.label}: Q4_0 weights run with f32 activations only (W8A8 is runq.c's Q8_0 mode)`);
-    return createQ4Matmul(ctx, step, { ...o, w });
+    return o.activations === 'int8' ? createQ4A8Matmul(ctx, step, { ...o, w }) : createQ4Matmul(ctx, step, { ...o, w });
   }
   if (isQuantMatrix(w)) return createQ8Matmul(ctx, step, { ...o, w, activations: o.activations ?? 'f32' });
   if (o.continueSum) throw new InvalidArgumentError(`matmul ${w.label}: continueSum needs Q8_0 weights with int8 activations`);

@@ -23,12 +23,12 @@ let current: { key: string; engine: Engine } | undefined;
 
 async function engineFor(o: PageGenerateOptions): Promise<{ engine: Engine; loadMs: number }> {
   const maxRows = o.noPrefillBatch ? 1 : o.maxRows;
-  const key = JSON.stringify([o.model, o.tokenizer, o.tp, o.devices, o.split, maxRows, o.spin, o.cache, o.maxBatch, o.timeoutMs, o.profile, o.overlap, o.weightOnly, o.tabs, o.modelAsBlob, o.runqExact, o.kvCache]);
+  const key = JSON.stringify([o.model, o.tokenizer, o.tp, o.devices, o.split, maxRows, o.spin, o.cache, o.maxBatch, o.timeoutMs, o.profile, o.overlap, o.weightOnly, o.tabs, o.modelAsBlob, o.runqExact, o.int8Activations, o.kvCache]);
   if (current?.key === key) return { engine: current.engine, loadMs: 0 };
   await disposeAll();
   const t0 = performance.now();
   const model = o.modelAsBlob && typeof o.model === 'string' ? await (await fetch(o.model)).blob() : o.model;
-  const engine = await createEngine({ model, tokenizer: o.tokenizer, tensorParallel: o.tp || undefined, devices: o.devices, split: o.split, maxRows, spin: o.spin, cache: o.cache, maxBatch: o.maxBatch, timeoutMs: o.timeoutMs, profile: o.profile, overlap: o.overlap, weightOnly: o.weightOnly, runqExact: o.runqExact, kvCache: o.kvCache, tabs: o.tabs,
+  const engine = await createEngine({ model, tokenizer: o.tokenizer, tensorParallel: o.tp || undefined, devices: o.devices, split: o.split, maxRows, spin: o.spin, cache: o.cache, maxBatch: o.maxBatch, timeoutMs: o.timeoutMs, profile: o.profile, overlap: o.overlap, weightOnly: o.weightOnly, int8Activations: o.int8Activations, runqExact: o.runqExact, kvCache: o.kvCache, tabs: o.tabs,
     onProgress: (p) => {
       if (p.loadedBytes === p.totalBytes) o.onProgressLog?.push({ rank: p.rank, fromCache: p.fromCache });
     },

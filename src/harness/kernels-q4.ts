@@ -1,16 +1,19 @@
 /**
  * Page-side tests of the Q4_0 kernels, exposed as `window.tp.q4.*`: the GPU against the f32
- * oracle (reference.ts) on the dequantised weights, on random inputs. Returns `worst` as in
- * kernels.ts (≤ 1 passes).
+ * oracle (reference.ts) on the dequantised weights for weight-only runs, and for W4A8 (int8
+ * activations) against runq.c's W8A8 arithmetic (reference-q8.ts) on the weights' exact Q8_0
+ * form (q4ToQ8), on random inputs. Returns `worst` as in kernels.ts (≤ 1 passes).
  */
 import * as ref from '../model/reference.js';
-import { dequantizeQ4, quantizeQ4 } from '../model/reference-q4.js';
+import { dequantizeQ4, q4ToQ8, quantizeQ4 } from '../model/reference-q4.js';
+import { dequantizeQ8, matmulQ8, quantizeQ8 } from '../model/reference-q8.js';
+import type { Q8Activations } from '../gpu/matmul-q8.js';
 import { createStepParams, createStorageBuffer, destroyStepParams } from '../gpu/buffers.js';
 import { createMatmul, type MatmulInput } from '../gpu/matmul.js';
 import { createEmbedQ4 } from '../gpu/matmul-q4.js';
 import { createQuantMatrix, destroyQuantMatrix, writeQuantRows } from '../gpu/q8.js';
 import { compare, randn, readFloats, rng, runOps, withCtx, type Check } from './kernels.js';
-import { testQuantEmbed } from './kernels-q8.js';
+import { siluMulRunq, testQuantEmbed } from './kernels-q8.js';
 
 export interface Q4MatmulCase {
   m: number;
@@ -19,6 +22,13 @@ export interface Q4MatmulCase {
   input?: 'plain' | 'rmsnorm' | 'siluMul';
   bias?: boolean;
   accumulate?: boolean;
+  /** 'int8': W4A8 (default 'f32', weight-only). */
+  activations?: Q8Activations;
+  /**
+   * Extreme values: every nibble 15 (even rows) or 0 (odd rows), and x of one sign per row of
+   * magnitude 1 (plain input), so every int8 value is ±127: the largest integer sums there are.
+   */
+  extreme?: boolean;
   seed?: number;
   /** A fresh context whose storage bindings hold at most this many bytes (W split in row chunks). */
   bindingLimit?: number;
@@ -32,25 +42,56 @@ export async function testQ4Matmul(c: Q4MatmulCase): Promise<Check & { chunks: n
     const xStride = input === 'siluMul' ? 2 * k : k;
     const xData = randn(m * xStride, rand);
     const wq = quantizeQ4(randn(n * k, rand, 0.3));
+    if (c.extreme) {
+      for (let i = 0; i < n; i++) wq.q.fill(i % 2 ? 0x00 : 0xff, (i * k) / 2, ((i + 1) * k) / 2);
+      for (let r = 0; r < m; r++) xData.fill(r % 2 ? -1 : 1, r * xStride, (r + 1) * xStride);
+    }
     const wd = dequantizeQ4(wq, n * k);
     const g = randn(k, rand);
     const bias = randn(n, rand);
     const y0 = randn(m * n, rand);
 
+    const a8 = c.activations === 'int8';
+    // The effective input; W4A8 quantises it as runq.c computes it (its SwiGLU order).
     const xin = new Float32Array(m * k);
     for (let r = 0; r < m; r++) {
       const row = xData.subarray(r * xStride, r * xStride + k);
+      const b = xData.subarray(r * xStride + k, r * xStride + 2 * k);
       if (input === 'rmsnorm') ref.rmsnorm(xin.subarray(r * k, (r + 1) * k), row, g, 1, k, 1e-5);
-      else if (input === 'siluMul') ref.siluMul(xin.subarray(r * k, (r + 1) * k), row, xData.subarray(r * xStride + k, r * xStride + 2 * k), k);
+      else if (input === 'siluMul' && a8) for (let i = 0; i < k; i++) xin[r * k + i] = siluMulRunq(row[i]!, b[i]!);
+      else if (input === 'siluMul') ref.siluMul(xin.subarray(r * k, (r + 1) * k), row, b, k);
       else xin.set(row, r * k);
     }
     const want = new Float32Array(m * n);
     const mag = new Float32Array(m * n);
-    ref.matmul(want, xin, wd, m, k, n);
-    // The kernel sums Σ nibble·x − 8·Σx per group: its rounding scales with the nibbles (0..15)
-    // times the group's scale, not with |nibble − 8|.
-    const wmag = wd.map((_, i) => 16 * Math.abs(wq.s[Math.floor(i / 32)]!));
-    ref.matmul(mag, xin.map(Math.abs), wmag, m, k, n);
+    if (!a8) {
+      ref.matmul(want, xin, wd, m, k, n);
+      // The kernel sums Σ nibble·x − 8·Σx per group: its rounding scales with the nibbles (0..15)
+      // times the group's scale, not with |nibble − 8|.
+      const wmag = wd.map((_, i) => 16 * Math.abs(wq.s[Math.floor(i / 32)]!));
+      ref.matmul(mag, xin.map(Math.abs), wmag, m, k, n);
+    } else {
+      // Integer sums per group, then the oracle's f32 operations in its order (up to a
+      // fused multiply-add). A fused input computed in another order may round one value per
+      // group to the other side of a half: one int8 step per group is allowed there (as W8A8).
+      const w8 = q4ToQ8(wq, n * k);
+      for (let r = 0; r < m; r++) {
+        const xq = quantizeQ8(xin.subarray(r * k, (r + 1) * k), k, 32);
+        matmulQ8(want.subarray(r * n, (r + 1) * n), xq, w8, k, n, 32);
+        const xd = dequantizeQ8(xq, k, 32);
+        ref.matmul(mag.subarray(r * n, (r + 1) * n), xd.map(Math.abs), wd.map(Math.abs), 1, k, n);
+        if (input === 'plain') continue;
+        for (let i = 0; i < n; i++) {
+          let s = 0;
+          for (let j = 0; j < k; j += 32) {
+            let wmax = 0;
+            for (let t = j; t < j + 32; t++) wmax = Math.max(wmax, Math.abs(wd[i * k + t]!));
+            s += wmax * xq.s[j / 32]!;
+          }
+          mag[r * n + i] = mag[r * n + i]! + s * 1e5;
+        }
+      }
+    }
     for (let i = 0; i < m * n; i++) {
       if (c.bias) {
         want[i] = Math.fround(want[i]! + bias[i % n]!);
@@ -74,7 +115,7 @@ export async function testQ4Matmul(c: Q4MatmulCase): Promise<Check & { chunks: n
       input === 'rmsnorm' ? { kind: 'rmsnorm', weight: gb, eps: 1e-5 }
         : input === 'siluMul' ? { kind: 'siluMul', b: x, bOffset: k, bStride: xStride }
           : { kind: 'plain' };
-    const op = createMatmul(ctx, step, { x, xStride, w, y, maxM: m, input: inputOpt, bias: c.bias ? bb : undefined, accumulate: c.accumulate });
+    const op = createMatmul(ctx, step, { x, xStride, w, y, maxM: m, input: inputOpt, bias: c.bias ? bb : undefined, accumulate: c.accumulate, activations: c.activations });
     await runOps(ctx, [op], m);
     const got = await readFloats(ctx, y, m * n);
     const chunks = w.chunks.length;

@@ -26,7 +26,7 @@ export interface Q8MatmulCase {
 }
 
 /** runq.c's SwiGLU: val *= 1/(1+expf(-val)); val *= b. */
-function siluMulRunq(a: number, b: number): number {
+export function siluMulRunq(a: number, b: number): number {
   const f = Math.fround;
   return f(f(a * f(1 / f(1 + f(Math.exp(-a))))) * b);
 }

@@ -11,6 +11,7 @@ import {
 import {
   createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams, type Matrix, type StepParams,
 } from '../gpu/buffers.js';
+import type { Q8Activations } from '../gpu/matmul-q8.js';
 import { createMatmul, type MatmulInput } from '../gpu/matmul.js';
 import { createQuantMatrix, destroyQuantMatrix, isQuantMatrix, writeQuantRows, type QuantMatrix } from '../gpu/q8.js';
 import { quantizeQ8 } from '../model/reference-q8.js';
@@ -255,7 +256,7 @@ function benchWeights(ctx: GpuContext, kind: BenchWeights, n: number, k: number,
   return m;
 }
 
-export async function benchMatmulRaw(c: { m: number; k: number; n: number; reps?: number; gemv?: GemvKind; gemm?: GemmKind; weights?: BenchWeights }): Promise<{ gpuMs: number; wallMs: number }> {
+export async function benchMatmulRaw(c: { m: number; k: number; n: number; reps?: number; gemv?: GemvKind; gemm?: GemmKind; weights?: BenchWeights; activations?: Q8Activations }): Promise<{ gpuMs: number; wallMs: number }> {
   const ctx = await context();
   const { m, k, n } = c;
   const reps = c.reps ?? 10;
@@ -265,7 +266,7 @@ export async function benchMatmulRaw(c: { m: number; k: number; n: number; reps?
   const x = createStorageBuffer(ctx, randn(m * k, rand));
   const w = benchWeights(ctx, c.weights ?? 'f32', n, k, randn(n * k, rand));
   const y = createStorageBuffer(ctx, m * n * 4);
-  const op = createMatmul(ctx, step, { x, w, y, maxM: m, gemv: c.gemv, gemm: c.gemm });
+  const op = createMatmul(ctx, step, { x, w, y, maxM: m, gemv: c.gemv, gemm: c.gemm, activations: c.activations });
   await runOps(ctx, [op], m);
   await ctx.device.queue.onSubmittedWorkDone();
   const g = ctx.features.timestampQuery ? median(await gpuTimes(ctx, (p) => op.encode(p, m), reps)) : NaN;
@@ -766,18 +767,27 @@ export async function bench(o: { smoke?: boolean; quick?: boolean } = {}): Promi
       }
     }
   }
-  // Decode with f16 and quantised weights (weight-only, groups of 32) against the adapter's f32 gemv.
-  // The four take turns, and each keeps its best median of the rounds: on a shared CPU
+  // Decode with f16 and quantised weights (groups of 32) against the adapter's f32 gemv:
+  // weight-only, and Q4_0 with int8 activations (W4A8, its input quantisation included in the
+  // time). They take turns, and each keeps its best median of the rounds: on a shared CPU
   // adapter, load from other processes comes and goes within one kernel's repetitions.
   const quant: BenchRow[] = [];
+  const quantRuns = [
+    { kernel: `gemv_${ctx.choices.gemv}`, weights: 'f32' },
+    { kernel: 'gemv_f16', weights: 'f16' },
+    { kernel: 'gemv_q8_0', weights: 'q8_0' },
+    { kernel: 'gemv_q4_0', weights: 'q4_0' },
+    { kernel: 'gemv_q4_0_int8', weights: 'q4_0', activations: 'int8' },
+  ] as const;
   for (const d of smoke ? [64] : [768, 2048]) {
-    const best = { f32: Infinity, f16: Infinity, q8_0: Infinity, q4_0: Infinity };
+    const best = quantRuns.map(() => Infinity);
     for (let round = 0; round < (smoke ? 1 : 5); round++) {
-      for (const weights of ['f32', 'f16', 'q8_0', 'q4_0'] as const) best[weights] = Math.min(best[weights], (await benchMatmulRaw({ m: 1, k: d, n: d, reps, weights })).gpuMs);
+      for (const [i, q] of quantRuns.entries()) {
+        const activations = 'activations' in q ? q.activations : undefined;
+        best[i] = Math.min(best[i]!, (await benchMatmulRaw({ m: 1, k: d, n: d, reps, weights: q.weights, activations })).gpuMs);
+      }
     }
-    for (const [weights, ms] of Object.entries(best)) {
-      quant.push({ kernel: weights === 'f32' ? `gemv_${ctx.choices.gemv}` : `gemv_${weights}`, m: 1, k: d, n: d, median_ms: round(ms), gflops: gflops(1, d, d, ms) });
-    }
+    quantRuns.forEach((q, i) => quant.push({ kernel: q.kernel, m: 1, k: d, n: d, median_ms: round(best[i]!), gflops: gflops(1, d, d, best[i]!) }));
   }
   const choices = { gemm: ctx.choices.gemm, gemv: ctx.choices.gemv, measured: Object.fromEntries(Object.entries(ctx.choices.measured).map(([a, b]) => [a, round(b)])) };
   const adapter = { vendor: ctx.adapterInfo.vendor, architecture: ctx.adapterInfo.architecture };

@@ -45,6 +45,8 @@ export interface PageGenerateOptions {
   noPrefillBatch?: boolean;
   /** Quantised models: f32 activations instead of runq.c's int8 (engine weightOnly). */
   weightOnly?: boolean;
+  /** GGUF: int8 activations for quantised matrices (W4A8 / W8A8; engine int8Activations). */
+  int8Activations?: boolean;
   /** W8A8: runq.c's arithmetic bit for bit (engine runqExact, default true). */
   runqExact?: boolean;
   /** What the KV cache stores (engine kvCache, default 'auto'). */

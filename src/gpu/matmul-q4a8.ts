@@ -1,0 +1,85 @@
+/**
+ * W4A8 matmul: Q4_0 weights with int8 activations, llama.cpp's CPU arithmetic for Q4_0 (the
+ * input quantised per group of 32 as runq.c does, integer dot products per group, then both
+ * scales). xin is first quantised into this op's scratch (quantize_q8.wgsl with PAIRS: the
+ * layout matmul_q4a8.wgsl's multiplies take), with the f32 matmul's fused RMSNorm / SiLU·mul
+ * inputs, then m = 1 runs a gemv (8 rows of W per invocation), m > 1 a 4×4 register-blocked
+ * gemm; one dispatch per row chunk of W.
+ *
+ * Why: on a CPU adapter (SwiftShader) the weight-only Q4_0 kernel spends on unpacking nibbles
+ * to f32 what its smaller reads save; this one does two multiply-adds per u32 multiply.
+ */
+import commonSrc from '../../shaders/common.wgsl?raw';
+import exactMathSrc from '../../shaders/exact_math.wgsl?raw';
+import quantizeSrc from '../../shaders/quantize_q8.wgsl?raw';
+import q4a8Src from '../../shaders/matmul_q4a8.wgsl?raw';
+import { InvalidArgumentError } from '../errors.js';
+import type { GpuContext } from './device.js';
+import { createParamBlock, createStorageBuffer, type StepParams } from './buffers.js';
+import { grid2d, wgsl } from './layout.js';
+import { bindGroup, makeOp, type BoundOp } from './op.js';
+import { inputOf, regblockGrid, type Q8MatmulOptions } from './matmul-q8.js';
+
+/** Workgroup size and rows of W per invocation of gemv_q4a8 (its ROWS). */
+const WG = 16;
+const ROWS = 8;
+
+export function createQ4A8Matmul(ctx: GpuContext, step: StepParams, o: Omit<Q8MatmulOptions, 'activations'>): BoundOp {
+  const { w, maxM } = o;
+  const K = w.k;
+  const N = w.n;
+  const xStride = o.xStride ?? K;
+  const xOffset = o.xOffset ?? 0;
+  const yStride = o.yStride ?? N;
+  if (w.kind !== 'q4_0' || w.groupSize !== 32 || K % 32 !== 0) throw new InvalidArgumentError(`matmul ${w.label}: expected Q4_0 weights in groups of 32 along k ${K}`);
+  if (maxM > step.maxM) throw new InvalidArgumentError(`matmul ${w.label}: maxM ${maxM} exceeds the step's ${step.maxM}`);
+  if (xStride < K) throw new InvalidArgumentError(`matmul ${w.label}: x stride ${xStride} < K ${K}`);
+  if (o.x.size < (xOffset + (maxM - 1) * xStride + K) * 4) throw new InvalidArgumentError(`matmul ${w.label}: x buffer too small for ${maxM}×${K}`);
+  if (o.y.size < ((maxM - 1) * yStride + N) * 4) throw new InvalidArgumentError(`matmul ${w.label}: y buffer too small for ${maxM}×${N}`);
+  if (o.bias && o.bias.size < N * 4) throw new InvalidArgumentError(`matmul ${w.label}: bias needs ${N} floats`);
+  if (o.continueSum) throw new InvalidArgumentError(`matmul ${w.label}: continueSum is runq.c's order for Q8_0 weights; W4A8 all-reduces`);
+  const inp = inputOf(ctx, o.input, xStride);
+  const params: GPUBuffer[] = [];
+  const gpr = K / 32;
+
+  // 16 pair words (64 bytes) and (scale, Σ q) per group of 32 per row.
+  const xq = createStorageBuffer(ctx, maxM * gpr * 64, `${w.label}.xq`);
+  const xs = createStorageBuffer(ctx, maxM * gpr * 8, `${w.label}.xs`);
+  const quant = ctx.pipelines.get(wgsl(commonSrc, exactMathSrc, quantizeSrc), 'quantize_q8', { MODE: inp.mode, GS: 32, PAIRS: 1 }, 'quantize_q8 pairs');
+  const qp = createParamBlock(ctx, [K, xStride, xOffset, inp.bStride, inp.bOff, inp.eps, 0, 0], [5], `quantize ${w.label}`);
+  params.push(qp);
+  const quantBg = bindGroup(ctx, quant, [undefined, qp, o.x, inp.aux, xq, xs], `quantize ${w.label}`);
+
+  const code = wgsl(commonSrc, q4a8Src);
+  const constants = { HAS_BIAS: o.bias ? 1 : 0, ACCUMULATE: o.accumulate ? 1 : 0 };
+  const gemv = ctx.pipelines.get(code, 'gemv_q4a8', { ...constants, WG }, 'gemv_q4a8');
+  const gemm = maxM > 1 ? ctx.pipelines.get(code, 'gemm_q4a8', constants, 'gemm_q4a8') : undefined;
+  const chunks = w.chunks.map((c) => {
+    const p = createParamBlock(ctx, [K, c.rows, gpr, c.rowStart, yStride, 0, 0, 0], [], `matmul ${w.label}`);
+    params.push(p);
+    const entries = (pl: GPUComputePipeline, usesStep: boolean) =>
+      bindGroup(ctx, pl, [usesStep ? step.buffer : undefined, p, xq, c.q, o.y, o.bias ?? ctx.dummy, xs, c.s], w.label);
+    return { rows: c.rows, gemvBg: entries(gemv, false), gemmBg: gemm ? entries(gemm, true) : undefined };
+  });
+  const op = makeOp(ctx, `matmul ${w.label}`, maxM, params, (pass, m) => {
+    pass.setPipeline(quant);
+    pass.setBindGroup(0, quantBg);
+    pass.dispatchWorkgroups(...grid2d(m), 1);
+    const useGemm = m > 1 && gemm;
+    pass.setPipeline(useGemm ? gemm : gemv);
+    for (const c of chunks) {
+      pass.setBindGroup(0, useGemm ? c.gemmBg! : c.gemvBg);
+      if (useGemm) pass.dispatchWorkgroups(...regblockGrid(c.rows, m));
+      else pass.dispatchWorkgroups(...grid2d(Math.ceil(c.rows / (ROWS * WG))), 1);
+    }
+  });
+  return {
+    name: op.name,
+    encode: op.encode,
+    destroy() {
+      op.destroy();
+      xq.destroy();
+      xs.destroy();
+    },
+  };
+}
