@@ -173,7 +173,8 @@ function gemmVariant(ctx: GpuContext, kind: GemmKind, constants: Record<string, 
 export function createMatmul(ctx: GpuContext, step: StepParams, o: MatmulOptions): BoundOp {
   const w = o.w;
   if (isHalfMatrix(w)) {
-    if (o.activations === 'int8') throw new InvalidArgumentError(`matmul ${w.label}: f16 weights run with f32 activations only (W8A8 is runq.c's Q8_0 mode)`);
+    // Like f32 weights, f16 ones take f32 activations in an int8 run (a GGUF's F16 matrices
+    // beside its Q8_0/Q4_0 ones, as llama.cpp does).
     if (o.continueSum) throw new InvalidArgumentError(`matmul ${w.label}: continueSum needs Q8_0 weights with int8 activations`);
     return createF16Matmul(ctx, step, { ...o, w });
   }
