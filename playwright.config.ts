@@ -5,7 +5,9 @@ import { defineConfig } from '@playwright/test';
 export default defineConfig({
   testDir: 'e2e',
   timeout: 300_000,
-  workers: 1,
+  // Two browsers at once: most of a test's time is spent waiting on GPU readbacks (Chromium
+  // polls them), so two overlap well even on 2 cores. TP_E2E_WORKERS overrides.
+  workers: Number(process.env.TP_E2E_WORKERS ?? 2),
   fullyParallel: false,
   retries: 0,
   reporter: process.env.CI ? [['list'], ['json', { outputFile: 'test-results/e2e.json' }]] : [['list']],

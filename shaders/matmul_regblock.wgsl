@@ -1,7 +1,8 @@
 // Prefill matmul (m > 1), register-blocked: each invocation computes a 4×4 block of y (4 rows
 // of x × 4 rows of W) from 8 vec4 loads per 4 k, with no workgroup memory or barrier.
-// SwiftShader runs this ~1.8× faster than shared-memory tiles.
-@group(0) @binding(3) var<storage, read> W: array<vec4<f32>>;
+// SwiftShader runs this ~1.8× faster than shared-memory tiles. W's vec4s come from wLoad:
+// f32 (matmul_w_f32.wgsl) or f16 halves (matmul_w_f16.wgsl, matmul_w_f16_native.wgsl), each
+// load widened once for the four rows of x.
 override WGX: u32 = 8u;
 override WGY: u32 = 8u;
 
@@ -41,10 +42,10 @@ fn gemm_regblock(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     let x1 = xEff4(rb, k, q1);
     let x2 = xEff4(rc, k, q2);
     let x3 = xEff4(rd, k, q3);
-    let v0 = W[wb0 + k4];
-    let v1 = W[wb1 + k4];
-    let v2 = W[wb2 + k4];
-    let v3 = W[wb3 + k4];
+    let v0 = wLoad(wb0 + k4);
+    let v1 = wLoad(wb1 + k4);
+    let v2 = wLoad(wb2 + k4);
+    let v3 = wLoad(wb3 + k4);
     a0 += vec4<f32>(dot(x0, v0), dot(x0, v1), dot(x0, v2), dot(x0, v3));
     a1 += vec4<f32>(dot(x1, v0), dot(x1, v1), dot(x1, v2), dot(x1, v3));
     a2 += vec4<f32>(dot(x2, v0), dot(x2, v1), dot(x2, v2), dot(x2, v3));

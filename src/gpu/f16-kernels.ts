@@ -12,6 +12,7 @@ import matmulCommonSrc from '../../shaders/matmul_common.wgsl?raw';
 import xF32Src from '../../shaders/matmul_x_f32.wgsl?raw';
 import xVec4Src from '../../shaders/matmul_x_vec4.wgsl?raw';
 import f16Src from '../../shaders/matmul_f16.wgsl?raw';
+import regblockSrc from '../../shaders/matmul_regblock.wgsl?raw';
 import wPackedSrc from '../../shaders/matmul_w_f16.wgsl?raw';
 import wNativeSrc from '../../shaders/matmul_w_f16_native.wgsl?raw';
 import embedCommonSrc from '../../shaders/embed_common.wgsl?raw';
@@ -26,9 +27,9 @@ export function f16KernelsFor(features: { has(name: string): boolean }): F16Kern
   return features.has('shader-f16') ? 'native' : 'packed';
 }
 
-/** The f16 matmul module (entry points gemv_f16, gemm_f16); `vec4X` when x's rows start on vec4s. */
+/** The f16 matmul module (entry points gemv_f16, gemm_regblock); `vec4X` when x's rows start on vec4s. */
 export function f16MatmulWgsl(kind: F16Kernels, vec4X: boolean): string {
-  return wgsl(kind === 'native' ? wNativeSrc : wPackedSrc, commonSrc, matmulCommonSrc, vec4X ? xVec4Src : xF32Src, f16Src);
+  return wgsl(kind === 'native' ? wNativeSrc : wPackedSrc, commonSrc, matmulCommonSrc, vec4X ? xVec4Src : xF32Src, f16Src, regblockSrc);
 }
 
 /** The f16 embedding kernel, to compose after common.wgsl and embed_common.wgsl (src/gpu/embed.ts does). */

@@ -94,7 +94,7 @@ export function createF16Matmul(ctx: GpuContext, step: StepParams, o: Omit<Q8Mat
   const code = f16MatmulWgsl(f16KernelsOf(ctx), vec4X);
   const constants = { HAS_BIAS: o.bias ? 1 : 0, ACCUMULATE: o.accumulate ? 1 : 0, MODE: inp.mode, ALIGNED: K % 4 === 0 ? 1 : 0 };
   const gemv = ctx.pipelines.get(code, 'gemv_f16', { ...constants, WG }, 'gemv_f16');
-  const gemm = maxM > 1 ? ctx.pipelines.get(code, 'gemm_f16', constants, 'gemm_f16') : undefined;
+  const gemm = maxM > 1 ? ctx.pipelines.get(code, 'gemm_regblock', constants, 'gemm_f16') : undefined;
   const params: GPUBuffer[] = [];
   const chunks = w.chunks.map((c) => {
     // kStride4: the row stride in groups of 4 halves (one vec2<u32>).

@@ -12,6 +12,7 @@ import xVec4Src from '../../shaders/matmul_x_vec4.wgsl?raw';
 import gemvSrc from '../../shaders/matmul_gemv.wgsl?raw';
 import gemvSgSrc from '../../shaders/matmul_gemv_sg.wgsl?raw';
 import regblockSrc from '../../shaders/matmul_regblock.wgsl?raw';
+import wF32Src from '../../shaders/matmul_w_f32.wgsl?raw';
 import tiledSrc from '../../shaders/matmul_tiled.wgsl?raw';
 import seqSrc from '../../shaders/matmul_seq.wgsl?raw';
 import bcastSrc from '../../shaders/matmul_bcast.wgsl?raw';
@@ -149,7 +150,7 @@ function gemmVariant(ctx: GpuContext, kind: GemmKind, constants: Record<string, 
     };
   }
   if (kind === 'regblock') {
-    const code = wgsl(commonSrc, matmulCommonSrc, xSrc, regblockSrc);
+    const code = wgsl(commonSrc, matmulCommonSrc, xSrc, wF32Src, regblockSrc);
     const pipeline = ctx.pipelines.get(code, 'gemm_regblock', { ...constants, WGX: 8, WGY: 8 }, 'gemm_regblock');
     return {
       pipeline,
