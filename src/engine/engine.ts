@@ -110,7 +110,7 @@ export interface EngineOptions {
   /**
    * GGUF (and other non-llama2.c) models: quantise each quantised matmul's input to int8 per
    * group of 32 and take integer dot products per group, as llama.cpp's CPU path does: W4A8 for
-   * Q4_0 matrices, W8A8 for Q8_0; f32 matrices keep f32 activations. Default false (weight-only,
+   * Q4_0 matrices, W8A8 for Q8_0; f32 and f16 matrices keep f32 activations. Default false (weight-only,
    * f32 activations). On a CPU adapter (SwiftShader) W4A8 decodes faster than weight-only Q4_0,
    * whose nibble unpacking costs what the smaller reads save; the logits differ by the
    * activations' rounding. llama2.c v2 files choose with `weightOnly` instead.
