@@ -12,7 +12,7 @@ import { grid2d, paddedStride, planMatrixChunks } from './layout.js';
 import { bindGroup, makeOp, type BoundOp } from './op.js';
 import { createTableEmbed, type EmbedIo } from './embed.js';
 import { f16EmbedSource, f16KernelsFor, f16MatmulWgsl, type F16Kernels } from './f16-kernels.js';
-import { inputOf, regblockGrid, type Q8MatmulOptions } from './matmul-q8.js';
+import { inputOf, matmulIo, regblockGrid, type Q8MatmulOptions } from './matmul-q8.js';
 
 const STORAGE = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
 const WG = 64;
@@ -78,16 +78,7 @@ export function destroyHalfMatrix(m: HalfMatrix): void {
  */
 export function createF16Matmul(ctx: GpuContext, step: StepParams, o: Omit<Q8MatmulOptions, 'activations' | 'w'> & { w: HalfMatrix }): BoundOp {
   const { w, maxM } = o;
-  const K = w.k;
-  const N = w.n;
-  const xStride = o.xStride ?? K;
-  const xOffset = o.xOffset ?? 0;
-  const yStride = o.yStride ?? N;
-  if (maxM > step.maxM) throw new InvalidArgumentError(`matmul ${w.label}: maxM ${maxM} exceeds the step's ${step.maxM}`);
-  if (xStride < K) throw new InvalidArgumentError(`matmul ${w.label}: x stride ${xStride} < K ${K}`);
-  if (o.x.size < (xOffset + (maxM - 1) * xStride + K) * 4) throw new InvalidArgumentError(`matmul ${w.label}: x buffer too small for ${maxM}×${K}`);
-  if (o.y.size < ((maxM - 1) * yStride + N) * 4) throw new InvalidArgumentError(`matmul ${w.label}: y buffer too small for ${maxM}×${N}`);
-  if (o.bias && o.bias.size < N * 4) throw new InvalidArgumentError(`matmul ${w.label}: bias needs ${N} floats`);
+  const { K, xStride, xOffset, yStride } = matmulIo(step, o);
   const inp = inputOf(ctx, o.input, xStride);
   const aligned4 = (...v: number[]) => v.every((q) => q % 4 === 0);
   const vec4X = aligned4(K, xStride, xOffset) && (inp.mode !== 2 || aligned4(inp.bStride, inp.bOff));

@@ -18,23 +18,14 @@ import { grid2d, wgsl } from './layout.js';
 import { bindGroup, makeOp, type BoundOp } from './op.js';
 import type { QuantMatrix } from './q8.js';
 import { createTableEmbed, type EmbedIo } from './embed.js';
-import { inputOf, regblockGrid, type Q8MatmulOptions } from './matmul-q8.js';
+import { inputOf, matmulIo, regblockGrid, type Q8MatmulOptions } from './matmul-q8.js';
 
 const WG = 64;
 
 export function createQ4Matmul(ctx: GpuContext, step: StepParams, o: Omit<Q8MatmulOptions, 'activations'>): BoundOp {
   const { w, maxM } = o;
-  const K = w.k;
-  const N = w.n;
-  const xStride = o.xStride ?? K;
-  const xOffset = o.xOffset ?? 0;
-  const yStride = o.yStride ?? N;
+  const { K, xStride, xOffset, yStride } = matmulIo(step, o);
   if (w.kind !== 'q4_0' || w.groupSize !== 32 || K % 32 !== 0) throw new InvalidArgumentError(`matmul ${w.label}: expected Q4_0 weights in groups of 32 along k ${K}`);
-  if (maxM > step.maxM) throw new InvalidArgumentError(`matmul ${w.label}: maxM ${maxM} exceeds the step's ${step.maxM}`);
-  if (xStride < K) throw new InvalidArgumentError(`matmul ${w.label}: x stride ${xStride} < K ${K}`);
-  if (o.x.size < (xOffset + (maxM - 1) * xStride + K) * 4) throw new InvalidArgumentError(`matmul ${w.label}: x buffer too small for ${maxM}×${K}`);
-  if (o.y.size < ((maxM - 1) * yStride + N) * 4) throw new InvalidArgumentError(`matmul ${w.label}: y buffer too small for ${maxM}×${N}`);
-  if (o.bias && o.bias.size < N * 4) throw new InvalidArgumentError(`matmul ${w.label}: bias needs ${N} floats`);
   const inp = inputOf(ctx, o.input, xStride);
   const aligned4 = (...v: number[]) => v.every((q) => q % 4 === 0);
   const xSrc = aligned4(xStride, xOffset) && (inp.mode !== 2 || aligned4(inp.bStride, inp.bOff)) ? xVec4Src : xF32Src;

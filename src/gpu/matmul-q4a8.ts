@@ -18,7 +18,7 @@ import type { GpuContext } from './device.js';
 import { createParamBlock, createStorageBuffer, type StepParams } from './buffers.js';
 import { grid2d, wgsl } from './layout.js';
 import { bindGroup, makeOp, type BoundOp } from './op.js';
-import { inputOf, regblockGrid, type Q8MatmulOptions } from './matmul-q8.js';
+import { inputOf, matmulIo, regblockGrid, type Q8MatmulOptions } from './matmul-q8.js';
 
 /** Workgroup size and rows of W per invocation of gemv_q4a8 (its ROWS). */
 const WG = 16;
@@ -26,17 +26,8 @@ const ROWS = 8;
 
 export function createQ4A8Matmul(ctx: GpuContext, step: StepParams, o: Omit<Q8MatmulOptions, 'activations'>): BoundOp {
   const { w, maxM } = o;
-  const K = w.k;
-  const N = w.n;
-  const xStride = o.xStride ?? K;
-  const xOffset = o.xOffset ?? 0;
-  const yStride = o.yStride ?? N;
+  const { K, xStride, xOffset, yStride } = matmulIo(step, o);
   if (w.kind !== 'q4_0' || w.groupSize !== 32 || K % 32 !== 0) throw new InvalidArgumentError(`matmul ${w.label}: expected Q4_0 weights in groups of 32 along k ${K}`);
-  if (maxM > step.maxM) throw new InvalidArgumentError(`matmul ${w.label}: maxM ${maxM} exceeds the step's ${step.maxM}`);
-  if (xStride < K) throw new InvalidArgumentError(`matmul ${w.label}: x stride ${xStride} < K ${K}`);
-  if (o.x.size < (xOffset + (maxM - 1) * xStride + K) * 4) throw new InvalidArgumentError(`matmul ${w.label}: x buffer too small for ${maxM}×${K}`);
-  if (o.y.size < ((maxM - 1) * yStride + N) * 4) throw new InvalidArgumentError(`matmul ${w.label}: y buffer too small for ${maxM}×${N}`);
-  if (o.bias && o.bias.size < N * 4) throw new InvalidArgumentError(`matmul ${w.label}: bias needs ${N} floats`);
   if (o.continueSum) throw new InvalidArgumentError(`matmul ${w.label}: continueSum is runq.c's order for Q8_0 weights; W4A8 all-reduces`);
   const inp = inputOf(ctx, o.input, xStride);
   const params: GPUBuffer[] = [];

@@ -56,16 +56,17 @@ export function inputOf(ctx: GpuContext, input: MatmulInput | undefined, xStride
 }
 
 /** Workgroups of a 4×4-register-block gemm (8×8 invocations): 32 rows of W by 32 rows of x each. */
-export function regblockGrid(rows: number, m: number): [number, number, number] {
-  const [x, z] = grid2d(Math.ceil(rows / 32));
-  return [x, Math.ceil(m / 32), z];
-}
-
-export function createQ8Matmul(ctx: GpuContext, step: StepParams, o: Q8MatmulOptions): BoundOp {
+/**
+ * A matmul's x and y layout (strides default to dense rows), checked against the step and the
+ * buffers: what every weight kind's wrapper validates before building anything.
+ */
+export function matmulIo(
+  step: StepParams,
+  o: { w: { k: number; n: number; label: string }; maxM: number; x: GPUBuffer; y: GPUBuffer; bias?: GPUBuffer; xStride?: number; xOffset?: number; yStride?: number },
+): { K: number; N: number; xStride: number; xOffset: number; yStride: number } {
   const { w, maxM } = o;
   const K = w.k;
   const N = w.n;
-  const GS = w.groupSize;
   const xStride = o.xStride ?? K;
   const xOffset = o.xOffset ?? 0;
   const yStride = o.yStride ?? N;
@@ -73,6 +74,19 @@ export function createQ8Matmul(ctx: GpuContext, step: StepParams, o: Q8MatmulOpt
   if (xStride < K) throw new InvalidArgumentError(`matmul ${w.label}: x stride ${xStride} < K ${K}`);
   if (o.x.size < (xOffset + (maxM - 1) * xStride + K) * 4) throw new InvalidArgumentError(`matmul ${w.label}: x buffer too small for ${maxM}×${K}`);
   if (o.y.size < ((maxM - 1) * yStride + N) * 4) throw new InvalidArgumentError(`matmul ${w.label}: y buffer too small for ${maxM}×${N}`);
+  if (o.bias && o.bias.size < N * 4) throw new InvalidArgumentError(`matmul ${w.label}: bias needs ${N} floats`);
+  return { K, N, xStride, xOffset, yStride };
+}
+
+export function regblockGrid(rows: number, m: number): [number, number, number] {
+  const [x, z] = grid2d(Math.ceil(rows / 32));
+  return [x, Math.ceil(m / 32), z];
+}
+
+export function createQ8Matmul(ctx: GpuContext, step: StepParams, o: Q8MatmulOptions): BoundOp {
+  const { w, maxM } = o;
+  const { K, xStride, xOffset, yStride } = matmulIo(step, o);
+  const GS = w.groupSize;
   if (o.continueSum && (o.activations !== 'int8' || o.accumulate || o.bias)) {
     throw new InvalidArgumentError(`matmul ${w.label}: continueSum is for W8A8 matmuls without accumulate or bias`);
   }

@@ -23,7 +23,7 @@ import { createParamBlock } from './buffers.js';
 import { grid2d, wgsl } from './layout.js';
 import { bindGroup, makeOp, type Binding, type BoundOp } from './op.js';
 import { isQuantMatrix, type QuantMatrix } from './q8.js';
-import { createQ8Matmul, type Q8Activations } from './matmul-q8.js';
+import { createQ8Matmul, matmulIo, type Q8Activations } from './matmul-q8.js';
 import { createQ4Matmul } from './matmul-q4.js';
 import { createF16Matmul, isHalfMatrix, type HalfMatrix } from './f16.js';
 import { createQ4A8Matmul } from './matmul-q4a8.js';
@@ -185,17 +185,8 @@ export function createMatmul(ctx: GpuContext, step: StepParams, o: MatmulOptions
   if (isQuantMatrix(w)) return createQ8Matmul(ctx, step, { ...o, w, activations: o.activations ?? 'f32' });
   if (o.continueSum) throw new InvalidArgumentError(`matmul ${w.label}: continueSum needs Q8_0 weights with int8 activations`);
   const { maxM } = o;
-  const K = w.k;
-  const N = w.n;
-  const xStride = o.xStride ?? K;
-  const xOffset = o.xOffset ?? 0;
-  const yStride = o.yStride ?? N;
+  const { K, xStride, xOffset, yStride } = matmulIo(step, o);
   const mode = modeOf(o.input);
-  if (maxM > step.maxM) throw new InvalidArgumentError(`matmul ${w.label}: maxM ${maxM} exceeds the step's ${step.maxM}`);
-  if (xStride < K) throw new InvalidArgumentError(`matmul ${w.label}: x stride ${xStride} < K ${K}`);
-  if (o.x.size < (xOffset + (maxM - 1) * xStride + K) * 4) throw new InvalidArgumentError(`matmul ${w.label}: x buffer too small for ${maxM}×${K}`);
-  if (o.y.size < ((maxM - 1) * yStride + N) * 4) throw new InvalidArgumentError(`matmul ${w.label}: y buffer too small for ${maxM}×${N}`);
-  if (o.bias && o.bias.size < N * 4) throw new InvalidArgumentError(`matmul ${w.label}: bias needs ${N} floats`);
 
   let aux: Binding = ctx.dummy;
   let bStride = 0;
