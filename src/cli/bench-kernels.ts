@@ -24,6 +24,8 @@ export interface KernelBenchReport {
   /** Decode gemv (m = 1, square d × d) with f32 (the adapter's gemv), Q8_0 and Q4_0 weights (weight-only, groups of 32), and Q4_0 with int8 activations (gemv_q4_0_int8, W4A8): the best of 5 interleaved rounds. */
   quant?: KernelBenchRow[];
   baselines: { js: KernelBenchRow[]; tfjs: KernelBenchRow[] };
+  /** Absent from results written before it existed. */
+  roofline?: RooflineFigures;
   /** Submit → data of 8 KB after a tiny dispatch, through the readback helper (median ms). */
   readback_ms: number;
   readback: {
@@ -33,6 +35,18 @@ export interface KernelBenchReport {
     /** The helper inside a dedicated worker (where the engine runs), after a tiny matmul. */
     worker_tiny_ms: number;
   };
+}
+
+/**
+ * The read roofline: a kernel that only loads a d×d f32 matrix (d = 2048, the square gemv's
+ * weights), and one JS thread summing the same floats. On an adapter bound by its loads, the GPU
+ * read bounds a gemv of that size that loads the weights in one of the same patterns.
+ */
+export interface RooflineFigures {
+  floats: number;
+  /** The fastest of three read patterns (contiguous runs per invocation, interleaved, or the gemv's own). */
+  gpu_read: { kernel: string; median_ms: number; gbs: number };
+  js_read: { median_ms: number; gbs: number };
 }
 
 export interface ReadbackFigures {

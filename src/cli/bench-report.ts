@@ -110,6 +110,7 @@ ${table(['workers', 'floats', 'algorithm', 'median µs', 'bus GB/s', 'postMessag
 ${table(['kernel', 'm', 'k', 'n', 'median ms', 'GFLOP/s'], kRows)}
 <h3>Baselines</h3>
 ${table(['kernel', 'm', 'k', 'n', 'median ms', 'GFLOP/s'], bRows)}
+${r.kernels.roofline ? `<p>Read roofline, ${r.kernels.roofline.floats} f32: GPU ${r.kernels.roofline.gpu_read.median_ms.toFixed(2)} ms (${r.kernels.roofline.gpu_read.gbs.toFixed(2)} GB/s, ${r.kernels.roofline.gpu_read.kernel}), one JS thread ${r.kernels.roofline.js_read.median_ms.toFixed(2)} ms (${r.kernels.roofline.js_read.gbs.toFixed(2)} GB/s).</p>` : ''}
 <p>Readback, submit → data of 8 KB after a tiny dispatch: ${r.kernels.readback_ms.toFixed(2)} ms.</p>
 <script>${chartJsSource()}</script>
 <script id="data" type="application/json">${data}</script>

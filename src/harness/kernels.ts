@@ -32,6 +32,7 @@ import type { KernelBenchReport, KernelBenchRow } from '../cli/bench-kernels.js'
 import { availableGemm, availableGemv } from '../gpu/matmul.js';
 import type { SelfTestReply, SelfTestRequest } from '../gpu/selftest.worker.js';
 import { WebGpuTpError } from '../errors.js';
+import { benchRoofline } from './roofline.js';
 
 let shared: Promise<GpuContext> | undefined;
 
@@ -791,10 +792,11 @@ export async function bench(o: { smoke?: boolean; quick?: boolean } = {}): Promi
   }
   const choices = { gemm: ctx.choices.gemm, gemv: ctx.choices.gemv, measured: Object.fromEntries(Object.entries(ctx.choices.measured).map(([a, b]) => [a, round(b)])) };
   const adapter = { vendor: ctx.adapterInfo.vendor, architecture: ctx.adapterInfo.architecture };
+  const roofline = await benchRoofline(ctx, gpuTimes, smoke ? 256 : 2048, reps);
   if (o.quick) {
     const none = { median_ms: 0, p90_ms: 0, pokes_per_read: 0 };
     return {
-      adapter, choices, results, variants: variantRows, quant, baselines: { js: [], tfjs: [] }, readback_ms: 0,
+      adapter, choices, results, variants: variantRows, quant, baselines: { js: [], tfjs: [] }, roofline, readback_ms: 0,
       readback: { tiny: { helper: none, plain: none }, long: { helper: none, learnt: none, plain: none, gpu_ms: 0 }, worker_tiny_ms: 0 },
     };
   }
@@ -824,6 +826,7 @@ export async function bench(o: { smoke?: boolean; quick?: boolean } = {}): Promi
     variants: variantRows,
     quant,
     baselines: { js, tfjs },
+    roofline,
     readback_ms: round(tinyHelper.median),
     readback: {
       tiny: { helper: fig(tinyHelper), plain: fig(tinyPlain) },
