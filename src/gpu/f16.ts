@@ -8,11 +8,11 @@
 import { InvalidArgumentError } from '../errors.js';
 import type { GpuContext } from './device.js';
 import { createParamBlock, type MatrixChunk, type StepParams } from './buffers.js';
-import { grid2d, paddedStride, planMatrixChunks } from './layout.js';
-import { bindGroup, makeOp, type BoundOp } from './op.js';
+import { paddedStride, planMatrixChunks } from './layout.js';
+import { makeOp, type BoundOp } from './op.js';
 import { createTableEmbed, type EmbedIo } from './embed.js';
 import { f16EmbedSource, f16KernelsFor, f16MatmulWgsl, type F16Kernels } from './f16-kernels.js';
-import { inputOf, matmulIo, regblockGrid, type Q8MatmulOptions } from './matmul-q8.js';
+import { bindChunk, encodeChunks, inputOf, matmulIo, type Q8MatmulOptions } from './matmul-q8.js';
 
 const STORAGE = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
 const WG = 64;
@@ -91,19 +91,10 @@ export function createF16Matmul(ctx: GpuContext, step: StepParams, o: Omit<Q8Mat
     // kStride4: the row stride in groups of 4 halves (one vec2<u32>).
     const p = createParamBlock(ctx, [K, c.rows, w.stride / 4, c.rowStart, yStride, xStride, xOffset, inp.bStride, inp.bOff, inp.eps, 0, 0], [9], `matmul ${w.label}`);
     params.push(p);
-    // The gemv is always m = 1, so it has no use for (and no binding of) the step block.
-    const entries = (pl: GPUComputePipeline, usesStep: boolean) =>
-      bindGroup(ctx, pl, [usesStep ? step.buffer : undefined, p, o.x, c.buffer, o.y, o.bias ?? ctx.dummy, inp.aux], w.label);
-    return { rows: c.rows, gemvBg: entries(gemv, false), gemmBg: gemm ? entries(gemm, true) : undefined };
+    return bindChunk(ctx, w.label, c.rows, gemv, gemm, (usesStep) => [usesStep ? step.buffer : undefined, p, o.x, c.buffer, o.y, o.bias ?? ctx.dummy, inp.aux]);
   });
   return makeOp(ctx, `matmul ${w.label}`, maxM, params, (pass, m) => {
-    const useGemm = m > 1 && gemm;
-    pass.setPipeline(useGemm ? gemm : gemv);
-    for (const c of chunks) {
-      pass.setBindGroup(0, useGemm ? c.gemmBg! : c.gemvBg);
-      if (useGemm) pass.dispatchWorkgroups(...regblockGrid(c.rows, m));
-      else pass.dispatchWorkgroups(...grid2d(Math.ceil(c.rows / (4 * WG))), 1);
-    }
+    encodeChunks(pass, m, chunks, gemv, gemm, 4 * WG);
   });
 }
 

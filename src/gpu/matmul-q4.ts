@@ -14,11 +14,11 @@ import embedSrc from '../../shaders/embed_q4.wgsl?raw';
 import { InvalidArgumentError } from '../errors.js';
 import type { GpuContext } from './device.js';
 import { createParamBlock, type StepParams } from './buffers.js';
-import { grid2d, wgsl } from './layout.js';
-import { bindGroup, makeOp, type BoundOp } from './op.js';
+import { wgsl } from './layout.js';
+import { makeOp, type BoundOp } from './op.js';
 import type { QuantMatrix } from './q8.js';
 import { createTableEmbed, type EmbedIo } from './embed.js';
-import { inputOf, matmulIo, regblockGrid, type Q8MatmulOptions } from './matmul-q8.js';
+import { bindChunk, encodeChunks, inputOf, matmulIo, type Q8MatmulOptions } from './matmul-q8.js';
 
 const WG = 64;
 
@@ -38,19 +38,10 @@ export function createQ4Matmul(ctx: GpuContext, step: StepParams, o: Omit<Q8Matm
     // kStride4 carries the row stride in words: K/8 (eight nibbles a word).
     const p = createParamBlock(ctx, [K, c.rows, K / 8, c.rowStart, yStride, xStride, xOffset, inp.bStride, inp.bOff, inp.eps, 0, 0], [9], `matmul ${w.label}`);
     params.push(p);
-    // The gemv is always m = 1, so it has no use for (and no binding of) the step block.
-    const entries = (pl: GPUComputePipeline, usesStep: boolean) =>
-      bindGroup(ctx, pl, [usesStep ? step.buffer : undefined, p, o.x, c.q, o.y, o.bias ?? ctx.dummy, inp.aux, c.s], w.label);
-    return { rows: c.rows, gemvBg: entries(gemv, false), gemmBg: gemm ? entries(gemm, true) : undefined };
+    return bindChunk(ctx, w.label, c.rows, gemv, gemm, (usesStep) => [usesStep ? step.buffer : undefined, p, o.x, c.q, o.y, o.bias ?? ctx.dummy, inp.aux, c.s]);
   });
   return makeOp(ctx, `matmul ${w.label}`, maxM, params, (pass, m) => {
-    const useGemm = m > 1 && gemm;
-    pass.setPipeline(useGemm ? gemm : gemv);
-    for (const c of chunks) {
-      pass.setBindGroup(0, useGemm ? c.gemmBg! : c.gemvBg);
-      if (useGemm) pass.dispatchWorkgroups(...regblockGrid(c.rows, m));
-      else pass.dispatchWorkgroups(...grid2d(Math.ceil(c.rows / (4 * WG))), 1);
-    }
+    encodeChunks(pass, m, chunks, gemv, gemm, 4 * WG);
   });
 }
 

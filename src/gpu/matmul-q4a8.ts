@@ -18,7 +18,7 @@ import type { GpuContext } from './device.js';
 import { createParamBlock, createStorageBuffer, type StepParams } from './buffers.js';
 import { grid2d, wgsl } from './layout.js';
 import { bindGroup, makeOp, type BoundOp } from './op.js';
-import { inputOf, matmulIo, regblockGrid, type Q8MatmulOptions } from './matmul-q8.js';
+import { bindChunk, encodeChunks, inputOf, matmulIo, type Q8MatmulOptions } from './matmul-q8.js';
 
 /** Workgroup size and rows of W per invocation of gemv_q4a8 (its ROWS). */
 const WG = 16;
@@ -48,21 +48,13 @@ export function createQ4A8Matmul(ctx: GpuContext, step: StepParams, o: Omit<Q8Ma
   const chunks = w.chunks.map((c) => {
     const p = createParamBlock(ctx, [K, c.rows, gpr, c.rowStart, yStride, 0, 0, 0], [], `matmul ${w.label}`);
     params.push(p);
-    const entries = (pl: GPUComputePipeline, usesStep: boolean) =>
-      bindGroup(ctx, pl, [usesStep ? step.buffer : undefined, p, xq, c.q, o.y, o.bias ?? ctx.dummy, xs, c.s], w.label);
-    return { rows: c.rows, gemvBg: entries(gemv, false), gemmBg: gemm ? entries(gemm, true) : undefined };
+    return bindChunk(ctx, w.label, c.rows, gemv, gemm, (usesStep) => [usesStep ? step.buffer : undefined, p, xq, c.q, o.y, o.bias ?? ctx.dummy, xs, c.s]);
   });
   const op = makeOp(ctx, `matmul ${w.label}`, maxM, params, (pass, m) => {
     pass.setPipeline(quant);
     pass.setBindGroup(0, quantBg);
     pass.dispatchWorkgroups(...grid2d(m), 1);
-    const useGemm = m > 1 && gemm;
-    pass.setPipeline(useGemm ? gemm : gemv);
-    for (const c of chunks) {
-      pass.setBindGroup(0, useGemm ? c.gemmBg! : c.gemvBg);
-      if (useGemm) pass.dispatchWorkgroups(...regblockGrid(c.rows, m));
-      else pass.dispatchWorkgroups(...grid2d(Math.ceil(c.rows / (ROWS * WG))), 1);
-    }
+    encodeChunks(pass, m, chunks, gemv, gemm, ROWS * WG);
   });
   return {
     name: op.name,

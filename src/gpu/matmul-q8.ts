@@ -83,6 +83,41 @@ export function regblockGrid(rows: number, m: number): [number, number, number] 
   return [x, Math.ceil(m / 32), z];
 }
 
+/** One row chunk of W, bound for the gemv and (when m can exceed 1) the register-blocked gemm. */
+export interface ChunkBinding {
+  rows: number;
+  gemvBg: GPUBindGroup;
+  gemmBg?: GPUBindGroup;
+}
+
+/**
+ * Binds a chunk for both kernels. `bindings(usesStep)`: the gemv is always m = 1, so it has no
+ * use for (and no binding of) the step block.
+ */
+export function bindChunk(
+  ctx: GpuContext, label: string, rows: number, gemv: GPUComputePipeline, gemm: GPUComputePipeline | undefined,
+  bindings: (usesStep: boolean) => (Binding | undefined)[],
+): ChunkBinding {
+  return { rows, gemvBg: bindGroup(ctx, gemv, bindings(false), label), gemmBg: gemm ? bindGroup(ctx, gemm, bindings(true), label) : undefined };
+}
+
+/**
+ * Encodes a chunked matmul: m = 1 runs the gemv (`gemvRows` rows of W per workgroup), m > 1 the
+ * register-blocked gemm; one dispatch per chunk.
+ */
+export function encodeChunks(
+  pass: GPUComputePassEncoder, m: number, chunks: readonly ChunkBinding[],
+  gemv: GPUComputePipeline, gemm: GPUComputePipeline | undefined, gemvRows: number,
+): void {
+  const useGemm = m > 1 && gemm;
+  pass.setPipeline(useGemm ? gemm : gemv);
+  for (const c of chunks) {
+    pass.setBindGroup(0, useGemm ? c.gemmBg! : c.gemvBg);
+    if (useGemm) pass.dispatchWorkgroups(...regblockGrid(c.rows, m));
+    else pass.dispatchWorkgroups(...grid2d(Math.ceil(c.rows / gemvRows)), 1);
+  }
+}
+
 export function createQ8Matmul(ctx: GpuContext, step: StepParams, o: Q8MatmulOptions): BoundOp {
   const { w, maxM } = o;
   const { K, xStride, xOffset, yStride } = matmulIo(step, o);
@@ -104,18 +139,10 @@ export function createQ8Matmul(ctx: GpuContext, step: StepParams, o: Q8MatmulOpt
     const chunks = w.chunks.map((c) => {
       const p = createParamBlock(ctx, [K, c.rows, K / 4, c.rowStart, yStride, xStride, xOffset, inp.bStride, inp.bOff, inp.eps, 0, 0], [9], `matmul ${w.label}`);
       params.push(p);
-      const entries = (pl: GPUComputePipeline, usesStep: boolean) =>
-        bindGroup(ctx, pl, [usesStep ? step.buffer : undefined, p, o.x, c.q, o.y, o.bias ?? ctx.dummy, inp.aux, c.s], w.label);
-      return { rows: c.rows, gemvBg: entries(gemv, false), gemmBg: gemm ? entries(gemm, true) : undefined };
+      return bindChunk(ctx, w.label, c.rows, gemv, gemm, (usesStep) => [usesStep ? step.buffer : undefined, p, o.x, c.q, o.y, o.bias ?? ctx.dummy, inp.aux, c.s]);
     });
     return makeOp(ctx, `matmul ${w.label}`, maxM, params, (pass, m) => {
-      const useGemm = m > 1 && gemm;
-      pass.setPipeline(useGemm ? gemm : gemv);
-      for (const c of chunks) {
-        pass.setBindGroup(0, useGemm ? c.gemmBg! : c.gemvBg);
-        if (useGemm) pass.dispatchWorkgroups(...regblockGrid(c.rows, m));
-        else pass.dispatchWorkgroups(...grid2d(Math.ceil(c.rows / (4 * WG))), 1);
-      }
+      encodeChunks(pass, m, chunks, gemv, gemm, 4 * WG);
     });
   }
 
@@ -134,21 +161,13 @@ export function createQ8Matmul(ctx: GpuContext, step: StepParams, o: Q8MatmulOpt
   const chunks = w.chunks.map((c) => {
     const p = createParamBlock(ctx, [K, c.rows, K / 4, c.rowStart, yStride, 0, 0, 0], [], `matmul ${w.label}`);
     params.push(p);
-    const entries = (pl: GPUComputePipeline, usesStep: boolean) =>
-      bindGroup(ctx, pl, [usesStep ? step.buffer : undefined, p, xq, c.q, o.y, o.bias ?? ctx.dummy, xs, c.s], w.label);
-    return { rows: c.rows, gemvBg: entries(gemv, false), gemmBg: gemm ? entries(gemm, true) : undefined };
+    return bindChunk(ctx, w.label, c.rows, gemv, gemm, (usesStep) => [usesStep ? step.buffer : undefined, p, xq, c.q, o.y, o.bias ?? ctx.dummy, xs, c.s]);
   });
   const op = makeOp(ctx, `matmul ${w.label}`, maxM, params, (pass, m) => {
     pass.setPipeline(quant);
     pass.setBindGroup(0, quantBg);
     pass.dispatchWorkgroups(...grid2d(m), 1);
-    const useGemm = m > 1 && gemm;
-    pass.setPipeline(useGemm ? gemm : gemv);
-    for (const c of chunks) {
-      pass.setBindGroup(0, useGemm ? c.gemmBg! : c.gemvBg);
-      if (useGemm) pass.dispatchWorkgroups(...regblockGrid(c.rows, m));
-      else pass.dispatchWorkgroups(...grid2d(Math.ceil(c.rows / WG)), 1);
-    }
+    encodeChunks(pass, m, chunks, gemv, gemm, WG);
   });
   return {
     name: op.name,
