@@ -7,10 +7,9 @@
 import * as ref from '../model/reference.js';
 import { dequantize, quantize } from '../model/formats/gguf-blocks.js';
 import { createStepParams, createStorageBuffer, destroyStepParams } from '../gpu/buffers.js';
-import { createMatmul, type MatmulInput } from '../gpu/matmul.js';
 import { createEmbedF16, createHalfMatrix, destroyHalfMatrix, f16KernelsOf, writeHalfRows } from '../gpu/f16.js';
 import type { F16Kernels } from '../gpu/f16-kernels.js';
-import { compare, randn, readFloats, rng, runOps, withCtx, type Check } from './kernels.js';
+import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, randn, readFloats, rng, runMatmulCase, runOps, withCtx, type Check } from './kernels.js';
 
 export interface F16MatmulCase {
   m: number;
@@ -42,56 +41,18 @@ export async function testF16Matmul(c: F16MatmulCase): Promise<F16Check> {
   return withCtx(c.bindingLimit, async (ctx) => {
     const { m, k, n } = c;
     const rand = rng(c.seed ?? 3);
-    const input = c.input ?? 'plain';
-    const xStride = input === 'siluMul' ? 2 * k : k;
-    const xData = randn(m * xStride, rand);
-    const w = halves(randn(n * k, rand, 0.3));
-    const g = randn(k, rand);
-    const bias = randn(n, rand);
-    const y0 = randn(m * n, rand);
-
-    const xin = new Float32Array(m * k);
-    for (let r = 0; r < m; r++) {
-      const row = xData.subarray(r * xStride, r * xStride + k);
-      if (input === 'rmsnorm') ref.rmsnorm(xin.subarray(r * k, (r + 1) * k), row, g, 1, k, 1e-5);
-      else if (input === 'siluMul') ref.siluMul(xin.subarray(r * k, (r + 1) * k), row, xData.subarray(r * xStride + k, r * xStride + 2 * k), k);
-      else xin.set(row, r * k);
-    }
+    const d = matmulCaseData(rand, m, k, n, c.input ?? 'plain', () => halves(randn(n * k, rand, 0.3)));
+    const xin = effectiveInput(d, m, k);
     const want = new Float32Array(m * n);
     const mag = new Float32Array(m * n);
-    ref.matmul(want, xin, w.f, m, k, n);
-    ref.matmul(mag, xin.map(Math.abs), w.f.map(Math.abs), m, k, n);
-    for (let i = 0; i < m * n; i++) {
-      if (c.bias) {
-        want[i] = Math.fround(want[i]! + bias[i % n]!);
-        mag[i] = mag[i]! + Math.abs(bias[i % n]!);
-      }
-      if (c.accumulate) {
-        want[i] = Math.fround(want[i]! + y0[i]!);
-        mag[i] = mag[i]! + Math.abs(y0[i]!);
-      }
-    }
+    ref.matmul(want, xin, d.w.f, m, k, n);
+    ref.matmul(mag, xin.map(Math.abs), d.w.f.map(Math.abs), m, k, n);
+    addBiasAccumulate(d, want, mag, n, c);
 
-    const step = createStepParams(ctx, m);
-    step.write(m, new Uint32Array(m));
-    const x = createStorageBuffer(ctx, xData);
     const wm = createHalfMatrix(ctx, n, k, 'wf16');
-    writeHalfRows(ctx, wm, 0, w.h);
-    const y = createStorageBuffer(ctx, y0);
-    const gb = createStorageBuffer(ctx, g);
-    const bb = createStorageBuffer(ctx, bias);
-    const inputOpt: MatmulInput =
-      input === 'rmsnorm' ? { kind: 'rmsnorm', weight: gb, eps: 1e-5 }
-        : input === 'siluMul' ? { kind: 'siluMul', b: x, bOffset: k, bStride: xStride }
-          : { kind: 'plain' };
-    const op = createMatmul(ctx, step, { x, xStride, w: wm, y, maxM: m, input: inputOpt, bias: c.bias ? bb : undefined, accumulate: c.accumulate });
-    await runOps(ctx, [op], m);
-    const got = await readFloats(ctx, y, m * n);
+    writeHalfRows(ctx, wm, 0, d.w.h);
     const chunks = wm.chunks.length;
-    op.destroy();
-    destroyHalfMatrix(wm);
-    for (const b of [x, y, gb, bb]) b.destroy();
-    destroyStepParams(step);
+    const got = await runMatmulCase(ctx, d, m, k, n, wm, c).finally(() => destroyHalfMatrix(wm));
     return { ...compare(got, want, mag), chunks, kernels: f16KernelsOf(ctx), shaderF16: ctx.features.shaderF16 };
   });
 }

@@ -8,11 +8,9 @@ import * as ref from '../model/reference.js';
 import { dequantizeQ4, q4ToQ8, quantizeQ4 } from '../model/reference-q4.js';
 import { dequantizeQ8, matmulQ8, quantizeQ8 } from '../model/reference-q8.js';
 import type { Q8Activations } from '../gpu/matmul-q8.js';
-import { createStepParams, createStorageBuffer, destroyStepParams } from '../gpu/buffers.js';
-import { createMatmul, type MatmulInput } from '../gpu/matmul.js';
 import { createEmbedQ4 } from '../gpu/matmul-q4.js';
 import { createQuantMatrix, destroyQuantMatrix, writeQuantRows } from '../gpu/q8.js';
-import { compare, randn, readFloats, rng, runOps, withCtx, type Check } from './kernels.js';
+import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, randn, rng, runMatmulCase, withCtx, type Check } from './kernels.js';
 import { siluMulRunq, testQuantEmbed } from './kernels-q8.js';
 
 export interface Q4MatmulCase {
@@ -38,30 +36,17 @@ export async function testQ4Matmul(c: Q4MatmulCase): Promise<Check & { chunks: n
   return withCtx(c.bindingLimit, async (ctx) => {
     const { m, k, n } = c;
     const rand = rng(c.seed ?? 3);
-    const input = c.input ?? 'plain';
-    const xStride = input === 'siluMul' ? 2 * k : k;
-    const xData = randn(m * xStride, rand);
-    const wq = quantizeQ4(randn(n * k, rand, 0.3));
+    const a8 = c.activations === 'int8';
+    const d = matmulCaseData(rand, m, k, n, c.input ?? 'plain', () => quantizeQ4(randn(n * k, rand, 0.3)));
+    const input = d.input;
+    const wq = d.w;
     if (c.extreme) {
       for (let i = 0; i < n; i++) wq.q.fill(i % 2 ? 0x00 : 0xff, (i * k) / 2, ((i + 1) * k) / 2);
-      for (let r = 0; r < m; r++) xData.fill(r % 2 ? -1 : 1, r * xStride, (r + 1) * xStride);
+      for (let r = 0; r < m; r++) d.xData.fill(r % 2 ? -1 : 1, r * d.xStride, (r + 1) * d.xStride);
     }
     const wd = dequantizeQ4(wq, n * k);
-    const g = randn(k, rand);
-    const bias = randn(n, rand);
-    const y0 = randn(m * n, rand);
-
-    const a8 = c.activations === 'int8';
     // The effective input; W4A8 quantises it as runq.c computes it (its SwiGLU order).
-    const xin = new Float32Array(m * k);
-    for (let r = 0; r < m; r++) {
-      const row = xData.subarray(r * xStride, r * xStride + k);
-      const b = xData.subarray(r * xStride + k, r * xStride + 2 * k);
-      if (input === 'rmsnorm') ref.rmsnorm(xin.subarray(r * k, (r + 1) * k), row, g, 1, k, 1e-5);
-      else if (input === 'siluMul' && a8) for (let i = 0; i < k; i++) xin[r * k + i] = siluMulRunq(row[i]!, b[i]!);
-      else if (input === 'siluMul') ref.siluMul(xin.subarray(r * k, (r + 1) * k), row, b, k);
-      else xin.set(row, r * k);
-    }
+    const xin = effectiveInput(d, m, k, a8 ? siluMulRunq : undefined);
     const want = new Float32Array(m * n);
     const mag = new Float32Array(m * n);
     if (!a8) {
@@ -92,37 +77,12 @@ export async function testQ4Matmul(c: Q4MatmulCase): Promise<Check & { chunks: n
         }
       }
     }
-    for (let i = 0; i < m * n; i++) {
-      if (c.bias) {
-        want[i] = Math.fround(want[i]! + bias[i % n]!);
-        mag[i] = mag[i]! + Math.abs(bias[i % n]!);
-      }
-      if (c.accumulate) {
-        want[i] = Math.fround(want[i]! + y0[i]!);
-        mag[i] = mag[i]! + Math.abs(y0[i]!);
-      }
-    }
+    addBiasAccumulate(d, want, mag, n, c);
 
-    const step = createStepParams(ctx, m);
-    step.write(m, new Uint32Array(m));
-    const x = createStorageBuffer(ctx, xData);
     const w = createQuantMatrix(ctx, n, k, 32, 'wq4', 'q4_0');
     writeQuantRows(ctx, w, 0, wq.q, wq.s);
-    const y = createStorageBuffer(ctx, y0);
-    const gb = createStorageBuffer(ctx, g);
-    const bb = createStorageBuffer(ctx, bias);
-    const inputOpt: MatmulInput =
-      input === 'rmsnorm' ? { kind: 'rmsnorm', weight: gb, eps: 1e-5 }
-        : input === 'siluMul' ? { kind: 'siluMul', b: x, bOffset: k, bStride: xStride }
-          : { kind: 'plain' };
-    const op = createMatmul(ctx, step, { x, xStride, w, y, maxM: m, input: inputOpt, bias: c.bias ? bb : undefined, accumulate: c.accumulate, activations: c.activations });
-    await runOps(ctx, [op], m);
-    const got = await readFloats(ctx, y, m * n);
     const chunks = w.chunks.length;
-    op.destroy();
-    destroyQuantMatrix(w);
-    for (const b of [x, y, gb, bb]) b.destroy();
-    destroyStepParams(step);
+    const got = await runMatmulCase(ctx, d, m, k, n, w, c).finally(() => destroyQuantMatrix(w));
     return { ...compare(got, want, mag), chunks };
   });
 }

@@ -9,7 +9,7 @@ import { createStepParams, createStorageBuffer, destroyStepParams } from '../gpu
 import { createMatmul, type MatmulInput } from '../gpu/matmul.js';
 import { createEmbedQ8, type Q8Activations } from '../gpu/matmul-q8.js';
 import { createQuantMatrix, destroyQuantMatrix, writeQuantRows, type QuantMatrix } from '../gpu/q8.js';
-import { compare, randn, readFloats, rng, runOps, stepFor, withCtx, type Check } from './kernels.js';
+import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, randn, readFloats, rng, runMatmulCase, runOps, stepFor, withCtx, type Check } from './kernels.js';
 
 export interface Q8MatmulCase {
   m: number;
@@ -35,23 +35,12 @@ export async function testQ8Matmul(c: Q8MatmulCase): Promise<Check & { chunks: n
   return withCtx(c.bindingLimit, async (ctx) => {
     const { m, k, n, groupSize: gs } = c;
     const rand = rng(c.seed ?? 3);
-    const input = c.input ?? 'plain';
-    const xStride = input === 'siluMul' ? 2 * k : k;
-    const xData = randn(m * xStride, rand);
-    const wq = quantizeQ8(randn(n * k, rand, 0.3), n * k, gs);
+    const d = matmulCaseData(rand, m, k, n, c.input ?? 'plain', () => quantizeQ8(randn(n * k, rand, 0.3), n * k, gs));
+    const input = d.input;
+    const wq = d.w;
     const wd = dequantizeQ8(wq, n * k, gs);
-    const g = randn(k, rand);
-    const bias = randn(n, rand);
-    const y0 = randn(m * n, rand);
-
     // The effective input as runq.c computes it (weight-only uses the same f32 values).
-    const xin = new Float32Array(m * k);
-    for (let r = 0; r < m; r++) {
-      const row = xData.subarray(r * xStride, r * xStride + k);
-      if (input === 'rmsnorm') ref.rmsnorm(xin.subarray(r * k, (r + 1) * k), row, g, 1, k, 1e-5);
-      else if (input === 'siluMul') for (let i = 0; i < k; i++) xin[r * k + i] = siluMulRunq(row[i]!, xData[r * xStride + k + i]!);
-      else xin.set(row, r * k);
-    }
+    const xin = effectiveInput(d, m, k, siluMulRunq);
     const want = new Float32Array(m * n);
     const mag = new Float32Array(m * n);
     const slack = new Float32Array(m * n);
@@ -79,40 +68,13 @@ export async function testQ8Matmul(c: Q8MatmulCase): Promise<Check & { chunks: n
         }
       }
     }
-    for (let i = 0; i < m * n; i++) {
-      if (c.bias) {
-        want[i] = Math.fround(want[i]! + bias[i % n]!);
-        mag[i] = mag[i]! + Math.abs(bias[i % n]!);
-      }
-      if (c.accumulate) {
-        want[i] = Math.fround(want[i]! + y0[i]!);
-        mag[i] = mag[i]! + Math.abs(y0[i]!);
-      }
-      mag[i] = mag[i]! + slack[i]! * 1e5;
-    }
+    addBiasAccumulate(d, want, mag, n, c);
+    for (let i = 0; i < m * n; i++) mag[i] = mag[i]! + slack[i]! * 1e5;
 
-    const step = createStepParams(ctx, m);
-    step.write(m, new Uint32Array(m));
-    const x = createStorageBuffer(ctx, xData);
     const w = createQuantMatrix(ctx, n, k, gs, 'wq8');
     writeQuantRows(ctx, w, 0, wq.q, wq.s);
-    const y = createStorageBuffer(ctx, y0);
-    const gb = createStorageBuffer(ctx, g);
-    const bb = createStorageBuffer(ctx, bias);
-    const inputOpt: MatmulInput =
-      input === 'rmsnorm' ? { kind: 'rmsnorm', weight: gb, eps: 1e-5 }
-        : input === 'siluMul' ? { kind: 'siluMul', b: x, bOffset: k, bStride: xStride }
-          : { kind: 'plain' };
-    const op = createMatmul(ctx, step, {
-      x, xStride, w, y, maxM: m, input: inputOpt, bias: c.bias ? bb : undefined, accumulate: c.accumulate, activations: c.activations,
-    });
-    await runOps(ctx, [op], m);
-    const got = await readFloats(ctx, y, m * n);
     const chunks = w.chunks.length;
-    op.destroy();
-    destroyQuantMatrix(w);
-    for (const b of [x, y, gb, bb]) b.destroy();
-    destroyStepParams(step);
+    const got = await runMatmulCase(ctx, d, m, k, n, w, c).finally(() => destroyQuantMatrix(w));
     return { ...compare(got, want, mag), chunks };
   });
 }

@@ -12,7 +12,7 @@ import {
   createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams, type Matrix, type StepParams,
 } from '../gpu/buffers.js';
 import type { Q8Activations } from '../gpu/matmul-q8.js';
-import { createMatmul, type MatmulInput } from '../gpu/matmul.js';
+import { createMatmul, type MatmulInput, type MatmulOptions } from '../gpu/matmul.js';
 import { createQuantMatrix, destroyQuantMatrix, isQuantMatrix, writeQuantRows, type QuantMatrix } from '../gpu/q8.js';
 import { quantizeQ8 } from '../model/reference-q8.js';
 import { quantizeQ4 } from '../model/reference-q4.js';
@@ -139,6 +139,92 @@ export interface MatmulCase {
   bindingLimit?: number;
 }
 
+/** A matmul case's fused input: x as it is, RMSNorm(x)·g, or silu(a)·b over the two halves of a row. */
+export type CaseInput = 'plain' | 'rmsnorm' | 'siluMul';
+
+/** The random data of a matmul case besides W (see `matmulCaseData`). */
+export interface MatmulCaseData {
+  input: CaseInput;
+  /** siluMul reads a and b as the two halves of one row of width 2k. */
+  xStride: number;
+  xData: Float32Array<ArrayBuffer>;
+  g: Float32Array<ArrayBuffer>;
+  bias: Float32Array<ArrayBuffer>;
+  y0: Float32Array<ArrayBuffer>;
+}
+
+/**
+ * Draws a case's x, then W (`drawW`, the caller's kind of weights), then g, bias and y0: one
+ * order for every weight kind, so a seed gives the same x and W values across the tests.
+ */
+export function matmulCaseData<W>(rand: () => number, m: number, k: number, n: number, input: CaseInput, drawW: () => W): MatmulCaseData & { w: W } {
+  const xStride = input === 'siluMul' ? 2 * k : k;
+  const xData = randn(m * xStride, rand);
+  const w = drawW();
+  return { input, xStride, xData, w, g: randn(k, rand), bias: randn(n, rand), y0: randn(m * n, rand) };
+}
+
+/**
+ * xin (m×k), the input the kernel multiplies: `silu` rounds SwiGLU as the oracle compared with
+ * does (default reference.ts; runq.c's order for the int8 kernels).
+ */
+export function effectiveInput(d: MatmulCaseData, m: number, k: number, silu?: (a: number, b: number) => number): Float32Array {
+  const xin = new Float32Array(m * k);
+  for (let r = 0; r < m; r++) {
+    const row = d.xData.subarray(r * d.xStride, r * d.xStride + k);
+    const b = d.xData.subarray(r * d.xStride + k, r * d.xStride + 2 * k);
+    const out = xin.subarray(r * k, (r + 1) * k);
+    if (d.input === 'rmsnorm') ref.rmsnorm(out, row, d.g, 1, k, 1e-5);
+    else if (d.input === 'siluMul' && silu) for (let i = 0; i < k; i++) out[i] = silu(row[i]!, b[i]!);
+    else if (d.input === 'siluMul') ref.siluMul(out, row, b, k);
+    else out.set(row);
+  }
+  return xin;
+}
+
+/** Adds the case's bias and accumulated y0 (when asked) to the wanted sums and their magnitudes. */
+export function addBiasAccumulate(d: MatmulCaseData, want: Float32Array, mag: Float32Array, n: number, c: { bias?: boolean; accumulate?: boolean }): void {
+  for (let i = 0; i < want.length; i++) {
+    if (c.bias) {
+      want[i] = Math.fround(want[i]! + d.bias[i % n]!);
+      mag[i] = mag[i]! + Math.abs(d.bias[i % n]!);
+    }
+    if (c.accumulate) {
+      want[i] = Math.fround(want[i]! + d.y0[i]!);
+      mag[i] = mag[i]! + Math.abs(d.y0[i]!);
+    }
+  }
+}
+
+/** Runs the matmul of a case on uploaded weights `w` (left for the caller to free); returns y. */
+export async function runMatmulCase(
+  ctx: GpuContext, d: MatmulCaseData, m: number, k: number, n: number, w: MatmulOptions['w'],
+  c: { bias?: boolean; accumulate?: boolean; activations?: Q8Activations; gemv?: GemvKind; gemm?: GemmKind },
+): Promise<Float32Array> {
+  const step = createStepParams(ctx, m);
+  step.write(m, new Uint32Array(m));
+  const x = createStorageBuffer(ctx, d.xData);
+  const y = createStorageBuffer(ctx, d.y0);
+  const gb = createStorageBuffer(ctx, d.g);
+  const bb = createStorageBuffer(ctx, d.bias);
+  const input: MatmulInput =
+    d.input === 'rmsnorm' ? { kind: 'rmsnorm', weight: gb, eps: 1e-5 }
+      : d.input === 'siluMul' ? { kind: 'siluMul', b: x, bOffset: k, bStride: d.xStride }
+        : { kind: 'plain' };
+  const op = createMatmul(ctx, step, {
+    x, xStride: d.xStride, w, y, maxM: m, input, bias: c.bias ? bb : undefined, accumulate: c.accumulate,
+    activations: c.activations, gemv: c.gemv, gemm: c.gemm,
+  });
+  try {
+    await runOps(ctx, [op], m);
+    return await readFloats(ctx, y, m * n);
+  } finally {
+    op.destroy();
+    for (const b of [x, y, gb, bb]) b.destroy();
+    destroyStepParams(step);
+  }
+}
+
 export async function testMatmul(c: MatmulCase): Promise<Check & { chunks: number }> {
   const own = c.bindingLimit !== undefined;
   const ctx = own ? await createGpuContext({ bindingLimit: c.bindingLimit, tune: false }) : await context();
@@ -146,71 +232,24 @@ export async function testMatmul(c: MatmulCase): Promise<Check & { chunks: numbe
     return await checked(ctx, async () => {
       const { m, k, n } = c;
       const rand = rng(c.seed ?? 1);
-      const input = c.input ?? 'plain';
-      // siluMul reads a and b as the two halves of one row of width 2k.
-      const xStride = input === 'siluMul' ? 2 * k : k;
-      const xData = randn(m * xStride, rand);
-      const wData = randn(n * k, rand);
-      const g = randn(k, rand);
-      const bias = randn(n, rand);
-      const y0 = randn(m * n, rand);
-
+      const d = matmulCaseData(rand, m, k, n, c.input ?? 'plain', () => randn(n * k, rand));
       // Oracle: the effective input, then matmul; magnitudes from |xin|·|w|.
-      let xin: Float32Array;
-      if (input === 'rmsnorm') {
-        xin = new Float32Array(m * k);
-        ref.rmsnorm(xin, xData, g, m, k, 1e-5);
-      } else if (input === 'siluMul') {
-        xin = new Float32Array(m * k);
-        for (let r = 0; r < m; r++) {
-          const row = new Float32Array(k);
-          ref.siluMul(row, xData.subarray(r * 2 * k, r * 2 * k + k), xData.subarray(r * 2 * k + k, r * 2 * k + 2 * k), k);
-          xin.set(row, r * k);
-        }
-      } else xin = xData;
+      const xin = effectiveInput(d, m, k);
       const want = new Float32Array(m * n);
-      ref.matmul(want, xin, wData, m, k, n);
+      ref.matmul(want, xin, d.w, m, k, n);
       const mag = new Float32Array(m * n);
-      ref.matmul(mag, abs(xin), abs(wData), m, k, n);
-      for (let i = 0; i < m * n; i++) {
-        if (c.bias) {
-          want[i] = Math.fround(want[i]! + bias[i % n]!);
-          mag[i] = mag[i]! + Math.abs(bias[i % n]!);
-        }
-        if (c.accumulate) {
-          want[i] = Math.fround(want[i]! + y0[i]!);
-          mag[i] = mag[i]! + Math.abs(y0[i]!);
-        }
-      }
+      ref.matmul(mag, abs(xin), abs(d.w), m, k, n);
+      addBiasAccumulate(d, want, mag, n, c);
 
-      const step = createStepParams(ctx, m);
-      step.write(m, new Uint32Array(m));
-      const x = createStorageBuffer(ctx, xData);
-      const w = createMatrix(ctx, n, k, 'w', wData);
-      const y = createStorageBuffer(ctx, y0);
-      const gb = createStorageBuffer(ctx, g);
-      const bb = createStorageBuffer(ctx, bias);
-      const inputOpt: MatmulInput =
-        input === 'rmsnorm' ? { kind: 'rmsnorm', weight: gb, eps: 1e-5 }
-          : input === 'siluMul' ? { kind: 'siluMul', b: x, bOffset: k, bStride: xStride }
-            : { kind: 'plain' };
-      const op = createMatmul(ctx, step, {
-        x, xStride, w, y, maxM: m, input: inputOpt, bias: c.bias ? bb : undefined, accumulate: c.accumulate, gemv: c.gemv, gemm: c.gemm,
-      });
-      await runOps(ctx, [op], m);
-      const got = await readFloats(ctx, y, m * n);
+      const w = createMatrix(ctx, n, k, 'w', d.w);
       const chunks = w.chunks.length;
-      op.destroy();
-      destroyMatrix(w);
-      for (const b of [x, y, gb, bb]) b.destroy();
-      destroyStepParams(step);
+      const got = await runMatmulCase(ctx, d, m, k, n, w, c).finally(() => destroyMatrix(w));
       return { ...compare(got, want, mag), chunks };
     });
   } finally {
     if (own) destroyGpuContext(ctx);
   }
 }
-
 
 /** GPU ms of each of `reps` passes (timestamp queries), each pass encoding `op` once. */
 async function gpuTimes(ctx: GpuContext, encode: (pass: GPUComputePassEncoder) => void, reps: number): Promise<number[]> {
