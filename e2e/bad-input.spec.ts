@@ -46,8 +46,8 @@ interface Outcome {
 }
 
 /** Builds the sources inside the page (Blobs and buffers, as an app would) and calls createEngine. */
-async function tryCreate(h: Harness, model: ModelKind, tokenizer: TokenizerKind, tensorParallel = 1): Promise<Outcome> {
-  return h.page.evaluate(async ({ model, tokenizer, tensorParallel }) => {
+async function tryCreate(h: Harness, model: ModelKind, tokenizer: TokenizerKind, tensorParallel = 1, extra: Record<string, unknown> = {}, aborted = false): Promise<Outcome> {
+  return h.page.evaluate(async ({ model, tokenizer, tensorParallel, extra, aborted }) => {
     const w = window as unknown as { __workers: number };
     const header = (v: number[], total: number) => {
       const b = new Uint8Array(total);
@@ -80,9 +80,10 @@ async function tryCreate(h: Harness, model: ModelKind, tokenizer: TokenizerKind,
     const t = await tokenizers[tokenizer]!();
     const before = w.__workers;
     const t0 = performance.now();
-    const result = await window.tp.engine.tryCreate({ model: m, tokenizer: t, tensorParallel, cache: false });
+    const signal = aborted ? AbortSignal.abort() : undefined;
+    const result = await window.tp.engine.tryCreate({ model: m, tokenizer: t, tensorParallel, cache: false, signal, ...extra });
     return { result, workers: w.__workers - before, ms: performance.now() - t0 };
-  }, { model, tokenizer, tensorParallel });
+  }, { model, tokenizer, tensorParallel, extra, aborted });
 }
 
 function expectRefused(o: Outcome, code: string, message: RegExp): void {
@@ -90,7 +91,8 @@ function expectRefused(o: Outcome, code: string, message: RegExp): void {
   if (!('error' in o.result)) return;
   expect(o.result.error.code).toBe(code);
   expect(o.result.error.message).toMatch(message);
-  expect(typeof o.result.error.extra?.remedy).toBe('string');
+  // Every refusal names its remedy, not just a type.
+  expect(o.result.error.extra?.remedy).toMatch(/\S/);
   expect(o.workers).toBe(0);
 }
 
@@ -127,3 +129,21 @@ for (const tp of [0, -1, 3, 1000, 1.5]) {
     expectRefused(await tryCreate(counted, 'good', 'good', tp), 'PLAN', new RegExp(`use 1, 2, 4 or 8 \\(got ${tp}\\)`));
   });
 }
+
+const badOptions: [Record<string, unknown>, RegExp][] = [
+  [{ maxRows: 0 }, /maxRows must be a whole number ≥ 1, got 0/],
+  [{ maxRows: 2.5 }, /maxRows must be a whole number ≥ 1, got 2.5/],
+  [{ timeoutMs: NaN }, /timeoutMs must be a finite number of milliseconds > 0, got NaN/],
+  [{ timeoutMs: -5 }, /timeoutMs must be a finite number of milliseconds > 0, got -5/],
+  [{ spin: -1 }, /spin must be a finite number ≥ 0, got -1/],
+  [{ maxBatch: 0 }, /maxBatch must be a whole number ≥ 1, got 0/],
+];
+test('engine options out of range (maxRows, timeoutMs, spin, maxBatch) reject with INVALID_ARGUMENT and a remedy, and start no worker', async ({ counted }) => {
+  for (const [extra, message] of badOptions) expectRefused(await tryCreate(counted, 'good', 'good', 1, extra), 'INVALID_ARGUMENT', message);
+});
+
+test('an already-aborted signal rejects createEngine with ABORTED before any worker starts', async ({ counted }) => {
+  const o = await tryCreate(counted, 'good', 'good', 2, {}, true);
+  expect('error' in o.result && o.result.error.code).toBe('ABORTED');
+  expect(o.workers).toBe(0);
+});

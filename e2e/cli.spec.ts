@@ -50,3 +50,19 @@ test('`--help` after a command prints the usage; an unknown option is a usage er
   expect(err!.stderr).toContain('Usage:');
   expect(err!.stderr).not.toContain('    at ');
 });
+
+test('a missing model file or tokenizer is a typed error named before any browser starts, not a stack trace', async () => {
+  const fail = (args: string[]) => run('node', [cli, 'generate', ...args, '--no-cache'], { timeout: 30_000 }).then(
+    () => null,
+    (e: { stderr: string; code: number }) => e,
+  );
+  const missing = await fail(['--model', '/nonexistent/model.bin', '--tokenizer', tokenizer]);
+  expect(missing?.code).toBe(1);
+  expect(missing?.stderr).toContain('error [INVALID_ARGUMENT]: model not found: /nonexistent/model.bin. Check the --model path');
+  expect(missing?.stderr).not.toMatch(/\n\s+at /);
+  const noTokenizer = await fail(['--model', model]);
+  expect(noTokenizer?.stderr).toContain('a llama2.c model needs --tokenizer');
+  expect(noTokenizer?.stderr).not.toMatch(/\n\s+at /);
+  const badTokenizer = await fail(['--model', model, '--tokenizer', '/nonexistent/tok.bin']);
+  expect(badTokenizer?.stderr).toContain('tokenizer not found: /nonexistent/tok.bin');
+});

@@ -116,3 +116,11 @@ test('stories260K as GGUF Q4_0 at TP 1 and 2: the oracle\'s greedy tokens on the
     expect(r.tokens, `TP ${tp}`).toEqual(want);
   }
 });
+
+test('ranks in other tabs refuse a GGUF (a tab cuts its shard from the raw file by llama2.c offsets)', async ({ harness }) => {
+  const { url } = serve(harness, 'f32');
+  type W = { tp: { engine: { tryCreate(o: object): Promise<{ tp: number } | { error: { code: string; message: string } }> } } };
+  const r = await harness.page.evaluate((model) => (window as unknown as W).tp.engine.tryCreate({ model, tensorParallel: 2, cache: false, tabs: { id: 'gguf-tabs', count: 1 } }), url);
+  expect(r).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
+  expect('error' in r && r.error.message).toMatch(/ranks in other tabs need a llama2.c model .*not a GGUF file/);
+});

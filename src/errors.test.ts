@@ -3,10 +3,12 @@ import { PlanError, CollectiveTimeoutError, serializeError, reviveError, WebGpuT
 
 describe('typed errors', () => {
   it('carry a stable name, a code and the remedy in the message', () => {
-    const e = new PlanError('tensorParallel must divide the 8 heads: use 1, 2, 4 or 8 (got 3)');
+    const e = new PlanError('tensorParallel must divide the 8 heads (got 3)', 'Use 1, 2, 4 or 8');
     expect(e.name).toBe('PlanError');
     expect(e.code).toBe('PLAN');
     expect(e).toBeInstanceOf(WebGpuTpError);
+    expect(e.remedy).toBe('Use 1, 2, 4 or 8');
+    expect(e.message).toBe('tensorParallel must divide the 8 heads (got 3). Use 1, 2, 4 or 8');
   });
 
   it('survive a trip across a worker boundary with their class, code and fields', () => {

@@ -47,7 +47,7 @@ export class NotIsolatedError extends WebGpuTpError {
 }
 
 export class ModelFormatError extends WebGpuTpError {
-  constructor(message: string, remedy = 'Check that the file is a complete llama2.c checkpoint (re-download it if it was cut short)') {
+  constructor(message: string, remedy = 'Check that the file is a complete model in a supported format: llama2.c, a Llama GGUF or Hugging Face safetensors (re-download it if it was cut short)') {
     super('MODEL_FORMAT', message, remedy);
   }
 }

@@ -6,7 +6,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, resolve, join } from 'node:path';
 import { homedir } from 'node:os';
 import { openHarness, type Harness } from './browser.js';
-import { reviveError, type SerializedError } from '../errors.js';
+import { InvalidArgumentError, reviveError, type SerializedError } from '../errors.js';
 import type { PageGenerateOptions, PageGenerateResult } from '../harness/types.js';
 
 /** The page's generation options (model and tokenizer as local paths or URLs), plus the CLI's own. */
@@ -28,11 +28,29 @@ export function profileDir(): string {
   return join(base, 'webgpu-tp', 'chromium-profile');
 }
 
+function notFound(what: string, file: string): InvalidArgumentError {
+  return new InvalidArgumentError(`${what} not found: ${file}`, `Check the --${what} path`);
+}
+
+/**
+ * The input mistakes `generate` can name before it starts a browser: a missing local file, or a
+ * llama2.c model without --tokenizer (a GGUF or Hugging Face model brings its own).
+ */
+export function checkGenerateInputs(o: { model: string; tokenizer?: string }): void {
+  const local = (p: string) => !/^https?:\/\//.test(p);
+  if (local(o.model) && !existsSync(resolve(o.model))) throw notFound('model', resolve(o.model));
+  if (o.tokenizer !== undefined && local(o.tokenizer) && !existsSync(resolve(o.tokenizer))) throw notFound('tokenizer', resolve(o.tokenizer));
+  const llama2c = /\.bin$/.test(o.model) && (!local(o.model) || statSync(resolve(o.model)).isFile());
+  if (llama2c && o.tokenizer === undefined) {
+    throw new InvalidArgumentError('a llama2.c model needs --tokenizer', 'Pass --tokenizer with the tokenizer.bin that goes with the model (tok512.bin for stories260K)');
+  }
+}
+
 /** A local path is served by the harness's server; a URL is passed through. */
 export function mountInput(h: Harness, what: string, pathOrUrl: string): string {
   if (/^https?:\/\//.test(pathOrUrl)) return pathOrUrl;
   const file = resolve(pathOrUrl);
-  if (!existsSync(file)) throw new Error(`${what} not found: ${file}`);
+  if (!existsSync(file)) throw notFound(what, file);
   return h.server.mountFile(`/files/${what}/${basename(file)}`, file);
 }
 
@@ -44,10 +62,10 @@ export function mountInput(h: Harness, what: string, pathOrUrl: string): string 
 export function mountModel(h: Harness, pathOrUrl: string): PageGenerateOptions['model'] {
   if (/^https?:\/\//.test(pathOrUrl)) return /\.(bin|gguf)$/.test(pathOrUrl) ? pathOrUrl : { hf: pathOrUrl.replace(/\/(config\.json|[^/]*\.safetensors)$/, '') };
   const file = resolve(pathOrUrl);
-  if (!existsSync(file)) throw new Error(`model not found: ${file}`);
+  if (!existsSync(file)) throw notFound('model', file);
   if (statSync(file).isFile() && !file.endsWith('.safetensors')) return mountInput(h, 'model', file);
   const dir = statSync(file).isDirectory() ? file : dirname(file);
-  if (!existsSync(join(dir, 'config.json'))) throw new Error(`${dir} has no config.json: a safetensors model needs its config.json beside it`);
+  if (!existsSync(join(dir, 'config.json'))) throw new InvalidArgumentError(`${dir} has no config.json`, 'A safetensors model needs its config.json beside it');
   for (const name of readdirSync(dir)) {
     if (statSync(join(dir, name)).isFile()) h.server.mountFile(`/files/hf/${name}`, join(dir, name));
   }
@@ -63,10 +81,13 @@ export async function runGenerate(h: Harness, o: PageGenerateOptions): Promise<P
 }
 
 export async function generateCommand(o: GenerateCommandOptions): Promise<void> {
+  checkGenerateInputs(o);
   const h = await openHarness(o.cache ? { userDataDir: profileDir() } : {});
   try {
     const model = mountModel(h, o.model);
-    if (typeof model === 'string' && !model.endsWith('.gguf') && o.tokenizer === undefined) throw new Error('a llama2.c model needs --tokenizer');
+    if (typeof model === 'string' && !model.endsWith('.gguf') && o.tokenizer === undefined) {
+      throw new InvalidArgumentError('a llama2.c model needs --tokenizer', 'Pass --tokenizer with the tokenizer.bin that goes with the model');
+    }
     const tokenizer = o.tokenizer === undefined ? undefined : mountInput(h, 'tokenizer', o.tokenizer);
     if (!o.json) await h.page.exposeFunction('tpEmit', (text: string) => void process.stdout.write(text));
     const r = await runGenerate(h, {

@@ -24,7 +24,7 @@ import { createChatCompletions, type ChatCompletions, type ChatMessage } from '.
 import { clearShardCache } from '../cache/shard-cache.js';
 import { registerFaultTarget } from './fault-injection.js';
 import { checkKvCacheOption, type KvCacheOption } from '../gpu/kv-format.js';
-import { InvalidArgumentError, TokenizerFormatError, NotIsolatedError, WebGpuUnavailableError, DisposedError } from '../errors.js';
+import { InvalidArgumentError, TokenizerFormatError, NotIsolatedError, WebGpuUnavailableError, DisposedError, AbortedError } from '../errors.js';
 
 export interface EngineOptions {
   /**
@@ -33,7 +33,8 @@ export interface EngineOptions {
    * Hugging Face model directory:
    * `{hf: 'https://huggingface.co/ORG/NAME/resolve/main'}` (any base URL holding config.json and
    * model.safetensors or model.safetensors.index.json + shards), or `{hf: {'config.json': file, ...}}`.
-   * F16/BF16 weights are converted to f32 as they stream in.
+   * F16 matrices stay f16 on the GPU (packed halves, or native with `shader-f16`); BF16
+   * weights, and F16 norms and biases, become f32 as they stream in.
    */
   model: ModelSource | HfModelOption;
   /**
@@ -81,6 +82,11 @@ export interface EngineOptions {
    */
   maxBatch?: number;
   onProgress?: (p: LoadProgress) => void;
+  /**
+   * Aborts the load: `createEngine` rejects with `AbortedError` (code `ABORTED`) between model
+   * chunks while streaming, or at the next stage (header, placement, workers and upload), having
+   * stopped every worker it started. It has no effect on an engine already returned.
+   */
   signal?: AbortSignal;
   /** Keep each rank's shard in IndexedDB so the next load needs no download (default true). */
   cache?: boolean;
@@ -211,14 +217,22 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       tokenizer = parseTokenizer(await readAll(options.tokenizer), config.vocabSize);
     }
   }
+  notAborted(options.signal);
   const contextLength = options.maxContext ?? Math.min(config.seqLen, DEFAULT_MAX_CONTEXT);
-  if (!Number.isInteger(contextLength) || contextLength < 2) throw new InvalidArgumentError(`maxContext must be a whole number ≥ 2, got ${contextLength}`);
+  if (!Number.isInteger(contextLength) || contextLength < 2) throw new InvalidArgumentError(`maxContext must be a whole number ≥ 2, got ${contextLength}`, `Leave maxContext unset (the model's ${config.seqLen} positions, at most ${DEFAULT_MAX_CONTEXT}), or pass 2..${config.seqLen}`);
   if (slidingWindow !== undefined && contextLength > slidingWindow) {
     throw new InvalidArgumentError(`maxContext ${contextLength} exceeds the model's sliding_window ${slidingWindow}, which attention does not implement`, `Pass maxContext ≤ ${slidingWindow}`);
   }
+  if (options.maxRows !== undefined && (!Number.isInteger(options.maxRows) || options.maxRows < 1)) {
+    throw new InvalidArgumentError(`maxRows must be a whole number ≥ 1, got ${options.maxRows}`, 'Leave maxRows unset (64), or pass the largest prefill chunk to run in one step');
+  }
+  if (options.timeoutMs !== undefined) positive('timeoutMs', options.timeoutMs);
+  if (options.spin !== undefined && !(options.spin >= 0 && Number.isFinite(options.spin))) {
+    throw new InvalidArgumentError(`spin must be a finite number ≥ 0, got ${options.spin}`, 'Leave spin unset, or pass 0 to never spin');
+  }
   const maxRows = Math.min(options.maxRows ?? 64, contextLength);
   const maxBatch = options.maxBatch ?? 4;
-  if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new InvalidArgumentError(`maxBatch must be a whole number ≥ 1, got ${maxBatch}`);
+  if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new InvalidArgumentError(`maxBatch must be a whole number ≥ 1, got ${maxBatch}`, 'Leave maxBatch unset (4), or pass how many requests to decode together');
   const gpu = (navigator as Navigator & { gpu: GPU }).gpu;
   const placement = await placeRanks(
     { devices: options.devices, tensorParallel: options.tensorParallel, split: options.split },
@@ -226,7 +240,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     // Loaded on demand: it pulls in the GPU modules, which only a multi-adapter "auto" needs here.
     async (specs) => (await import('../gpu/calibrate.js')).calibrateAdapters(specs),
   );
-  const tabs = options.tabs && tabRanks(options.tabs, options.model, placement.specs.length, options.devices ?? options.tensorParallel);
+  const tabs = options.tabs && tabRanks(options.tabs, options.model, format, placement.specs.length, options.devices ?? options.tensorParallel);
+  notAborted(options.signal);
   const plan = placement.fractions
     ? makePlan(config, { fractions: placement.fractions }, tensors)
     : makePlan(config, { tensorParallel: placement.specs.length }, tensors);
@@ -248,6 +263,10 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     kvCache,
     tabs,
   });
+  if (options.signal?.aborted) {
+    await group.dispose();
+    notAborted(options.signal);
+  }
   const loadMs = performance.now() - t0;
   const names = group.adapterNames();
   const report: DevicePlacement = {
@@ -314,12 +333,14 @@ export function assembleEngine(
     generateTokens,
     encode: (text) => tokenizer.encode(text, true, false),
     async stats() {
+      guard();
       const ranks = await rankStats();
       const schedulerMs = scheduler.schedulerMs;
       for (const r of ranks) r.breakdown.scheduler_ms = schedulerMs;
       return { tensorParallel, loadMs: 0, ranks, schedulerMs, warnings: ranks.flatMap((r) => r.warnings.map((w) => `rank ${r.rank}: ${w}`)) };
     },
     async resetStats() {
+      guard();
       scheduler.resetStats();
       await resetBackendStats();
     },
@@ -332,9 +353,19 @@ export function assembleEngine(
   };
 }
 
+function notAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new AbortedError('model load aborted');
+}
+
+/** Throws unless `v` is a finite number > 0 (a NaN timeout would never expire). */
+function positive(name: string, v: number): void {
+  if (!(v > 0 && Number.isFinite(v))) throw new InvalidArgumentError(`${name} must be a finite number of milliseconds > 0, got ${v}`, `Leave ${name} unset for the default`);
+}
+
 /** Checks the `tabs` option and says what a tab rank loads: an absolute URL (it fetches), or a Blob (posted to it). */
 function tabRanks(
-  t: NonNullable<EngineOptions['tabs']>, model: EngineOptions['model'], world: number, placement: EngineOptions['devices'] | EngineOptions['tensorParallel'],
+  t: NonNullable<EngineOptions['tabs']>, model: EngineOptions['model'], format: ModelLayout['format'] | 'hf' | 'gguf', world: number,
+  placement: EngineOptions['devices'] | EngineOptions['tensorParallel'],
 ): TabRanksOptions {
   if (typeof t !== 'object' || typeof t.id !== 'string' || t.id === '') throw new InvalidArgumentError(`tabs.id must be a non-empty string, got ${JSON.stringify(t?.id)}`);
   if (!Number.isInteger(t.count) || t.count < 1 || t.count > world) {
@@ -342,7 +373,12 @@ function tabRanks(
   }
   if (placement === 'auto') throw new InvalidArgumentError('tabs cannot be combined with devices: "auto"', 'Give the rank count with tensorParallel (local ranks plus tab ranks)');
   const joinTimeoutMs = t.timeoutMs ?? DEFAULT_TAB_JOIN_TIMEOUT_MS;
-  if (isHfModelOption(model)) throw new InvalidArgumentError('ranks in other tabs need a llama2.c model (a URL, File/Blob or buffer), not a Hugging Face directory');
+  positive('tabs.timeoutMs', joinTimeoutMs);
+  // A tab rank streams the file itself and cuts its shard by the plan's byte ranges, which are
+  // llama2.c offsets: a GGUF's ranges are into the converted stream the host reads.
+  if (isHfModelOption(model) || format === 'hf' || format === 'gguf') {
+    throw new InvalidArgumentError(`ranks in other tabs need a llama2.c model (a URL, File/Blob or buffer), not ${format === 'gguf' ? 'a GGUF file' : 'a Hugging Face directory'}`, 'Convert the model to llama2.c format for tab ranks, or run every rank in this page');
+  }
   const forTab =
     typeof model === 'string' || model instanceof URL ? new URL(String(model), location.href).href
     : model instanceof Blob ? model

@@ -232,5 +232,17 @@ describe('Scheduler over the CPU oracle', () => {
     const e = makeEngine();
     await e.dispose();
     expect(() => e.generate('', {})).toThrow(DisposedError);
+    await expect(e.stats()).rejects.toThrow(DisposedError);
+    await expect(e.resetStats()).rejects.toThrow(DisposedError);
+  });
+
+  it('topP outside [0, 1] is refused with a remedy (run.c would quietly use 0.9); 0 and 1 sample the whole distribution', async () => {
+    for (const bad of [-0.5, 1.5, NaN]) {
+      await expect(collect(engine.generate('Once', { topP: bad })), `topP ${bad}`).rejects.toThrow(/topP must be in \[0, 1\], got .*\. Pass a cutoff/);
+    }
+    for (const ok of [0, 1]) {
+      const out = await collect(engine.generate('Once', { topP: ok, maxTokens: 2, seed: 7 }));
+      expect(out.at(-1)!.stats?.generatedTokens, `topP ${ok}`).toBe(2);
+    }
   });
 });

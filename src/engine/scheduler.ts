@@ -138,9 +138,13 @@ export class Scheduler {
       }
     }
     const maxTokens = opts.maxTokens ?? 256;
-    if (!Number.isInteger(maxTokens) || maxTokens < 0) throw new InvalidArgumentError(`maxTokens must be a whole number ≥ 0, got ${maxTokens}`);
+    if (!Number.isInteger(maxTokens) || maxTokens < 0) throw new InvalidArgumentError(`maxTokens must be a whole number ≥ 0, got ${maxTokens}`, 'Pass how many new tokens to generate at most (default 256)');
     const temperature = opts.temperature ?? 1.0;
-    if (!(temperature >= 0)) throw new InvalidArgumentError(`temperature must be ≥ 0, got ${temperature}`);
+    if (!(temperature >= 0)) throw new InvalidArgumentError(`temperature must be ≥ 0, got ${temperature}`, 'Pass 0 for greedy decoding, or a positive temperature');
+    // run.c quietly resets a top-p outside [0, 1] to 0.9; a caller here gets told instead.
+    if (opts.topP !== undefined && !(opts.topP >= 0 && opts.topP <= 1)) {
+      throw new InvalidArgumentError(`topP must be in [0, 1], got ${opts.topP}`, 'Pass a cutoff in (0, 1), or 0 or 1 to sample from the whole distribution');
+    }
     if (this.disposed) throw new DisposedError();
     if (opts.signal?.aborted) throw new AbortedError('generation aborted');
 

@@ -16,9 +16,12 @@ export interface GenerateOptions {
   maxTokens?: number;
   /** 0 = greedy (argmax). Default 1.0, as llama2.c. */
   temperature?: number;
-  /** Nucleus sampling cutoff; ≤ 0 or ≥ 1 disables it. Default 0.9, as llama2.c. */
+  /**
+   * Nucleus sampling cutoff in [0, 1]; 0 or 1 samples from the whole distribution, and a value
+   * outside [0, 1] is an `InvalidArgumentError`. Default 0.9, as llama2.c.
+   */
   topP?: number;
-  /** Seed of llama2.c's xorshift sampler (default: time). */
+  /** Seed of llama2.c's xorshift sampler; unset, 0 or negative: the current time in seconds, as run.c. */
   seed?: number;
   /** Strings that end the generation when they appear in the output (not included). */
   stop?: string[];
@@ -27,7 +30,8 @@ export interface GenerateOptions {
   signal?: AbortSignal;
 }
 
-export type FinishReason = 'stop' | 'length' | 'abort';
+/** Why a request ended; an aborted one rejects with `AbortedError` instead. */
+export type FinishReason = 'stop' | 'length';
 
 /** Timings of one request. */
 export interface GenerationStats {

@@ -381,7 +381,9 @@ export class WorkerGroup implements StepBackend {
           ? new CollectiveTimeoutError('step', seq, live, this.o.timeoutMs * 2, undefined, 'The step was still computing: on a slow adapter pass a larger timeoutMs to createEngine, or a smaller maxRows')
           : new WorkerFailedError(0, `step #${seq} failed on ${world} rank(s) without an error`));
     this.recovery = this.recover(rebuild).catch((e: unknown) => {
-      this.broken = e instanceof WebGpuTpError ? e : new WorkerFailedError(rebuild[0] ?? 0, `could not rebuild: ${(e as Error).message}`);
+      // Every later step fails with this, so "retry" is no remedy any more.
+      const broken = e instanceof WebGpuTpError ? e : new WorkerFailedError(rebuild[0] ?? 0, `could not rebuild: ${(e as Error).message}`);
+      this.broken = broken instanceof DisposedError ? broken : withRemedy(broken, 'The engine could not rebuild the failed rank: dispose() it and create a new engine');
     });
     return error;
   }
@@ -457,6 +459,9 @@ export class WorkerGroup implements StepBackend {
       this.ranks.map(async (r) => {
         if (!r) return;
         await Promise.race([r.api.dispose().catch(() => {}), r.died.catch(() => {}), new Promise((ok) => setTimeout(ok, 2000))]);
+        // Releasing the proxy drops its pending calls unanswered; a rebuild awaiting one (and
+        // everything awaiting the rebuild) must still settle, through the rank's death.
+        r.kill('the engine was disposed', new DisposedError());
         r.api[Comlink.releaseProxy]();
         r.worker?.terminate();
       }),
