@@ -26,6 +26,8 @@ export type { HfModelOption } from './engine/hf-open.js';
 export type {
   ChatMessage, ChatCompletionParams, ChatCompletion, ChatCompletionChunk, ChatCompletions,
 } from './engine/chat-completions.js';
+export type { CompletionParams, CompletionChoice, Completion, CompletionChunk, Completions } from './engine/completions.js';
+export type { ModelSource } from './loader/source.js';
 export type { LoadProgress } from './engine/worker-group.js';
 export type {
   GenerateOptions, GenerateChunk, GenerationStats, FinishReason, EngineStats, RankStats, StepBreakdown, KernelTiming, DevicePlacement,
