@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCollectiveBuffer, createCollectiveMemory, isMemory, type CollectiveBuffer } from './layout.js';
-import { pickAllReduce, type AllReduceChoice } from './all-reduce.js';
+import { DIRECT_BLOCK_FLOATS, DIRECT_BLOCKED_MIN, pickAllReduce, type AllReduceChoice } from './all-reduce.js';
 import { RankPool } from './testing/pool.js';
 import { firstBitDifference, randomFloats, rankOrderSum, referenceSum } from './testing/data.js';
 import type { RankOp } from './testing/ops.js';
@@ -49,6 +49,38 @@ describe.each(BUFFERS.flatMap(([kind, make, worlds]) => worlds.map((world) => [w
         expect(got.algorithm, `op ${k} rank ${r}`).toBe(want);
         expect(firstBitDifference(got.data!, expected), `op ${k} (${JSON.stringify(op)}) rank ${r} vs reference`).toBe(-1);
         expect(firstBitDifference(got.data!, results[0][k].data!), `op ${k} rank ${r} vs rank 0`).toBe(-1);
+      }
+    });
+  });
+});
+
+// A long vector outside the slot runs `direct` in pipelined blocks: lengths just around the
+// shortest such vector, around whole blocks and with a short last block (uneven chunks at N = 3),
+// in place and into a separate output, back to back with collectives that use the whole slot.
+describe.each(BUFFERS.flatMap(([kind, make]) => [2, 3, 4].map((world) => [world, kind, make] as const)))('direct in blocks over %i ranks, %s', (world, kind, make) => {
+  const B = DIRECT_BLOCK_FLOATS;
+  const lengths = [DIRECT_BLOCKED_MIN - 1, DIRECT_BLOCKED_MIN, DIRECT_BLOCKED_MIN + 1, DIRECT_BLOCKED_MIN + 33, 5 * B - 32, 6 * B + B / 2 + 7];
+  let sab: CollectiveBuffer;
+  beforeAll(() => {
+    sab = make({ world, slotFloats: 8 * B });
+  });
+
+  it.each(lengths)('%i floats: the documented-order sum, bitwise on every rank', async (len) => {
+    const seed = world * 7919 + len;
+    const ops: RankOp[] = [
+      { kind: 'allReduce', len, algorithm: 'direct', seed },
+      { kind: 'allReduce', len, algorithm: 'direct', seed, outOfPlace: true },
+      { kind: 'allReduce', len, algorithm: 'one-shot', seed },
+      { kind: 'allReduce', len, algorithm: 'auto', seed, outOfPlace: true },
+      { kind: 'allReduce', len, algorithm: 'direct', seed, zeroCopy: true },
+      { kind: 'allReduce', len, algorithm: 'direct', seed },
+    ];
+    const results = await pool.runAll(sab, world, ops, { timeoutMs: 30_000 });
+    const expected = referenceSum(Array.from({ length: world }, (_, r) => randomFloats(len, seed, r)));
+    ops.forEach((op, k) => {
+      for (let r = 0; r < world; r++) {
+        expect(results[r][k].simd, `rank ${r}`).toBe(kind === 'a WebAssembly.Memory');
+        expect(firstBitDifference(results[r][k].data!, expected), `op ${k} (${JSON.stringify(op)}) rank ${r} vs reference`).toBe(-1);
       }
     });
   });

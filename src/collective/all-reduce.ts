@@ -7,15 +7,15 @@
  *   only with its neighbours through their progress counters. Moves the optimal 2(N−1)/N·bytes.
  * - `direct`: each rank reduces its 1/N chunk straight from all slots, a barrier, then copies every
  *   chunk. Two barriers, and less memory traffic than the ring over shared memory. A long vector
- *   that is not already in the slot runs in blocks (`directBlocked`), so that it moves through
- *   the cache rather than through memory.
+ *   that is not already in the slot runs in pipelined blocks (`directBlocked`), one wait per
+ *   block, so that it moves through the cache rather than through memory.
  *
  * All three produce exactly the sums of `summationOrder` (layout.ts), so results are
  * bitwise-identical on every rank and across algorithms.
  */
 import { InvalidArgumentError } from '../errors.js';
 import type { Communicator } from './communicator.js';
-import { chunkBounds } from './layout.js';
+import { chunkBounds, summationOrder } from './layout.js';
 import { ringOwnedChunk, ringSchedule } from './ring-schedule.js';
 
 export type AllReduceAlgorithm = 'one-shot' | 'ring' | 'direct';
@@ -62,7 +62,7 @@ export function allReduce(
   if (len === 0) return algo;
   if (algo === 'one-shot') oneShot(comm, input, out);
   else if (algo === 'ring') ring(comm, input, out);
-  else if (len >= 2 * DIRECT_BLOCK_FLOATS && !comm.isOwnSlot(input)) directBlocked(comm, input, out);
+  else if (len >= DIRECT_BLOCKED_MIN && !comm.isOwnSlot(input)) directBlocked(comm, input, out);
   else direct(comm, input, out);
   return algo;
 }
@@ -131,66 +131,99 @@ function direct(comm: Communicator, input: Float32Array, out: Float32Array): voi
 }
 
 /**
- * Floats per block of `directBlocked`: 128 KB, so a rank's two block areas (256 KB) stay in its
- * own 1 MB L2 and everything the ranks share stays in the L3.
+ * Floats per block of `directBlocked`: 256 KB, the largest whose four areas (1 MB) fit a core's
+ * L2; the L3 (32 MB, shared) holds them too while the caller's vectors stream through memory.
+ * Fewer blocks mean fewer waits, and a wait costs most when the ranks outnumber the free cores:
+ * worker_threads, 4M floats, 2 ranks, busy machine, best of 30 (ms), 32K floats 12.3–15.0, 64K
+ * 10.9–13.8, 128K 10.5–13.6, 256K 11.9–13.6, 512K 14.3–14.5.
  */
-export const DIRECT_BLOCK_FLOATS = 32768;
+export const DIRECT_BLOCK_FLOATS = 65536;
+
+/** Shortest vector `directBlocked` takes: its slot must hold the four block areas. */
+export const DIRECT_BLOCKED_MIN = 4 * DIRECT_BLOCK_FLOATS;
 
 /**
- * `direct` block by block, for a long vector the caller holds outside the slot. Done in one
- * piece, a 16 MB vector is copied into the slot, read back for the sums and copied out again, and
- * every one of those passes goes to memory, because the slots are far larger than the caches:
- * about 2.75 memcpys of the vector per rank. In blocks, the slot lines are read while still in
- * the cache, and only the caller's input and output touch memory, as in one memcpy.
+ * `direct` block by block, pipelined, for a long vector the caller holds outside the slot. Done
+ * in one piece, a 16 MB vector is copied into the slot, read back for the sums and copied out
+ * again, and every one of those passes goes to memory, because the slots are far larger than the
+ * caches. In blocks, the slot lines are read while still in the cache, and only the caller's
+ * input and output touch memory.
  *
- * The slot holds two areas of B floats: block b's input at [0, B) and its reduced chunk at
- * [B, 2B). Per block: copy in, publish t+3b+1, wait for all, sum this rank's 1/N of the block
- * into the result area, publish t+3b+2, wait for all, copy every rank's result out, publish
- * t+3b+3. One area each is enough: a rank copies block b+1 in only after every rank has summed
- * block b (all reached t+3b+2), and sums block b+1 only after every rank has copied block b out
- * (all reached t+3b+4 > t+3b+3). Each element is summed in the order of its chunk of the whole
- * vector (the documented order), so the bits equal `direct`'s, `ring`'s and `one-shot`'s.
+ * The slot holds four areas of B floats: two input areas `in[k % 2]` at [0, 2B) and two result
+ * areas `res[k % 2]` at [2B, 4B). With nb blocks, step k (0 ≤ k < nb) of every rank is: wait for
+ * all at t+k+1, copy block k−1's results of every rank out, copy block k+1 in, sum this rank's
+ * 1/N of block k from every rank's `in[k % 2]` into its `res[k % 2]`, publish t+k+2 (block 0 is
+ * copied in and t+1 published before step 0; block nb−1 is copied out after a last wait for
+ * t+nb+1, then t+nb+2 is published). One wait per block instead of two, and a rank may copy its
+ * next block in while a slower one still sums. Every access is ordered by one wait:
+ * - block k−1's results are complete: every rank summed them at step k−1, before t+k+1.
+ * - copying block k+1 into `in[(k+1) % 2]` overwrites block k−1, which every rank summed at
+ *   step k−1, before t+k+1.
+ * - block k, summed at step k, was copied in at step k−1 (or before t+1), before t+k+1; it is
+ *   overwritten only at step k+1 of its owner, after that rank saw this rank's t+k+2.
+ * - summing into `res[k % 2]` overwrites block k−2's results, which every rank copied out at
+ *   step k−1, before t+k+1; block k's results are overwritten only at step k+2 of their owner,
+ *   after it saw t+k+3, which this rank publishes after copying them out at step k+1.
+ * Each element is summed in the order of its chunk of the whole vector (the documented order),
+ * so the bits equal `direct`'s, `ring`'s and `one-shot`'s. In place (`out === input`) is safe:
+ * block k's output is written at step k+1, after its input was read at step k−1.
  */
 function directBlocked(comm: Communicator, input: Float32Array, out: Float32Array): void {
   const len = input.length;
   const n = comm.world;
   const r = comm.rank;
   const B = DIRECT_BLOCK_FLOATS;
+  const nb = Math.ceil(len / B);
   const bounds = comm.chunks(len);
   const full = chunkBounds(B, n);
-  const mine = comm.slots[r];
-  const results = comm.slots.map((s) => s.subarray(B, 2 * B));
+  const last = chunkBounds(len - (nb - 1) * B, n);
+  const area = (w: number) => comm.slots.map((s) => s.subarray(w * B, (w + 1) * B));
+  const ins = [area(0), area(1)];
+  const res = [area(2), area(3)];
+  // orders[w][c]: the input areas w of every rank in the summation order of chunk c.
+  const orders = ins.map((byRank) => summationOrders(byRank));
+  const copyOut = (k: number) => {
+    const sub = k === nb - 1 ? last : full;
+    const from = res[k & 1];
+    for (let j = 0; j < n; j++) {
+      if (sub[j] < sub[j + 1]) out.set(from[j].subarray(sub[j], sub[j + 1]), k * B + sub[j]);
+    }
+  };
   const t = comm.begin('allReduce');
   comm.acquireOwnSlot();
-  let tick = t;
-  for (let a0 = 0; a0 < len; a0 += B) {
-    const a1 = Math.min(a0 + B, len);
-    const sub = a1 - a0 === B ? full : chunkBounds(a1 - a0, n);
-    mine.set(input.subarray(a0, a1));
-    comm.publish(tick + 1);
-    comm.waitAll(tick + 1);
-    // This rank's part of the block, in slot positions [p, q), split where the whole vector's
+  ins[0][r].set(input.subarray(0, B));
+  comm.publish(t + 1);
+  for (let k = 0; k < nb; k++) {
+    comm.waitAll(t + k + 1);
+    if (k > 0) copyOut(k - 1);
+    if (k + 1 < nb) ins[(k + 1) & 1][r].set(input.subarray((k + 1) * B, Math.min((k + 2) * B, len)));
+    // This rank's part of block k, in block positions [p, q), split where the whole vector's
     // chunks (and so the summation orders) change.
+    const a0 = k * B;
+    const sub = k === nb - 1 ? last : full;
     let p = sub[r];
     const q = sub[r + 1];
     let c = 0;
     while (p < q && bounds[c + 1] <= a0 + p) c++;
     while (p < q) {
       const e = Math.min(q, bounds[c + 1] - a0);
-      sumInto(comm, results[r], comm.chunkOrders[c], p, e);
+      sumInto(comm, res[k & 1][r], orders[k & 1][c], p, e);
       p = e;
       c++;
     }
-    comm.publish(tick + 2);
-    comm.waitAll(tick + 2);
-    for (let j = 0; j < n; j++) {
-      if (sub[j] < sub[j + 1]) out.set(results[j].subarray(sub[j], sub[j + 1]), a0 + sub[j]);
-    }
-    tick += 3;
-    comm.publish(tick);
+    comm.publish(t + k + 2);
   }
-  comm.exposeSlot(comm.otherRanks, tick);
-  comm.end(tick);
+  comm.waitAll(t + nb + 1);
+  copyOut(nb - 1);
+  const end = t + nb + 2;
+  comm.publish(end);
+  comm.exposeSlot(comm.otherRanks, end);
+  comm.end(end);
+}
+
+/** `views` (one per rank) in the summation order of each chunk: `[c][k]` is rank (c + k) mod N's. */
+function summationOrders(views: readonly Float32Array[]): Float32Array[][] {
+  return views.map((_, c) => summationOrder(c, views.length).map((j) => views[j]));
 }
 
 /**
