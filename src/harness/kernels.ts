@@ -6,7 +6,7 @@
  */
 import * as ref from '../model/reference.js';
 import {
-  createGpuContext, destroyGpuContext, type GemmKind, type GemvKind, type GpuContext,
+  createGpuContext, destroyGpuContext, type GemmKind, type GemvKind, type SmallGemmKind, type GpuContext,
 } from '../gpu/device.js';
 import {
   createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams, type Matrix, type StepParams,
@@ -29,7 +29,7 @@ import { createRope, createRopeKv, createRopeTables, destroyRopeTables, type Rop
 import { createAttention, attentionKinds, type AttentionKind } from '../gpu/attention.js';
 import { createReadback, destroyReadback } from '../gpu/readback.js';
 import type { KernelBenchReport, KernelBenchRow } from '../cli/bench-kernels.js';
-import { availableGemm, availableGemv } from '../gpu/matmul.js';
+import { availableGemm, availableGemv, availableSmall } from '../gpu/matmul.js';
 import type { SelfTestReply, SelfTestRequest } from '../gpu/selftest.worker.js';
 import { WebGpuTpError } from '../errors.js';
 
@@ -134,6 +134,7 @@ export interface MatmulCase {
   accumulate?: boolean;
   gemv?: GemvKind;
   gemm?: GemmKind;
+  small?: SmallGemmKind;
   /** Run on a fresh context that pretends storage bindings hold at most this many bytes. */
   bindingLimit?: number;
 }
@@ -194,7 +195,7 @@ export async function testMatmul(c: MatmulCase): Promise<Check & { chunks: numbe
           : input === 'siluMul' ? { kind: 'siluMul', b: x, bOffset: k, bStride: xStride }
             : { kind: 'plain' };
       const op = createMatmul(ctx, step, {
-        x, xStride, w, y, maxM: m, input: inputOpt, bias: c.bias ? bb : undefined, accumulate: c.accumulate, gemv: c.gemv, gemm: c.gemm,
+        x, xStride, w, y, maxM: m, input: inputOpt, bias: c.bias ? bb : undefined, accumulate: c.accumulate, gemv: c.gemv, gemm: c.gemm, small: c.small,
       });
       await runOps(ctx, [op], m);
       const got = await readFloats(ctx, y, m * n);
@@ -256,20 +257,27 @@ function benchWeights(ctx: GpuContext, kind: BenchWeights, n: number, k: number,
   return m;
 }
 
-export async function benchMatmulRaw(c: { m: number; k: number; n: number; reps?: number; gemv?: GemvKind; gemm?: GemmKind; weights?: BenchWeights; activations?: Q8Activations }): Promise<{ gpuMs: number; wallMs: number }> {
+export async function benchMatmulRaw(c: { m: number; k: number; n: number; reps?: number; gemv?: GemvKind; gemm?: GemmKind; small?: SmallGemmKind; weights?: BenchWeights; activations?: Q8Activations; input?: 'plain' | 'rmsnorm' | 'siluMul' }): Promise<{ gpuMs: number; wallMs: number }> {
   const ctx = await context();
   const { m, k, n } = c;
   const reps = c.reps ?? 10;
   const step = createStepParams(ctx, m);
   step.write(m, new Uint32Array(m));
   const rand = rng(3);
-  const x = createStorageBuffer(ctx, randn(m * k, rand));
+  // siluMul reads a and b as the two halves of one row of width 2k, as the model's w2 does.
+  const xStride = c.input === 'siluMul' ? 2 * k : k;
+  const x = createStorageBuffer(ctx, randn(m * xStride, rand));
+  const g = createStorageBuffer(ctx, randn(k, rand));
   const w = benchWeights(ctx, c.weights ?? 'f32', n, k, randn(n * k, rand));
   const y = createStorageBuffer(ctx, m * n * 4);
-  const op = createMatmul(ctx, step, { x, w, y, maxM: m, gemv: c.gemv, gemm: c.gemm, activations: c.activations });
+  const input: MatmulInput =
+    c.input === 'rmsnorm' ? { kind: 'rmsnorm', weight: g, eps: 1e-5 }
+      : c.input === 'siluMul' ? { kind: 'siluMul', b: x, bOffset: k, bStride: xStride }
+        : { kind: 'plain' };
+  const op = createMatmul(ctx, step, { x, xStride, w, y, maxM: m, gemv: c.gemv, gemm: c.gemm, small: c.small, activations: c.activations, input });
   await runOps(ctx, [op], m);
   await ctx.device.queue.onSubmittedWorkDone();
-  const g = ctx.features.timestampQuery ? median(await gpuTimes(ctx, (p) => op.encode(p, m), reps)) : NaN;
+  const gpuMs = ctx.features.timestampQuery ? median(await gpuTimes(ctx, (p) => op.encode(p, m), reps)) : NaN;
   const t0 = performance.now();
   await runOps(ctx, Array(reps).fill(op), m);
   await ctx.device.queue.onSubmittedWorkDone();
@@ -280,8 +288,9 @@ export async function benchMatmulRaw(c: { m: number; k: number; n: number; reps?
   else destroyMatrix(w);
   x.destroy();
   y.destroy();
+  g.destroy();
   destroyStepParams(step);
-  return { gpuMs: g, wallMs };
+  return { gpuMs, wallMs };
 }
 
 export function jsMatmul(m: number, k: number, n: number, reps = 3): number {
@@ -863,9 +872,9 @@ async function benchTfjs(shapes: [number, number, number][], reps: number): Prom
   return out;
 }
 
-export async function variants(): Promise<{ gemv: GemvKind[]; gemm: GemmKind[] }> {
+export async function variants(): Promise<{ gemv: GemvKind[]; gemm: GemmKind[]; small: SmallGemmKind[] }> {
   const ctx = await context();
-  return { gemv: availableGemv(ctx), gemm: availableGemm(ctx) };
+  return { gemv: availableGemv(ctx), gemm: availableGemm(ctx), small: availableSmall(ctx) };
 }
 
 /** createGpuContext with no adapter must throw WebGpuUnavailableError (code NO_WEBGPU). */
