@@ -62,10 +62,13 @@ export async function tuneGpuContext(ctx: GpuContext): Promise<void> {
   const x = createStorageBuffer(ctx, M * K * 4, 'tune x');
   const y = createStorageBuffer(ctx, M * N * 4, 'tune y');
   const w = createMatrix(ctx, N, K, 'tune w');
-  // A decode batch, its input normalized on the fly as most of a model's matmuls' are.
+  // A decode batch, its input normalized on the fly as most of a model's matmuls' are, on a
+  // classifier-like matrix (many rows, short K: where the candidates differ most).
   const smallStep = createStepParams(ctx, SMALL_M);
   smallStep.write(SMALL_M, new Uint32Array(SMALL_M));
   const g = createStorageBuffer(ctx, new Float32Array(K).fill(1), 'tune norm');
+  const ws = createMatrix(ctx, 8 * N, K / 2, 'tune small w');
+  const ys = createStorageBuffer(ctx, SMALL_M * 8 * N * 4, 'tune small y');
   const ops: BoundOp[] = [];
   try {
     const measured: Record<string, number> = {};
@@ -77,7 +80,7 @@ export async function tuneGpuContext(ctx: GpuContext): Promise<void> {
     ctx.choices.gemv = await fastest(ctx, gemv, 1, 4, 2, measured, 'gemv');
     if (cand.small.length > 1) {
       const input = { kind: 'rmsnorm', weight: g, eps: 1e-5 } as const;
-      const small = cand.small.map((v) => [v, createMatmul(ctx, smallStep, { x, w, y, maxM: SMALL_M, small: v, input })] as [typeof v, BoundOp]);
+      const small = cand.small.map((v) => [v, createMatmul(ctx, smallStep, { x, w: ws, y: ys, maxM: SMALL_M, small: v, input })] as [typeof v, BoundOp]);
       ops.push(...small.map((s) => s[1]));
       ctx.choices.small = await fastest(ctx, small, SMALL_M, 2, 3, measured, 'small');
     }
@@ -85,9 +88,11 @@ export async function tuneGpuContext(ctx: GpuContext): Promise<void> {
   } finally {
     for (const op of ops) op.destroy();
     destroyMatrix(w);
+    destroyMatrix(ws);
     x.destroy();
     y.destroy();
     g.destroy();
+    ys.destroy();
     destroyStepParams(step);
     destroyStepParams(smallStep);
   }
