@@ -19,4 +19,6 @@ test('bench kernels (smoke) reports results, baselines and readback figures', as
     expect(f.median_ms).toBeGreaterThan(0);
   }
   expect(r.choices.gemm).toBeTruthy();
+  expect(r.choices.small).toBeTruthy();
+  expect(r.variants.some((v) => v.kernel.startsWith('small_'))).toBe(true);
 });

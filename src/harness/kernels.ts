@@ -764,6 +764,13 @@ export async function bench(o: { smoke?: boolean; quick?: boolean } = {}): Promi
       variantRows.push({ kernel: `${m === 1 ? 'gemv' : 'gemm'}_${kind}`, m, k, n, median_ms: round(gpuMs), gflops: gflops(m, k, n, gpuMs) });
     }
   }
+  // A decode batch of 8 rows through each small-m variant, its input RMSNorm-fused as most of a
+  // model's matmuls' are (stories15M's classifier shape at TP = 2 unless smoke).
+  const [sk, sn] = smoke ? [64, 64] : [288, 16000];
+  for (const kind of availableSmall(ctx)) {
+    const { gpuMs } = await benchMatmulRaw({ m: 8, k: sk, n: sn, reps: smoke ? 2 : 3, small: kind, input: 'rmsnorm' });
+    variantRows.push({ kernel: `small_${kind}`, m: 8, k: sk, n: sn, median_ms: round(gpuMs), gflops: gflops(8, sk, sn, gpuMs) });
+  }
   // Attention at decode: one row at position 255 (stories15M's heads), one row and 8 rows,
   // over an f32 cache and an f16 one (`_f16kv`: packed halves here, native with shader-f16).
   for (const kind of attentionKinds(ctx, 48)) {
@@ -798,7 +805,7 @@ export async function bench(o: { smoke?: boolean; quick?: boolean } = {}): Promi
     }
     quantRuns.forEach((q, i) => quant.push({ kernel: q.kernel, m: 1, k: d, n: d, median_ms: round(best[i]!), gflops: gflops(1, d, d, best[i]!) }));
   }
-  const choices = { gemm: ctx.choices.gemm, gemv: ctx.choices.gemv, measured: Object.fromEntries(Object.entries(ctx.choices.measured).map(([a, b]) => [a, round(b)])) };
+  const choices = { gemm: ctx.choices.gemm, gemv: ctx.choices.gemv, small: ctx.choices.small, measured: Object.fromEntries(Object.entries(ctx.choices.measured).map(([a, b]) => [a, round(b)])) };
   const adapter = { vendor: ctx.adapterInfo.vendor, architecture: ctx.adapterInfo.architecture };
   if (o.quick) {
     const none = { median_ms: 0, p90_ms: 0, pokes_per_read: 0 };
