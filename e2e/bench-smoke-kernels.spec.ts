@@ -19,7 +19,9 @@ test('bench kernels (smoke) reports results, baselines and readback figures', as
     expect(f.median_ms).toBeGreaterThan(0);
   }
   expect(r.choices.gemm).toBeTruthy();
-  // The read roofline: both reads ran over the same floats and took time.
+  expect(r.choices.small).toBeTruthy();
+  expect(r.variants.some((v) => v.kernel.startsWith('small_'))).toBe(true);
+  // The read roofline: the reads ran over the same floats and took time.
   expect(r.roofline?.floats).toBe(256 * 256);
   expect(['read_chunked', 'read_strided', 'read_rows4']).toContain(r.roofline?.gpu_read.kernel);
   expect(r.roofline?.gpu_read.median_ms).toBeGreaterThan(0);

@@ -42,6 +42,7 @@ test('context: real limits and features, kernel choices recorded', async ({ harn
   expect(typeof info.features.subgroups).toBe('boolean');
   expect(['regblock', 'tiled', 'sequential', 'broadcast', 'broadcast16']).toContain(info.choices.gemm);
   expect(['tree', 'subgroup', 'subgroup8', 'sequential']).toContain(info.choices.gemv);
+  expect(['gemm', 'broadcast', 'broadcast32', 'prep32']).toContain(info.choices.small);
   expect(Object.keys(info.choices.measured).length).toBeGreaterThan(0);
 });
 
@@ -82,6 +83,19 @@ test('matmul: every variant, fused RMSNorm / SiLU·mul input, bias, accumulate',
   expectWithin(await each(harness.page, 'testMatmul', cases), cases);
 });
 
+test('matmul 2 ≤ m ≤ 8 (decode batch): every small-m variant, fused inputs, bias, accumulate, awkward K × N', async ({ harness }) => {
+  const { small } = await harness.page.evaluate(() => window.tp.kernels.variants());
+  const cases: MatmulCase[] = [];
+  for (const s of small) {
+    for (const input of ['plain', 'rmsnorm', 'siluMul'] as const) {
+      // m = 9 is past the small-m kernels: the m > 8 gemm runs.
+      for (const m of [2, 5, 8, 9]) cases.push({ m, k: 63, n: 65, input, small: s, bias: m === 5, accumulate: m !== 5 });
+      cases.push({ m: 3, k: 1000, n: 33, input, small: s }, { m: 8, k: 17, n: 1000, input, small: s, bias: true }, { m: 7, k: 288, n: 31, input, small: s });
+    }
+  }
+  expectWithin(await each(harness.page, 'testMatmul', cases), cases);
+});
+
 test('matmul: a weight larger than the binding limit is split across bindings', async ({ harness }) => {
   const cases: MatmulCase[] = [
     { m: 1, k: 65, n: 1000, bindingLimit: 65 * 4 * 128 },
@@ -102,6 +116,8 @@ test('matmul: grids over 65535 workgroups fold into 2-D (vocab-sized N)', async 
   // subgroup8: 32 rows per workgroup; broadcast: 16 rows of W per workgroup along x (folded into z).
   if (v.gemv.includes('subgroup8')) cases.push({ m: 1, k: 3, n: 2_200_000, gemv: 'subgroup8' });
   if (v.gemm.includes('broadcast')) cases.push({ m: 3, k: 3, n: 1_100_000, gemm: 'broadcast' }, { m: 17, k: 5, n: 151_936, gemm: 'broadcast16' });
+  // broadcast32 and prep32: 32 rows of W per workgroup.
+  for (const small of v.small.filter((s) => s !== 'gemm')) cases.push({ m: 8, k: 5, n: 2_200_000, small, input: 'rmsnorm' });
   expectWithin(await each(harness.page, 'testMatmul', cases), cases);
 });
 

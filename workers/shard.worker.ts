@@ -12,7 +12,7 @@
  */
 import * as Comlink from 'comlink';
 import { installErrorTransfer } from '../src/engine/protocol.js';
-import { createGpuContext, destroyGpuContext, type GpuContext, type KernelChoices } from '../src/gpu/device.js';
+import { createGpuContext, destroyGpuContext, type GpuContext, type ChosenKernels } from '../src/gpu/device.js';
 import { attachCommunicator, ControlBlock, type CollectiveBuffer, STATUS_FAILED, STATUS_OK, STATUS_PARKED, type Communicator } from '../src/collective/index.js';
 import { broadcastLinks, MessageCommunicator } from '../src/collective/message-transport.js';
 import { channelEndpoint } from '../src/engine/tab-link.js';
@@ -62,7 +62,7 @@ export interface ShardInit {
   /** Run steps of ≥ 2 rows as two interleaved micro-batches (only with world > 1). */
   overlap?: boolean;
   /** Kernel variants measured earlier (by another rank or engine): skips tuning. */
-  choices?: Pick<KernelChoices, 'gemm' | 'gemv'>;
+  choices?: ChosenKernels;
   /** Inputs of Q8_0 matmuls: int8 per group (W8A8, runq.c) or f32 (weight-only). */
   activations?: Q8Activations;
   /** W8A8: runq.c's arithmetic bit for bit (see RunStateOptions.runqExact). */
@@ -76,7 +76,7 @@ export interface ShardInitResult {
   kernels: string;
   /** ms to get the device (and tune kernels). */
   initMs: number;
-  choices: Pick<KernelChoices, 'gemm' | 'gemv'>;
+  choices: ChosenKernels;
 }
 
 export class ShardWorker {
@@ -115,9 +115,9 @@ export class ShardWorker {
     const a = this.ctx.adapterInfo;
     return {
       adapter: adapterName(a),
-      kernels: `gemv=${this.ctx.choices.gemv} gemm=${this.ctx.choices.gemm}`,
+      kernels: `gemv=${this.ctx.choices.gemv} gemm=${this.ctx.choices.gemm} small=${this.ctx.choices.small}`,
       initMs: performance.now() - t0,
-      choices: { gemm: this.ctx.choices.gemm, gemv: this.ctx.choices.gemv },
+      choices: { gemm: this.ctx.choices.gemm, gemv: this.ctx.choices.gemv, small: this.ctx.choices.small },
     };
   }
 

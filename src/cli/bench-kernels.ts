@@ -17,7 +17,7 @@ export interface KernelBenchRow {
 export interface KernelBenchReport {
   adapter: { vendor: string; architecture: string };
   /** Kernel variants this adapter uses, and the timings that chose them. */
-  choices: { gemm: string; gemv: string; measured: Record<string, number> };
+  choices: { gemm: string; gemv: string; small?: string; measured: Record<string, number> };
   results: KernelBenchRow[];
   /** Every matmul variant the adapter can run, on the same shapes. */
   variants: KernelBenchRow[];

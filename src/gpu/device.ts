@@ -57,11 +57,21 @@ export type GemvKind = 'tree' | 'subgroup' | 'subgroup8' | 'sequential';
  * block per 4-lane subgroup sharing x through subgroupBroadcast.
  */
 export type GemmKind = 'regblock' | 'tiled' | 'sequential' | 'broadcast' | 'broadcast16';
+/**
+ * 2 ≤ m ≤ 8 (a decode batch): the m > 1 choice ('gemm'), an 8×16 ('broadcast') or 8×32
+ * ('broadcast32') block per 4-lane subgroup with the fused input (RMSNorm, SiLU·mul) done in its
+ * loads, or 'prep32': the input written out once by a small pass, then the 8×32 kernel on it.
+ */
+export type SmallGemmKind = 'gemm' | 'broadcast' | 'broadcast32' | 'prep32';
+
+/** The choices one rank hands to the others (`small` defaults to the adapter's heuristic). */
+export type ChosenKernels = Pick<KernelChoices, 'gemm' | 'gemv'> & Partial<Pick<KernelChoices, 'small'>>;
 
 /** Kernel variants picked for this adapter (by measurement where it matters), for reports. */
 export interface KernelChoices {
   gemm: GemmKind;
   gemv: GemvKind;
+  small: SmallGemmKind;
   /** Median ms of each candidate when measured (empty until `tuneGpuContext`). */
   measured: Record<string, number>;
 }
@@ -92,7 +102,7 @@ export interface GpuContextOptions {
    * Variants chosen earlier (e.g. by one rank's `ctx.choices`, passed to the others so that N
    * workers do not each spend ~0.5 s measuring on a shared machine); skips tuning.
    */
-  choices?: Pick<KernelChoices, 'gemm' | 'gemv'>;
+  choices?: ChosenKernels;
   label?: string;
 }
 
@@ -179,7 +189,7 @@ export async function createGpuContext(opts: GpuContextOptions = {}): Promise<Gp
     dummy,
     lost: device.lost,
   };
-  if (opts.choices) ctx.choices = { ...opts.choices, measured: {} };
+  if (opts.choices) ctx.choices = { gemm: opts.choices.gemm, gemv: opts.choices.gemv, small: opts.choices.small ?? ctx.choices.small, measured: {} };
   else if (opts.tune ?? true) await tuneGpuContext(ctx);
   return ctx;
 }
@@ -195,6 +205,7 @@ export function defaultChoices(f: GpuFeatures, info: GpuAdapterInfo): KernelChoi
     // 4-lane subgroups on a CPU (SwiftShader): x shared by subgroupBroadcast, ~2× regblock.
     gemm: cpu ? (sg4 ? 'broadcast16' : 'regblock') : 'tiled',
     gemv: f.subgroups && f.subgroupMinSize >= 4 && f.subgroupMinSize <= 128 ? 'subgroup' : 'tree',
+    small: cpu && sg4 ? 'broadcast' : 'gemm',
     measured: {},
   };
 }

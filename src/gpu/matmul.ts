@@ -1,8 +1,8 @@
 /**
  * y[m][N] (+)= xin[m][K] · W[N][K]ᵀ (+ bias[N]), where xin is x, RMSNorm(x)·g (fused norm) or
- * silu(a)·b (fused SwiGLU). m = 1 runs a gemv, m > 1 a register-blocked or tiled gemm (the
- * adapter's measured choice, `ctx.choices`). A W split across bindings runs one dispatch per
- * chunk of its rows. Quantised weights (`QuantMatrix`) go to matmul-q8.ts (Q8_0) and
+ * silu(a)·b (fused SwiGLU). m = 1 runs a gemv, 2 ≤ m ≤ 8 (a decode batch) the small-m kernel,
+ * m > 8 a register-blocked or tiled gemm (the adapter's measured choices, `ctx.choices`). A W
+ * split across bindings runs one dispatch per chunk of its rows. Quantised weights (`QuantMatrix`) go to matmul-q8.ts (Q8_0) and
  * matmul-q4.ts (Q4_0), f16 ones (`HalfMatrix`) to f16.ts.
  */
 import commonSrc from '../../shaders/common.wgsl?raw';
@@ -16,10 +16,12 @@ import wF32Src from '../../shaders/matmul_w_f32.wgsl?raw';
 import tiledSrc from '../../shaders/matmul_tiled.wgsl?raw';
 import seqSrc from '../../shaders/matmul_seq.wgsl?raw';
 import bcastSrc from '../../shaders/matmul_bcast.wgsl?raw';
+import bcast32Src from '../../shaders/matmul_bcast32.wgsl?raw';
+import prepSrc from '../../shaders/matmul_prep.wgsl?raw';
 import { InvalidArgumentError } from '../errors.js';
-import type { GemmKind, GemvKind, GpuContext } from './device.js';
+import type { GemmKind, GemvKind, GpuContext, SmallGemmKind } from './device.js';
 import type { Matrix, StepParams } from './buffers.js';
-import { createParamBlock } from './buffers.js';
+import { createParamBlock, createStorageBuffer } from './buffers.js';
 import { grid2d, wgsl } from './layout.js';
 import { bindGroup, makeOp, type Binding, type BoundOp } from './op.js';
 import { isQuantMatrix, type QuantMatrix } from './q8.js';
@@ -67,7 +69,12 @@ export interface MatmulOptions {
   /** Override the adapter's choice (tests, benchmarks). */
   gemv?: GemvKind;
   gemm?: GemmKind;
+  /** Override the 2 ≤ m ≤ 8 choice; with `gemm` given and this not, such m run that gemm. */
+  small?: SmallGemmKind;
 }
+
+/** Rows of x a small-m kernel covers: a decode batch up to this size takes it. */
+export const SMALL_M = 8;
 
 const GEMV_WG = 64;
 const GEMV_SG_RPW = 4;
@@ -101,6 +108,12 @@ export function availableGemm(ctx: GpuContext): GemmKind[] {
   // gemm_bcast broadcasts from lanes 0..3 of a 4-invocation workgroup: subgroups of exactly 4.
   if (f.subgroups && f.subgroupMinSize === 4 && f.subgroupMaxSize === 4) out.push('broadcast', 'broadcast16');
   return out;
+}
+
+/** The small-m variants this adapter can run ('gemm' always: the m > 1 choice). */
+export function availableSmall(ctx: GpuContext): SmallGemmKind[] {
+  // The broadcast kernels' workgroup is one 4-lane subgroup (as availableGemm's).
+  return availableGemm(ctx).includes('broadcast') ? ['gemm', 'broadcast', 'broadcast32', 'prep32'] : ['gemm'];
 }
 
 function gemvVariant(ctx: GpuContext, kind: GemvKind, constants: Record<string, number>, xSrc: string): Variant {
@@ -171,6 +184,18 @@ function gemmVariant(ctx: GpuContext, kind: GemmKind, constants: Record<string, 
   };
 }
 
+function bcast32Variant(ctx: GpuContext, constants: Record<string, number>, xSrc: string): Variant {
+  const code = wgsl(bcast32Src, commonSrc, matmulCommonSrc, xSrc);
+  const pipeline = ctx.pipelines.get(code, 'gemm_bcast32', constants, 'gemm_bcast32');
+  return {
+    pipeline,
+    grid: (rows, m) => {
+      const [x, z] = grid2d(Math.ceil(rows / 32));
+      return [x, Math.ceil(m / SMALL_M), z];
+    },
+  };
+}
+
 export function createMatmul(ctx: GpuContext, step: StepParams, o: MatmulOptions): BoundOp {
   const w = o.w;
   if (isHalfMatrix(w)) {
@@ -206,34 +231,64 @@ export function createMatmul(ctx: GpuContext, step: StepParams, o: MatmulOptions
   const constants = { MODE: mode, HAS_BIAS: o.bias ? 1 : 0, ACCUMULATE: o.accumulate ? 1 : 0, ALIGNED: K % 4 === 0 ? 1 : 0 };
   const gemvKind = o.gemv ?? ctx.choices.gemv;
   const gemmKind = o.gemm ?? ctx.choices.gemm;
+  const smallKind = o.small ?? (o.gemm === undefined ? ctx.choices.small : 'gemm');
   if (!availableGemv(ctx).includes(gemvKind)) throw new InvalidArgumentError(`gemv variant ${gemvKind} is not available on this adapter`);
   if (!availableGemm(ctx).includes(gemmKind)) throw new InvalidArgumentError(`gemm variant ${gemmKind} is not available on this adapter`);
+  if (!availableSmall(ctx).includes(smallKind)) throw new InvalidArgumentError(`small-m matmul variant ${smallKind} is not available on this adapter`);
   // The sequential variants read single floats, which a vec4-typed X would turn into vec4 loads.
   const gemv = gemvVariant(ctx, gemvKind, constants, gemvKind === 'sequential' ? xF32Src : xSrc);
   const gemm = maxM > 1 ? gemmVariant(ctx, gemmKind, constants, gemmKind === 'sequential' ? xF32Src : xSrc) : undefined;
-  // broadcast16 computes 16 rows per workgroup whatever m is; a decode batch of ≤ 8 rows does
-  // half the work in the 8-row kernel (2–3× faster at m = 8 on SwiftShader).
-  const small = gemm && gemmKind === 'broadcast16' && o.gemm === undefined ? gemmVariant(ctx, 'broadcast', constants, xSrc) : undefined;
+  // A decode batch (m ≤ 8) in a kernel of 8-row blocks: broadcast16 computes 16 rows per
+  // workgroup whatever m is (half of them wasted), regblock 32.
+  const usePrep = smallKind === 'prep32' && mode !== 0;
+  let small: Variant | undefined;
+  if (gemm && smallKind !== 'gemm') {
+    if (smallKind === 'broadcast') small = gemmVariant(ctx, 'broadcast', constants, xSrc);
+    else if (!usePrep) small = bcast32Variant(ctx, { ...constants, ROW_SCALE: 0 }, xSrc);
+    // On the prepared rows: plain x (vec4 loads when K allows) and, for RMSNorm, a scale per row.
+    else small = bcast32Variant(ctx, { ...constants, MODE: 0, ROW_SCALE: mode === 1 ? 1 : 0 }, aligned4(K) ? xVec4Src : xF32Src);
+  }
+  // The prepared input: up to 8 rows of K floats, then a scale per row; whole vec4s, as the
+  // kernel's vec4 view of it ends at the last whole one.
+  const smallRows = Math.min(maxM, SMALL_M);
+  const prep = small && usePrep ? (() => {
+    const scratch = createStorageBuffer(ctx, Math.ceil((smallRows * K + smallRows) / 4) * 16, `matmul ${w.label} prep`);
+    const pipeline = ctx.pipelines.get(wgsl(prepSrc, commonSrc, matmulCommonSrc, xF32Src), 'matmul_prep', constants, 'matmul_prep');
+    const p = createParamBlock(ctx, [K, smallRows * K, 0, 0, K, xStride, xOffset, bStride, bOff, eps, 0, 0], [9], `matmul ${w.label} prep`);
+    const bg = bindGroup(ctx, pipeline, [step.buffer, p, o.x, undefined, scratch, undefined, aux], `${w.label} prep`);
+    return { scratch, pipeline, p, bg };
+  })() : undefined;
 
 
-  const params: GPUBuffer[] = [];
+  const params: GPUBuffer[] = prep ? [prep.p] : [];
   const chunks = w.chunks.map((c) => {
     const p = createParamBlock(ctx, [K, c.rows, w.stride / 4, c.rowStart, yStride, xStride, xOffset, bStride, bOff, eps, 0, 0], [9], `matmul ${w.label}`);
     params.push(p);
     // The gemv is always m = 1, so it has no use for (and no binding of) the step block.
     const entries = (pl: GPUComputePipeline, usesStep: boolean) =>
       bindGroup(ctx, pl, [usesStep ? step.buffer : undefined, p, o.x, c.buffer, o.y, o.bias ?? ctx.dummy, aux], w.label);
+    let smallBg: GPUBindGroup | undefined;
+    if (small && prep) {
+      const q = createParamBlock(ctx, [K, c.rows, w.stride / 4, c.rowStart, yStride, K, 0, 0, smallRows * K, eps, 0, 0], [9], `matmul ${w.label}`);
+      params.push(q);
+      smallBg = bindGroup(ctx, small.pipeline, [step.buffer, q, prep.scratch, c.buffer, o.y, o.bias ?? ctx.dummy, prep.scratch], w.label);
+    } else if (small) smallBg = entries(small.pipeline, true);
     return {
       rows: c.rows,
       gemvBg: entries(gemv.pipeline, false),
       gemmBg: gemm ? entries(gemm.pipeline, true) : undefined,
-      smallBg: small ? entries(small.pipeline, true) : undefined,
+      smallBg,
     };
   });
 
-  return makeOp(ctx, `matmul ${w.label}`, maxM, params, (pass, m) => {
-    const which = m === 1 || !gemm ? 'gemvBg' : small && m <= 8 ? 'smallBg' : 'gemmBg';
+  const op = makeOp(ctx, `matmul ${w.label}`, maxM, params, (pass, m) => {
+    const which = m === 1 || !gemm ? 'gemvBg' : small && m <= SMALL_M ? 'smallBg' : 'gemmBg';
     const v = which === 'gemvBg' ? gemv : which === 'smallBg' ? small! : gemm!;
+    if (which === 'smallBg' && prep) {
+      pass.setPipeline(prep.pipeline);
+      pass.setBindGroup(0, prep.bg);
+      pass.dispatchWorkgroups(m);
+    }
     pass.setPipeline(v.pipeline);
     for (const c of chunks) {
       pass.setBindGroup(0, c[which]!);
@@ -241,4 +296,12 @@ export function createMatmul(ctx: GpuContext, step: StepParams, o: MatmulOptions
       pass.dispatchWorkgroups(x, y, z);
     }
   });
+  if (!prep) return op;
+  return {
+    ...op,
+    destroy() {
+      op.destroy();
+      prep.scratch.destroy();
+    },
+  };
 }

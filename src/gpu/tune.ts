@@ -4,9 +4,9 @@
  * barriers) and real GPUs (shared-memory tiles). Candidates run in interleaved rounds and the
  * fastest round counts, so a burst of load from other processes does not decide the choice.
  */
-import type { GemmKind, GemvKind, GpuContext } from './device.js';
+import type { GemmKind, GemvKind, GpuContext, SmallGemmKind } from './device.js';
 import { createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams } from './buffers.js';
-import { availableGemm, availableGemv, createMatmul } from './matmul.js';
+import { availableGemm, availableGemv, availableSmall, createMatmul, SMALL_M } from './matmul.js';
 import type { BoundOp } from './op.js';
 
 /** Wall-clock ms per encode of `op`, `reps` encodes in one submit (after one warm-up submit). */
@@ -44,13 +44,13 @@ async function fastest<T extends string>(ctx: GpuContext, ops: [T, BoundOp][], m
  * adapters the workgroup-memory ones ('tree', 'tiled': barriers are slow there, 2–10× behind).
  * 'subgroup8' is within noise of 'subgroup' on SwiftShader (±15% either way), so not worth a compile.
  */
-export function tuneCandidates(ctx: GpuContext): { gemv: GemvKind[]; gemm: GemmKind[] } {
+export function tuneCandidates(ctx: GpuContext): { gemv: GemvKind[]; gemm: GemmKind[]; small: SmallGemmKind[] } {
   const i = ctx.adapterInfo;
   const cpu = /swiftshader|llvmpipe|lavapipe|warp|cpu/i.test(`${i.vendor} ${i.architecture} ${i.description}`);
   const skip = new Set<string>(cpu ? ['sequential', 'tree', 'tiled', 'subgroup8'] : ['sequential', 'subgroup8']);
   const gemv = availableGemv(ctx).filter((v) => !skip.has(v));
   const gemm = availableGemm(ctx).filter((v) => !skip.has(v));
-  return { gemv: gemv.length ? gemv : availableGemv(ctx), gemm: gemm.length ? gemm : availableGemm(ctx) };
+  return { gemv: gemv.length ? gemv : availableGemv(ctx), gemm: gemm.length ? gemm : availableGemm(ctx), small: availableSmall(ctx) };
 }
 
 export async function tuneGpuContext(ctx: GpuContext): Promise<void> {
@@ -62,6 +62,13 @@ export async function tuneGpuContext(ctx: GpuContext): Promise<void> {
   const x = createStorageBuffer(ctx, M * K * 4, 'tune x');
   const y = createStorageBuffer(ctx, M * N * 4, 'tune y');
   const w = createMatrix(ctx, N, K, 'tune w');
+  // A decode batch, its input normalized on the fly as most of a model's matmuls' are, on a
+  // classifier-like matrix (many rows, short K: where the candidates differ most).
+  const smallStep = createStepParams(ctx, SMALL_M);
+  smallStep.write(SMALL_M, new Uint32Array(SMALL_M));
+  const g = createStorageBuffer(ctx, new Float32Array(K).fill(1), 'tune norm');
+  const ws = createMatrix(ctx, 8 * N, K / 2, 'tune small w');
+  const ys = createStorageBuffer(ctx, SMALL_M * 8 * N * 4, 'tune small y');
   const ops: BoundOp[] = [];
   try {
     const measured: Record<string, number> = {};
@@ -71,12 +78,22 @@ export async function tuneGpuContext(ctx: GpuContext): Promise<void> {
     ops.push(...gemm.map((g) => g[1]), ...gemv.map((g) => g[1]));
     ctx.choices.gemm = await fastest(ctx, gemm, M, 1, 2, measured, 'gemm');
     ctx.choices.gemv = await fastest(ctx, gemv, 1, 4, 2, measured, 'gemv');
+    if (cand.small.length > 1) {
+      const input = { kind: 'rmsnorm', weight: g, eps: 1e-5 } as const;
+      const small = cand.small.map((v) => [v, createMatmul(ctx, smallStep, { x, w: ws, y: ys, maxM: SMALL_M, small: v, input })] as [typeof v, BoundOp]);
+      ops.push(...small.map((s) => s[1]));
+      ctx.choices.small = await fastest(ctx, small, SMALL_M, 2, 3, measured, 'small');
+    }
     ctx.choices.measured = measured;
   } finally {
     for (const op of ops) op.destroy();
     destroyMatrix(w);
+    destroyMatrix(ws);
     x.destroy();
     y.destroy();
+    g.destroy();
+    ys.destroy();
     destroyStepParams(step);
+    destroyStepParams(smallStep);
   }
 }

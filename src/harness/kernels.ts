@@ -6,7 +6,7 @@
  */
 import * as ref from '../model/reference.js';
 import {
-  createGpuContext, destroyGpuContext, type GemmKind, type GemvKind, type GpuContext,
+  createGpuContext, destroyGpuContext, type GemmKind, type GemvKind, type SmallGemmKind, type GpuContext,
 } from '../gpu/device.js';
 import {
   createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams, type Matrix, type StepParams,
@@ -29,7 +29,7 @@ import { createRope, createRopeKv, createRopeTables, destroyRopeTables, type Rop
 import { createAttention, attentionKinds, type AttentionKind } from '../gpu/attention.js';
 import { createReadback, destroyReadback } from '../gpu/readback.js';
 import type { KernelBenchReport, KernelBenchRow } from '../cli/bench-kernels.js';
-import { availableGemm, availableGemv } from '../gpu/matmul.js';
+import { availableGemm, availableGemv, availableSmall } from '../gpu/matmul.js';
 import type { SelfTestReply, SelfTestRequest } from '../gpu/selftest.worker.js';
 import { WebGpuTpError } from '../errors.js';
 import { benchRoofline } from './roofline.js';
@@ -135,6 +135,7 @@ export interface MatmulCase {
   accumulate?: boolean;
   gemv?: GemvKind;
   gemm?: GemmKind;
+  small?: SmallGemmKind;
   /** Run on a fresh context that pretends storage bindings hold at most this many bytes. */
   bindingLimit?: number;
 }
@@ -199,7 +200,7 @@ export function addBiasAccumulate(d: MatmulCaseData, want: Float32Array, mag: Fl
 /** Runs the matmul of a case on uploaded weights `w` (left for the caller to free); returns y. */
 export async function runMatmulCase(
   ctx: GpuContext, d: MatmulCaseData, m: number, k: number, n: number, w: MatmulOptions['w'],
-  c: { bias?: boolean; accumulate?: boolean; activations?: Q8Activations; gemv?: GemvKind; gemm?: GemmKind },
+  c: { bias?: boolean; accumulate?: boolean; activations?: Q8Activations; gemv?: GemvKind; gemm?: GemmKind; small?: SmallGemmKind },
 ): Promise<Float32Array> {
   const step = createStepParams(ctx, m);
   step.write(m, new Uint32Array(m));
@@ -213,7 +214,7 @@ export async function runMatmulCase(
         : { kind: 'plain' };
   const op = createMatmul(ctx, step, {
     x, xStride: d.xStride, w, y, maxM: m, input, bias: c.bias ? bb : undefined, accumulate: c.accumulate,
-    activations: c.activations, gemv: c.gemv, gemm: c.gemm,
+    activations: c.activations, gemv: c.gemv, gemm: c.gemm, small: c.small,
   });
   try {
     await runOps(ctx, [op], m);
@@ -296,20 +297,27 @@ function benchWeights(ctx: GpuContext, kind: BenchWeights, n: number, k: number,
   return m;
 }
 
-export async function benchMatmulRaw(c: { m: number; k: number; n: number; reps?: number; gemv?: GemvKind; gemm?: GemmKind; weights?: BenchWeights; activations?: Q8Activations }): Promise<{ gpuMs: number; wallMs: number }> {
+export async function benchMatmulRaw(c: { m: number; k: number; n: number; reps?: number; gemv?: GemvKind; gemm?: GemmKind; small?: SmallGemmKind; weights?: BenchWeights; activations?: Q8Activations; input?: 'plain' | 'rmsnorm' | 'siluMul' }): Promise<{ gpuMs: number; wallMs: number }> {
   const ctx = await context();
   const { m, k, n } = c;
   const reps = c.reps ?? 10;
   const step = createStepParams(ctx, m);
   step.write(m, new Uint32Array(m));
   const rand = rng(3);
-  const x = createStorageBuffer(ctx, randn(m * k, rand));
+  // siluMul reads a and b as the two halves of one row of width 2k, as the model's w2 does.
+  const xStride = c.input === 'siluMul' ? 2 * k : k;
+  const x = createStorageBuffer(ctx, randn(m * xStride, rand));
+  const g = createStorageBuffer(ctx, randn(k, rand));
   const w = benchWeights(ctx, c.weights ?? 'f32', n, k, randn(n * k, rand));
   const y = createStorageBuffer(ctx, m * n * 4);
-  const op = createMatmul(ctx, step, { x, w, y, maxM: m, gemv: c.gemv, gemm: c.gemm, activations: c.activations });
+  const input: MatmulInput =
+    c.input === 'rmsnorm' ? { kind: 'rmsnorm', weight: g, eps: 1e-5 }
+      : c.input === 'siluMul' ? { kind: 'siluMul', b: x, bOffset: k, bStride: xStride }
+        : { kind: 'plain' };
+  const op = createMatmul(ctx, step, { x, xStride, w, y, maxM: m, gemv: c.gemv, gemm: c.gemm, small: c.small, activations: c.activations, input });
   await runOps(ctx, [op], m);
   await ctx.device.queue.onSubmittedWorkDone();
-  const g = ctx.features.timestampQuery ? median(await gpuTimes(ctx, (p) => op.encode(p, m), reps)) : NaN;
+  const gpuMs = ctx.features.timestampQuery ? median(await gpuTimes(ctx, (p) => op.encode(p, m), reps)) : NaN;
   const t0 = performance.now();
   await runOps(ctx, Array(reps).fill(op), m);
   await ctx.device.queue.onSubmittedWorkDone();
@@ -320,8 +328,9 @@ export async function benchMatmulRaw(c: { m: number; k: number; n: number; reps?
   else destroyMatrix(w);
   x.destroy();
   y.destroy();
+  g.destroy();
   destroyStepParams(step);
-  return { gpuMs: g, wallMs };
+  return { gpuMs, wallMs };
 }
 
 export function jsMatmul(m: number, k: number, n: number, reps = 3): number {
@@ -795,6 +804,13 @@ export async function bench(o: { smoke?: boolean; quick?: boolean } = {}): Promi
       variantRows.push({ kernel: `${m === 1 ? 'gemv' : 'gemm'}_${kind}`, m, k, n, median_ms: round(gpuMs), gflops: gflops(m, k, n, gpuMs) });
     }
   }
+  // A decode batch of 8 rows through each small-m variant, its input RMSNorm-fused as most of a
+  // model's matmuls' are (stories15M's classifier shape at TP = 2 unless smoke).
+  const [sk, sn] = smoke ? [64, 64] : [288, 16000];
+  for (const kind of availableSmall(ctx)) {
+    const { gpuMs } = await benchMatmulRaw({ m: 8, k: sk, n: sn, reps: smoke ? 2 : 3, small: kind, input: 'rmsnorm' });
+    variantRows.push({ kernel: `small_${kind}`, m: 8, k: sk, n: sn, median_ms: round(gpuMs), gflops: gflops(8, sk, sn, gpuMs) });
+  }
   // Attention at decode: one row at position 255 (stories15M's heads), one row and 8 rows,
   // over an f32 cache and an f16 one (`_f16kv`: packed halves here, native with shader-f16).
   for (const kind of attentionKinds(ctx, 48)) {
@@ -829,7 +845,7 @@ export async function bench(o: { smoke?: boolean; quick?: boolean } = {}): Promi
     }
     quantRuns.forEach((q, i) => quant.push({ kernel: q.kernel, m: 1, k: d, n: d, median_ms: round(best[i]!), gflops: gflops(1, d, d, best[i]!) }));
   }
-  const choices = { gemm: ctx.choices.gemm, gemv: ctx.choices.gemv, measured: Object.fromEntries(Object.entries(ctx.choices.measured).map(([a, b]) => [a, round(b)])) };
+  const choices = { gemm: ctx.choices.gemm, gemv: ctx.choices.gemv, small: ctx.choices.small, measured: Object.fromEntries(Object.entries(ctx.choices.measured).map(([a, b]) => [a, round(b)])) };
   const adapter = { vendor: ctx.adapterInfo.vendor, architecture: ctx.adapterInfo.architecture };
   const roofline = await benchRoofline(ctx, gpuTimes, smoke ? 256 : 2048, reps);
   if (o.quick) {
@@ -905,9 +921,9 @@ async function benchTfjs(shapes: [number, number, number][], reps: number): Prom
   return out;
 }
 
-export async function variants(): Promise<{ gemv: GemvKind[]; gemm: GemmKind[] }> {
+export async function variants(): Promise<{ gemv: GemvKind[]; gemm: GemmKind[]; small: SmallGemmKind[] }> {
   const ctx = await context();
-  return { gemv: availableGemv(ctx), gemm: availableGemm(ctx) };
+  return { gemv: availableGemv(ctx), gemm: availableGemm(ctx), small: availableSmall(ctx) };
 }
 
 /** createGpuContext with no adapter must throw WebGpuUnavailableError (code NO_WEBGPU). */
