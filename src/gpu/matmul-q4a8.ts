@@ -10,15 +10,13 @@
  * to f32 what its smaller reads save; this one does two multiply-adds per u32 multiply.
  */
 import commonSrc from '../../shaders/common.wgsl?raw';
-import exactMathSrc from '../../shaders/exact_math.wgsl?raw';
-import quantizeSrc from '../../shaders/quantize_q8.wgsl?raw';
 import q4a8Src from '../../shaders/matmul_q4a8.wgsl?raw';
 import { InvalidArgumentError } from '../errors.js';
 import type { GpuContext } from './device.js';
-import { createParamBlock, createStorageBuffer, type StepParams } from './buffers.js';
-import { grid2d, wgsl } from './layout.js';
-import { bindGroup, makeOp, type BoundOp } from './op.js';
-import { bindChunk, encodeChunks, inputOf, matmulIo, type Q8MatmulOptions } from './matmul-q8.js';
+import { createParamBlock, type StepParams } from './buffers.js';
+import { wgsl } from './layout.js';
+import type { BoundOp } from './op.js';
+import { bindChunk, encodeChunks, inputOf, int8Front, matmulIo, type Q8MatmulOptions } from './matmul-q8.js';
 
 /** Workgroup size and rows of W per invocation of gemv_q4a8 (its ROWS). */
 const WG = 16;
@@ -32,15 +30,8 @@ export function createQ4A8Matmul(ctx: GpuContext, step: StepParams, o: Omit<Q8Ma
   const inp = inputOf(ctx, o.input, xStride);
   const params: GPUBuffer[] = [];
   const gpr = K / 32;
-
   // 16 pair words (64 bytes) and (scale, Σ q) per group of 32 per row.
-  const xq = createStorageBuffer(ctx, maxM * gpr * 64, `${w.label}.xq`);
-  const xs = createStorageBuffer(ctx, maxM * gpr * 8, `${w.label}.xs`);
-  const quant = ctx.pipelines.get(wgsl(commonSrc, exactMathSrc, quantizeSrc), 'quantize_q8', { MODE: inp.mode, GS: 32, PAIRS: 1 }, 'quantize_q8 pairs');
-  const qp = createParamBlock(ctx, [K, xStride, xOffset, inp.bStride, inp.bOff, inp.eps, 0, 0], [5], `quantize ${w.label}`);
-  params.push(qp);
-  const quantBg = bindGroup(ctx, quant, [undefined, qp, o.x, inp.aux, xq, xs], `quantize ${w.label}`);
-
+  const front = int8Front(ctx, { ...o, K, xStride, xOffset, inp, xqBytes: maxM * gpr * 64, xsBytes: maxM * gpr * 8, quantize: { GS: 32, PAIRS: 1 } });
   const code = wgsl(commonSrc, q4a8Src);
   const constants = { HAS_BIAS: o.bias ? 1 : 0, ACCUMULATE: o.accumulate ? 1 : 0 };
   const gemv = ctx.pipelines.get(code, 'gemv_q4a8', { ...constants, WG }, 'gemv_q4a8');
@@ -48,21 +39,7 @@ export function createQ4A8Matmul(ctx: GpuContext, step: StepParams, o: Omit<Q8Ma
   const chunks = w.chunks.map((c) => {
     const p = createParamBlock(ctx, [K, c.rows, gpr, c.rowStart, yStride, 0, 0, 0], [], `matmul ${w.label}`);
     params.push(p);
-    return bindChunk(ctx, w.label, c.rows, gemv, gemm, (usesStep) => [usesStep ? step.buffer : undefined, p, xq, c.q, o.y, o.bias ?? ctx.dummy, xs, c.s]);
+    return bindChunk(ctx, w.label, c.rows, gemv, gemm, (usesStep) => [usesStep ? step.buffer : undefined, p, front.xq, c.q, o.y, o.bias ?? ctx.dummy, front.xs, c.s]);
   });
-  const op = makeOp(ctx, `matmul ${w.label}`, maxM, params, (pass, m) => {
-    pass.setPipeline(quant);
-    pass.setBindGroup(0, quantBg);
-    pass.dispatchWorkgroups(...grid2d(m), 1);
-    encodeChunks(pass, m, chunks, gemv, gemm, ROWS * WG);
-  });
-  return {
-    name: op.name,
-    encode: op.encode,
-    destroy() {
-      op.destroy();
-      xq.destroy();
-      xs.destroy();
-    },
-  };
+  return front.op(params, (pass, m) => encodeChunks(pass, m, chunks, gemv, gemm, ROWS * WG));
 }

@@ -147,13 +147,7 @@ export function createQ8Matmul(ctx: GpuContext, step: StepParams, o: Q8MatmulOpt
   }
 
   // W8A8: quantise xin into this op's scratch, then the integer matmul.
-  const xq = createStorageBuffer(ctx, maxM * K, `${w.label}.xq`);
-  const xs = createStorageBuffer(ctx, (maxM * K) / GS * 4, `${w.label}.xs`);
-  const qCode = wgsl(commonSrc, exactMathSrc, quantizeSrc);
-  const quant = ctx.pipelines.get(qCode, 'quantize_q8', { MODE: inp.mode, GS }, 'quantize_q8');
-  const qp = createParamBlock(ctx, [K, xStride, xOffset, inp.bStride, inp.bOff, inp.eps, 0, 0], [5], `quantize ${w.label}`);
-  params.push(qp);
-  const quantBg = bindGroup(ctx, quant, [undefined, qp, o.x, inp.aux, xq, xs], `quantize ${w.label}`);
+  const front = int8Front(ctx, { ...o, K, xStride, xOffset, inp, xqBytes: maxM * K, xsBytes: (maxM * K) / GS * 4, quantize: { GS } });
   const code = wgsl(commonSrc, unpackSrc, q8a8Src);
   const a8 = { ...common, CONTINUE: o.continueSum ? 1 : 0 };
   const gemv = ctx.pipelines.get(code, 'gemv_q8a8', { ...a8, WG }, 'gemv_q8a8');
@@ -161,21 +155,51 @@ export function createQ8Matmul(ctx: GpuContext, step: StepParams, o: Q8MatmulOpt
   const chunks = w.chunks.map((c) => {
     const p = createParamBlock(ctx, [K, c.rows, K / 4, c.rowStart, yStride, 0, 0, 0], [], `matmul ${w.label}`);
     params.push(p);
-    return bindChunk(ctx, w.label, c.rows, gemv, gemm, (usesStep) => [usesStep ? step.buffer : undefined, p, xq, c.q, o.y, o.bias ?? ctx.dummy, xs, c.s]);
+    return bindChunk(ctx, w.label, c.rows, gemv, gemm, (usesStep) => [usesStep ? step.buffer : undefined, p, front.xq, c.q, o.y, o.bias ?? ctx.dummy, front.xs, c.s]);
   });
-  const op = makeOp(ctx, `matmul ${w.label}`, maxM, params, (pass, m) => {
-    pass.setPipeline(quant);
-    pass.setBindGroup(0, quantBg);
-    pass.dispatchWorkgroups(...grid2d(m), 1);
-    encodeChunks(pass, m, chunks, gemv, gemm, WG);
-  });
+  return front.op(params, (pass, m) => encodeChunks(pass, m, chunks, gemv, gemm, WG));
+}
+
+/**
+ * The front of an int8-activation matmul (W8A8 here, W4A8 in matmul-q4a8.ts): scratch of its
+ * own for xin quantised per group (`xqBytes` of values, `xsBytes` of scales), filled by
+ * quantize_q8.wgsl (with `quantize`'s constants; the fused RMSNorm / SiLU·mul inputs included).
+ * `op` makes the bound op that runs that pass, then the integer matmul's `encode`, and frees the
+ * scratch and both ops' parameter blocks with itself.
+ */
+export function int8Front(
+  ctx: GpuContext,
+  o: {
+    w: { label: string }; x: GPUBuffer; maxM: number; K: number; xStride: number; xOffset: number;
+    inp: ReturnType<typeof inputOf>; xqBytes: number; xsBytes: number; quantize: { GS: number; PAIRS?: number };
+  },
+): { xq: GPUBuffer; xs: GPUBuffer; op(params: GPUBuffer[], encode: (pass: GPUComputePassEncoder, m: number) => void): BoundOp } {
+  const { label } = o.w;
+  const { inp } = o;
+  const xq = createStorageBuffer(ctx, o.xqBytes, `${label}.xq`);
+  const xs = createStorageBuffer(ctx, o.xsBytes, `${label}.xs`);
+  const quant = ctx.pipelines.get(wgsl(commonSrc, exactMathSrc, quantizeSrc), 'quantize_q8', { MODE: inp.mode, ...o.quantize }, o.quantize.PAIRS ? 'quantize_q8 pairs' : 'quantize_q8');
+  const qp = createParamBlock(ctx, [o.K, o.xStride, o.xOffset, inp.bStride, inp.bOff, inp.eps, 0, 0], [5], `quantize ${label}`);
+  const quantBg = bindGroup(ctx, quant, [undefined, qp, o.x, inp.aux, xq, xs], `quantize ${label}`);
   return {
-    name: op.name,
-    encode: op.encode,
-    destroy() {
-      op.destroy();
-      xq.destroy();
-      xs.destroy();
+    xq,
+    xs,
+    op(params, encode) {
+      const op = makeOp(ctx, `matmul ${label}`, o.maxM, [qp, ...params], (pass, m) => {
+        pass.setPipeline(quant);
+        pass.setBindGroup(0, quantBg);
+        pass.dispatchWorkgroups(...grid2d(m), 1);
+        encode(pass, m);
+      });
+      return {
+        name: op.name,
+        encode: op.encode,
+        destroy() {
+          op.destroy();
+          xq.destroy();
+          xs.destroy();
+        },
+      };
     },
   };
 }
