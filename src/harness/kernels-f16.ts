@@ -6,10 +6,9 @@
  */
 import * as ref from '../model/reference.js';
 import { dequantize, quantize } from '../model/formats/gguf-blocks.js';
-import { createStepParams, createStorageBuffer, destroyStepParams } from '../gpu/buffers.js';
 import { createEmbedF16, createHalfMatrix, destroyHalfMatrix, f16KernelsOf, writeHalfRows } from '../gpu/f16.js';
 import type { F16Kernels } from '../gpu/f16-kernels.js';
-import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, randn, readFloats, rng, runMatmulCase, runOps, withCtx, type Check } from './kernels.js';
+import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, randn, rng, runEmbedCase, runMatmulCase, withCtx, type Check } from './kernels.js';
 
 export interface F16MatmulCase {
   m: number;
@@ -65,20 +64,11 @@ export async function testF16Embed(c: { vocab: number; dim: number; tokens: numb
     const t = halves(randn(c.vocab * c.dim, rand));
     const want = new Float32Array(m * c.dim);
     ref.embed(want, t.f, c.tokens, c.dim);
-    const step = createStepParams(ctx, m);
-    step.write(m, new Uint32Array(m));
     const table = createHalfMatrix(ctx, c.vocab, c.dim, 'embedding');
     writeHalfRows(ctx, table, 0, t.h);
-    const tok = createStorageBuffer(ctx, Uint32Array.from(c.tokens));
-    const yb = createStorageBuffer(ctx, m * c.dim * 4);
-    const op = createEmbedF16(ctx, step, { table, tokens: tok, y: yb, maxM: m });
-    await runOps(ctx, [op], m);
-    const got = await readFloats(ctx, yb, m * c.dim);
     const chunks = table.chunks.length;
-    op.destroy();
-    destroyHalfMatrix(table);
-    [tok, yb].forEach((b) => b.destroy());
-    destroyStepParams(step);
+    const got = await runEmbedCase(ctx, c.tokens, c.dim, (step, tokens, y) => createEmbedF16(ctx, step, { table, tokens, y, maxM: m }))
+      .finally(() => destroyHalfMatrix(table));
     return { ...compare(got, want, 0, 0, 0), chunks, kernels: f16KernelsOf(ctx), shaderF16: ctx.features.shaderF16 };
   });
 }

@@ -9,7 +9,7 @@ import { createStepParams, createStorageBuffer, destroyStepParams } from '../gpu
 import { createMatmul, type MatmulInput } from '../gpu/matmul.js';
 import { createEmbedQ8, type Q8Activations } from '../gpu/matmul-q8.js';
 import { createQuantMatrix, destroyQuantMatrix, writeQuantRows, type QuantMatrix } from '../gpu/q8.js';
-import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, randn, readFloats, rng, runMatmulCase, runOps, stepFor, withCtx, type Check } from './kernels.js';
+import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, randn, readFloats, rng, runEmbedCase, runMatmulCase, runOps, withCtx, type Check } from './kernels.js';
 
 export interface Q8MatmulCase {
   m: number;
@@ -104,18 +104,11 @@ export async function testQuantEmbed(
     const tq = quantize(randn(c.vocab * c.dim, rand));
     const want = new Float32Array(m * c.dim);
     ref.embed(want, tq.dequantized, c.tokens, c.dim);
-    const step = stepFor(ctx, m, new Uint32Array(m));
     const t = createQuantMatrix(ctx, c.vocab, c.dim, groupSize, 'embedding', kind);
     writeQuantRows(ctx, t, 0, tq.q, tq.s);
-    const tok = createStorageBuffer(ctx, Uint32Array.from(c.tokens));
-    const yb = createStorageBuffer(ctx, m * c.dim * 4);
-    const op = createEmbed(ctx, step, { table: t, tokens: tok, y: yb, maxM: m });
-    await runOps(ctx, [op], m);
-    const got = await readFloats(ctx, yb, m * c.dim);
     const chunks = t.chunks.length;
-    op.destroy();
-    destroyQuantMatrix(t);
-    [tok, yb, step.buffer].forEach((b) => b.destroy());
+    const got = await runEmbedCase(ctx, c.tokens, c.dim, (step, tokens, y) => createEmbed(ctx, step, { table: t, tokens, y, maxM: m }))
+      .finally(() => destroyQuantMatrix(t));
     return { ...compare(got, want, 0, 0, 0), chunks };
   });
 }

@@ -441,19 +441,33 @@ export async function testEmbed(c: { vocab: number; dim: number; tokens: number[
     const table = randn(c.vocab * c.dim, rand);
     const want = new Float32Array(m * c.dim);
     ref.embed(want, table, c.tokens, c.dim);
-    const step = stepFor(ctx, m, new Uint32Array(m));
     const t = createMatrix(ctx, c.vocab, c.dim, 'embedding', table);
-    const tok = createStorageBuffer(ctx, Uint32Array.from(c.tokens));
-    const yb = createStorageBuffer(ctx, m * c.dim * 4);
-    const op = createEmbed(ctx, step, { table: t, tokens: tok, y: yb, maxM: m });
-    await runOps(ctx, [op], m);
-    const got = await readFloats(ctx, yb, m * c.dim);
     const chunks = t.chunks.length;
-    op.destroy();
-    destroyMatrix(t);
-    [tok, yb, step.buffer].forEach((b) => b.destroy());
+    const got = await runEmbedCase(ctx, c.tokens, c.dim, (step, tokens, y) => createEmbed(ctx, step, { table: t, tokens, y, maxM: m }))
+      .finally(() => destroyMatrix(t));
     return { ...compare(got, want, 0, 0, 0), chunks };
   });
+}
+
+/**
+ * Runs the embedding op `make` builds on fresh token and output buffers, for every kind of
+ * table; returns the rows it wrote (the table is left for the caller to free).
+ */
+export async function runEmbedCase(
+  ctx: GpuContext, tokens: number[], dim: number, make: (step: StepParams, tokens: GPUBuffer, y: GPUBuffer) => BoundOp,
+): Promise<Float32Array> {
+  const m = tokens.length;
+  const step = stepFor(ctx, m, new Uint32Array(m));
+  const tok = createStorageBuffer(ctx, Uint32Array.from(tokens));
+  const y = createStorageBuffer(ctx, m * dim * 4);
+  const op = make(step, tok, y);
+  try {
+    await runOps(ctx, [op], m);
+    return await readFloats(ctx, y, m * dim);
+  } finally {
+    op.destroy();
+    [tok, y, step.buffer].forEach((b) => b.destroy());
+  }
 }
 
 /** Argmax over rows of n values; `ties` plants the maximum at several indices of each row. */
