@@ -2,8 +2,9 @@
  * y[m][N] (+)= xin[m][K] · W[N][K]ᵀ (+ bias[N]), where xin is x, RMSNorm(x)·g (fused norm) or
  * silu(a)·b (fused SwiGLU). m = 1 runs a gemv, 2 ≤ m ≤ 8 (a decode batch) the small-m kernel,
  * m > 8 a register-blocked or tiled gemm (the adapter's measured choices, `ctx.choices`). A W
- * split across bindings runs one dispatch per chunk of its rows. Quantised weights (`QuantMatrix`) go to matmul-q8.ts (Q8_0) and
- * matmul-q4.ts (Q4_0), f16 ones (`HalfMatrix`) to f16.ts.
+ * split across bindings runs one dispatch per chunk of its rows. Quantised weights
+ * (`QuantMatrix`) go to matmul-q8.ts (Q8_0) and matmul-q4.ts (Q4_0), f16 ones (`HalfMatrix`) to
+ * f16.ts.
  */
 import commonSrc from '../../shaders/common.wgsl?raw';
 import matmulCommonSrc from '../../shaders/matmul_common.wgsl?raw';
