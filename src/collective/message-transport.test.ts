@@ -76,9 +76,11 @@ describe('liveness', () => {
   });
 
   it('a slow rank that keeps sending heartbeats is waited for past the timeout', async () => {
-    const ranks = group(2, { timeoutMs: 400, heartbeatMs: 40 }) as MessageCommunicator[];
+    // The silence limit (timeoutMs) is 20 heartbeats, so a test process stalled for a few
+    // hundred ms (CI runs browsers beside it) does not read as a silent peer.
+    const ranks = group(2, { timeoutMs: 800, heartbeatMs: 40 }) as MessageCommunicator[];
     const early = ranks[0]!.allReduce(randomFloats(100, 2, 0), 'one-shot', new Float32Array(100)).catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 1000));
+    await new Promise((r) => setTimeout(r, 1600));
     const out = new Float32Array(100);
     await ranks[1]!.allReduce(randomFloats(100, 2, 1), 'one-shot', out);
     expect(await early).toBe('one-shot');
@@ -86,12 +88,13 @@ describe('liveness', () => {
   });
 
   it('a peer that heartbeats but never arrives fails the wait after stallMs', async () => {
-    const ranks = group(2, { timeoutMs: 200, heartbeatMs: 40, stallMs: 600 }) as MessageCommunicator[];
+    // As above: a silence limit of 20 heartbeats, so only the stall can end the wait.
+    const ranks = group(2, { timeoutMs: 800, heartbeatMs: 40, stallMs: 1600 }) as MessageCommunicator[];
     const t0 = performance.now();
     const e = await ranks[0]!.allReduce(randomFloats(10, 1, 0), 'one-shot').catch((x: unknown) => x);
     expect(e).toBeInstanceOf(CollectiveTimeoutError);
-    expect((e as Error).message).toContain('timed out after 600 ms waiting for rank 1');
-    expect(performance.now() - t0).toBeGreaterThanOrEqual(550);
+    expect((e as Error).message).toContain('timed out after 1600 ms waiting for rank 1');
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(1550);
   });
 
   it('a rank that closes (its tab goes away) fails a peer\'s wait at once with WorkerFailedError naming it', async () => {
