@@ -13,19 +13,29 @@ const isolationHeaders = {
 };
 
 /**
- * Serves model files under /models/ from ../shared/models when it exists (the team's test
- * models, never copied into the repo), else from ./models/. Weights stay out of the build.
+ * Serves model files under /models/ from WEBGPU_TP_MODELS if set, ../shared/models (the team's
+ * test models, never copied into the repo), or ./models/, the first that has the file. Weights
+ * stay out of the build.
  */
 function serveModels(): Plugin {
-  const dirs = [resolve(root, '../shared/models'), resolve(root, 'models')];
+  const env = process.env.WEBGPU_TP_MODELS;
+  const dirs = [...(env ? [resolve(root, env)] : []), resolve(root, '../shared/models'), resolve(root, 'models')];
   return {
     name: 'webgpu-tp-models',
     configureServer(server) {
       server.middlewares.use('/models/', (req, res) => {
-        const name = normalize(decodeURIComponent((req.url ?? '/').split('?')[0]!)).replace(/^([/\\.])+/, '');
-        const dir = name ? dirs.find((d) => existsSync(join(d, name))) : undefined;
+        let name: string;
+        try {
+          name = normalize(decodeURIComponent((req.url ?? '/').split('?')[0]!)).replace(/^([/\\.])+/, '');
+        } catch {
+          res.statusCode = 400;
+          res.end('malformed URL escape');
+          return;
+        }
+        const isFile = (p: string) => existsSync(p) && statSync(p).isFile();
+        const dir = name ? dirs.find((d) => isFile(join(d, name))) : undefined;
         if (!dir) {
-          // A real 404: the SPA fallback would answer with index.html and status 200.
+          // A real 404 (a directory included): the SPA fallback would answer with index.html and status 200.
           res.statusCode = 404;
           res.end('model not found: put it in ./models/ (see README)');
           return;
@@ -34,18 +44,28 @@ function serveModels(): Plugin {
         const size = statSync(path).size;
         res.setHeader('Content-Type', 'application/octet-stream');
         res.setHeader('Accept-Ranges', 'bytes');
+        const send = (start?: number, end?: number) =>
+          createReadStream(path, { start, end })
+            .on('error', (e) => res.destroy(e))
+            .pipe(res);
         const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
         if (range) {
           const start = Number(range[1]);
+          if (start >= size) {
+            res.statusCode = 416;
+            res.setHeader('Content-Range', `bytes */${size}`);
+            res.end();
+            return;
+          }
           const end = range[2] ? Math.min(Number(range[2]), size - 1) : size - 1;
           res.statusCode = 206;
           res.setHeader('Content-Range', `bytes ${start}-${end}/${size}`);
           res.setHeader('Content-Length', String(end - start + 1));
-          createReadStream(path, { start, end }).pipe(res);
+          send(start, end);
           return;
         }
         res.setHeader('Content-Length', String(size));
-        createReadStream(path).pipe(res);
+        send();
       });
     },
   };

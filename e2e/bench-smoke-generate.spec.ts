@@ -19,9 +19,12 @@ test('bench generate runs and reports every field per TP degree and batch, with 
   expect(r.results.map((x) => [x.tp, x.batch])).toEqual([[1, 1], [1, 2], [2, 1], [2, 2]]);
   for (const x of r.results) {
     expect(x.tokens).toBe(4 * x.batch);
-    for (const k of ['prefill_tokens_per_s', 'decode_tokens_per_s', 'aggregate_tokens_per_s', 'allreduce_roundtrip_ms', 'load_ms'] as const) {
+    for (const k of ['decode_tokens_per_s', 'aggregate_tokens_per_s', 'allreduce_roundtrip_ms', 'load_ms'] as const) {
       expect(typeof x[k]).toBe('number');
     }
+    // Prefill has a rate of its own only alone; a batch's prompt is counted in tokens, not characters.
+    expect(typeof x.prefill_tokens_per_s).toBe(x.batch === 1 ? 'number' : 'undefined');
+    expect(x.prompt_tokens).toBe(r.results[0]!.prompt_tokens);
     expect(Object.keys(x.breakdown_ms).sort()).toEqual(['allreduce_ms', 'compute_ms', 'readback_ms', 'scheduler_ms', 'upload_ms']);
     // Timestamp queries time every kernel kind of a decode step (5 layers summed per kind).
     const p = x.profile!;

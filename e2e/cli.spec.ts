@@ -66,3 +66,28 @@ test('a missing model file or tokenizer is a typed error named before any browse
   const badTokenizer = await fail(['--model', model, '--tokenizer', '/nonexistent/tok.bin']);
   expect(badTokenizer?.stderr).toContain('tokenizer not found: /nonexistent/tok.bin');
 });
+
+test('a flag that is not a number in range is a usage error naming the flag, before any browser starts; so is a missing file to bench', async () => {
+  const fail = (args: string[]) => run('node', [cli, ...args], { timeout: 30_000 }).then(
+    () => null,
+    (e: { stderr: string; code: number }) => e,
+  );
+  for (const [args, flag] of [
+    [['generate', '--model', model, '--tokenizer', tokenizer, '--tp', 'abc'], '--tp must be a whole number ≥ 1; got "abc"'],
+    [['generate', '--model', model, '--tokenizer', tokenizer, '--tp', '0'], '--tp must be a whole number ≥ 1; got "0"'],
+    [['generate', '--model', model, '--tokenizer', tokenizer, '--max-tokens', '1.5'], '--max-tokens must be a whole number ≥ 1'],
+    [['generate', '--model', model, '--tokenizer', tokenizer, '--top-p', '2'], '--top-p must be a number in [0, 1]'],
+    [['generate', '--model', model, '--tokenizer', tokenizer, '--temperature', 'hot'], '--temperature must be a number ≥ 0'],
+    [['bench', 'generate', '--model', model, '--tokenizer', tokenizer, '--batch', '0'], '--batch must be a whole number ≥ 1'],
+    [['bench', 'allreduce', '--workers', '2,x'], '--workers must be a whole number ≥ 2; got "x"'],
+    [['bench', 'report', '--from', '/nonexistent/run.json'], 'bench report: no file /nonexistent/run.json'],
+  ] as const) {
+    const e = await fail([...args]);
+    expect(e?.code, args.join(' ')).toBe(2);
+    expect(e?.stderr).toContain(flag);
+    expect(e?.stderr).not.toMatch(/\n\s+at /);
+  }
+  const missing = await fail(['bench', 'generate', '--model', '/nonexistent/model.bin', '--tokenizer', tokenizer]);
+  expect(missing?.code).toBe(1);
+  expect(missing?.stderr).toContain('model not found: /nonexistent/model.bin');
+});

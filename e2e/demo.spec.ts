@@ -3,10 +3,14 @@
  * generate, stop, reload and generate from the shard cache; plus its error panels.
  */
 import { test, expect } from '@playwright/test';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openHarness, repoRoot, sharedModelsDir, type Harness } from '../src/cli/browser.js';
 import { MODEL_HEADER_BYTES } from '../src/model/formats/detect.js';
+import { loadLlama2c } from '../src/model/formats/llama2c.js';
+import { encodeGguf } from '../src/model/formats/gguf-write.js';
+import { Tokenizer } from '../src/model/tokenizer/tokenizer.js';
 
 const MODEL = '/models/stories260K.bin';
 const MODEL_SIZE = 1056540;
@@ -126,6 +130,38 @@ test('a bad model file shows the typed error with its remedy; a missing URL says
   await expect(page.locator('#error-code')).toHaveText('MODEL_MISSING');
   await expect(page.locator('#model-help')).toBeVisible();
   await expect(page.locator('#model-help')).toContainText('stories260K');
+});
+
+test('a GGUF by URL runs on its own tokenizer, whatever the tokenizer field says; a .bin without one is refused; the file picker takes keyboard focus', async () => {
+  const page = h.page;
+  const buf = readFileSync(join(sharedModelsDir, 'stories260K.bin'));
+  const stories = loadLlama2c(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength));
+  const tok = Tokenizer.parse(readFileSync(join(sharedModelsDir, 'tok512.bin')), 512);
+  const dir = mkdtempSync(join(tmpdir(), 'webgpu-tp-demo-'));
+  try {
+    writeFileSync(join(dir, 'stories260K.gguf'), encodeGguf(stories, 'f32', tok));
+    const url = h.server.mountFile('/files/demo/stories260K.gguf', join(dir, 'stories260K.gguf'));
+    await page.click('#source-url');
+    await page.fill('#model-url', url);
+    await page.fill('#tokenizer-url', '/models/tok512.bin');
+    await generateWith({ tp: '1', prompt: 'Once upon a time', temperature: '0', maxTokens: '48' });
+    await waitForState('done');
+    const shown = (await page.locator('#output').textContent()) ?? '';
+    expect(shown.startsWith(GREEDY), shown).toBe(true);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  await page.fill('#model-url', MODEL);
+  await page.fill('#tokenizer-url', '');
+  await page.click('#generate');
+  await waitForState('error');
+  await expect(page.locator('#error-code')).toHaveText('INVALID_ARGUMENT');
+  await expect(page.locator('#error-remedy')).toContainText('tokenizer URL');
+
+  await page.click('#source-file');
+  await page.focus('#model-files');
+  expect(await page.evaluate(() => document.activeElement?.id)).toBe('model-files');
+  await expect(page.locator('#model-files')).toHaveAttribute('accept', /\.gguf/);
 });
 
 test('without WebGPU or cross-origin isolation the page says so and how to fix it', async () => {

@@ -6,16 +6,20 @@ let passed = 0;
 let failed = 0;
 for (const file of process.argv.slice(2)) {
   if (!existsSync(file)) {
-    console.log(`${file}: missing (runner did not finish)`);
+    console.log(`${file}: missing (the runner did not finish, or the typecheck before it failed: see the log above)`);
     failed += 1;
     continue;
   }
   const r = JSON.parse(readFileSync(file, 'utf8'));
   if (typeof r.numPassedTests === 'number') {
-    // Vitest
+    // Vitest. numFailedTestSuites also counts every describe block around a failed test, so only
+    // files that failed without a failed test (they did not load, or a hook threw) are added.
+    const broken = (r.testResults ?? []).filter(
+      (f) => f.status === 'failed' && !(f.assertionResults ?? []).some((a) => a.status === 'failed'),
+    ).length;
     passed += r.numPassedTests;
-    failed += r.numFailedTests + (r.numFailedTestSuites ?? 0);
-    console.log(`${file}: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numFailedTestSuites ?? 0} suites failed`);
+    failed += r.numFailedTests + broken;
+    console.log(`${file}: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${broken} files failed outside their tests`);
   } else if (r.stats) {
     // Playwright
     const p = r.stats.expected + r.stats.flaky;

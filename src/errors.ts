@@ -7,6 +7,7 @@ export type ErrorCode =
   | 'NO_WEBGPU'
   | 'NOT_ISOLATED'
   | 'MODEL_FORMAT'
+  | 'MODEL_FETCH'
   | 'TOKENIZER_FORMAT'
   | 'PLAN'
   | 'COLLECTIVE_TIMEOUT'
@@ -49,6 +50,19 @@ export class NotIsolatedError extends WebGpuTpError {
 export class ModelFormatError extends WebGpuTpError {
   constructor(message: string, remedy = 'Check that the file is a complete model in a supported format: llama2.c, a Llama GGUF or Hugging Face safetensors (re-download it if it was cut short)') {
     super('MODEL_FORMAT', message, remedy);
+  }
+}
+
+/**
+ * A model or tokenizer URL could not be fetched: a network failure, an HTTP error, or a server
+ * on another origin without CORS (the browser hides which, so the remedy names each).
+ */
+export class ModelFetchError extends WebGpuTpError {
+  constructor(
+    message: string,
+    remedy = 'Check the URL and the network. A server on another origin must send CORS headers (Access-Control-Allow-Origin, and Access-Control-Expose-Headers: Content-Range)',
+  ) {
+    super('MODEL_FETCH', message, remedy);
   }
 }
 
@@ -159,7 +173,7 @@ export class DisposedError extends WebGpuTpError {
 
 /** Every error class by its stable name: used to name them and to rebuild them across threads. */
 const ERROR_CLASSES = {
-  WebGpuTpError, WebGpuUnavailableError, NotIsolatedError, ModelFormatError, TokenizerFormatError, PlanError,
+  WebGpuTpError, WebGpuUnavailableError, NotIsolatedError, ModelFormatError, ModelFetchError, TokenizerFormatError, PlanError,
   CollectiveTimeoutError, DeviceLostError, WorkerFailedError, AbortedError, InvalidArgumentError,
   BrowserNotFoundError, AdapterNotFoundError, TabJoinTimeoutError, DisposedError,
 };

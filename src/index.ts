@@ -38,7 +38,7 @@ export type { DevicesOption } from './engine/placement.js';
 export type { DeviceSpec, AdapterFilter } from './gpu/adapter.js';
 export type { ModelConfig } from './model/config.js';
 export {
-  WebGpuTpError, WebGpuUnavailableError, NotIsolatedError, ModelFormatError, TokenizerFormatError, PlanError,
+  WebGpuTpError, WebGpuUnavailableError, NotIsolatedError, ModelFormatError, ModelFetchError, TokenizerFormatError, PlanError,
   CollectiveTimeoutError, DeviceLostError, WorkerFailedError, AbortedError, InvalidArgumentError, DisposedError, AdapterNotFoundError,
   TabJoinTimeoutError, type ErrorCode,
 } from './errors.js';

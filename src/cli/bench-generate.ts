@@ -64,9 +64,11 @@ export interface BenchGenerateResult {
   batch: number;
   /** Decode tokens/s of all streams together. */
   aggregate_tokens_per_s: number;
+  /** Prompt tokens of one stream (every stream of a batch has the same prompt). */
   prompt_tokens: number;
   tokens: number;
-  prefill_tokens_per_s: number;
+  /** Batch 1 only: the streams of a batch prefill while others decode, so no rate is theirs alone. */
+  prefill_tokens_per_s?: number;
   decode_tokens_per_s: number;
   /** Means per decode step, rank 0's view (ms). */
   breakdown_ms: StepBreakdown;
@@ -121,8 +123,12 @@ async function benchQuant(o: BenchGenerateOptions, quants: string[]): Promise<Be
   if (bad.length) throw new InvalidArgumentError(`--quant takes ${GGUF_QUANTS.join(', ')}, each optionally with +int8 (got ${bad.join(', ')})`);
   const shape = o.shape ?? 'stories110M';
   const dir = mkdtempSync(join(tmpdir(), 'webgpu-tp-bench-gguf-'));
-  const h = await openHarness({ bench: true });
+  // Ctrl-C ends the process without running `finally`; the synth GGUFs are up to ~440 MB each.
+  const cleanup = () => rmSync(dir, { recursive: true, force: true });
+  process.once('exit', cleanup);
+  let h: Awaited<ReturnType<typeof openHarness>> | undefined;
   try {
+    h = await openHarness({ bench: true });
     const results: BenchGenerateResult[] = [];
     const failed: NonNullable<BenchGenerateReport['failed']> = [];
     // One synth file per quantisation, kept while a later run still uses it.
@@ -151,8 +157,9 @@ async function benchQuant(o: BenchGenerateOptions, quants: string[]): Promise<Be
     }
     return { model: `${shape}-synth (GGUF ${quants.join(', ')})`, max_tokens: o.maxTokens, results, ...(failed.length ? { failed } : {}) };
   } finally {
-    await h.close();
-    rmSync(dir, { recursive: true, force: true });
+    await h?.close();
+    cleanup();
+    process.off('exit', cleanup);
   }
 }
 
@@ -186,7 +193,7 @@ async function benchModel(
         results.push({
           tp, batch, aggregate_tokens_per_s: run.aggregate,
           prompt_tokens: run.promptTokens, tokens: run.tokens,
-          prefill_tokens_per_s: run.prefill, decode_tokens_per_s: run.aggregate / batch,
+          ...(run.prefill !== undefined && { prefill_tokens_per_s: run.prefill }), decode_tokens_per_s: run.aggregate / batch,
           breakdown_ms: r0.breakdown, allreduce_roundtrip_ms: r0.allreduceRoundtripMs, load_ms: warm.timings.load_ms, adapter: r0.adapter,
         });
       }
@@ -198,7 +205,7 @@ async function benchModel(
 /** One timed generation of `batch` concurrent streams (one stream: the plain generate path). */
 async function measure(
   h: Awaited<ReturnType<typeof openHarness>>, common: Omit<PageGenerateOptions, 'maxTokens'>, batch: number, maxTokens: number,
-): Promise<{ aggregate: number; prefill: number; promptTokens: number; tokens: number; stats: EngineStats }> {
+): Promise<{ aggregate: number; prefill?: number; promptTokens: number; tokens: number; stats: EngineStats }> {
   if (batch === 1) {
     const r = await runGenerate(h, { ...common, maxTokens });
     return { aggregate: r.timings.decode_tokens_per_s, prefill: r.timings.prefill_tokens_per_s, promptTokens: r.prompt_tokens.length, tokens: r.tokens.length, stats: r.stats };
@@ -207,8 +214,8 @@ async function measure(
   const r = await h.page.evaluate(([opts, reqs]) => (window as unknown as PageWindow).tp.engine.timedConcurrent(opts, [...reqs]), [{ ...common, maxTokens }, requests] as const);
   if ('error' in r) throw reviveError(r.error);
   return {
-    aggregate: r.decodeTokens / Math.max(r.decodeMs / 1000, 1e-9), prefill: 0,
-    promptTokens: common.prompt.length, tokens: r.tokens.reduce((a, t) => a + t.length, 0), stats: r.stats,
+    aggregate: r.decodeTokens / Math.max(r.decodeMs / 1000, 1e-9),
+    promptTokens: r.promptTokens, tokens: r.tokens.reduce((a, t) => a + t.length, 0), stats: r.stats,
   };
 }
 

@@ -73,7 +73,7 @@ export function reportHtml(r: BenchAllReport): string {
   const targets = checkTargets(r);
   const data = JSON.stringify({ cases, date: r.date }).replace(/</g, '\\u003c');
   const generateRows = cases.map((c) => [
-    c.model, c.tp, c.batch, c.decode_tokens_per_s, c.aggregate_tokens_per_s, c.prefill_tokens_per_s, c.allreduce_roundtrip_ms,
+    c.model, c.tp, c.batch, c.decode_tokens_per_s, c.aggregate_tokens_per_s, c.prefill_tokens_per_s ?? '—', c.allreduce_roundtrip_ms,
     c.profile ? c.profile.gpu_ms_per_step : '—', c.profile ? c.profile.matmul_gflops : '—',
   ]);
   const ar = r.allreduce.results.filter((x) => x.algorithm === 'auto');

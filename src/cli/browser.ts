@@ -15,7 +15,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 /** Repository root, from either src/cli (tsx, vitest) or dist/cli (built). */
 export const repoRoot = resolve(here, '..', '..');
 export const appDir = join(repoRoot, 'dist', 'app');
-export const sharedModelsDir = resolve(repoRoot, '..', 'shared', 'models');
+/** The test models, served at /models/: ../shared/models beside the repo, or WEBGPU_TP_MODELS. */
+export const sharedModelsDir = resolve(repoRoot, process.env.WEBGPU_TP_MODELS ?? join('..', 'shared', 'models'));
 
 export const WEBGPU_FLAGS = [
   '--no-sandbox',
@@ -71,7 +72,7 @@ const MIME: Record<string, string> = {
 export interface StaticServer {
   url: string;
   server: Server;
-  /** Serve one local file at a path such as `/files/model.bin`; returns that URL path. */
+  /** Serve one local file at a path such as `/files/model.bin`; returns that path as a URL (percent-encoded). */
   mountFile(urlPath: string, file: string): string;
   /** Counts of requests per URL path, for tests that must see no weight requests. */
   requests: Map<string, number>;
@@ -115,7 +116,13 @@ export async function serveStatic(opts: ServeOptions = {}): Promise<StaticServer
   };
 
   const handler = (req: IncomingMessage, res: ServerResponse) => {
-    const urlPath = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
+    let urlPath: string;
+    try {
+      urlPath = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
+    } catch {
+      res.writeHead(400, headers).end('malformed URL escape');
+      return;
+    }
     requests.set(urlPath, (requests.get(urlPath) ?? 0) + 1);
     log.push({ path: urlPath, range: req.headers.range });
     const path = resolvePath(urlPath);
@@ -164,7 +171,8 @@ export async function serveStatic(opts: ServeOptions = {}): Promise<StaticServer
     log,
     mountFile(urlPath, file) {
       files.set(urlPath, resolve(file));
-      return urlPath;
+      // The page fetches this URL: a file name with '#', '?' or '%' must not end or bend it.
+      return urlPath.split('/').map(encodeURIComponent).join('/');
     },
     close: () =>
       new Promise<void>((ok) => {

@@ -42,8 +42,25 @@ Usage:
 
 Chromium: CHROME_PATH, else /usr/bin/chromium (Debian: apt-get install -y chromium).`;
 
-const list = (s: string | undefined, dflt: number[]): number[] =>
-  s === undefined ? dflt : s.split(',').map((x) => Number(x.trim()));
+/**
+ * A flag's number, checked here so a typo stops before Chromium starts and the message names
+ * the flag (not the SDK option it becomes).
+ */
+function num(flag: string, value: string, o: { int?: boolean; min?: number; max?: number } = {}): number {
+  const v = value.trim() === '' ? NaN : Number(value);
+  const ok = Number.isFinite(v) && (!o.int || Number.isInteger(v)) && v >= (o.min ?? -Infinity) && v <= (o.max ?? Infinity);
+  if (!ok) {
+    const kind = o.int ? 'a whole number' : 'a number';
+    const range = o.max !== undefined ? ` in [${o.min ?? '-∞'}, ${o.max}]` : o.min !== undefined ? ` ≥ ${o.min}` : '';
+    throw new UsageError(`${flag} must be ${kind}${range}; got ${JSON.stringify(value)}`);
+  }
+  return v;
+}
+
+/** A comma-separated flag of whole numbers ≥ min (`dflt` when absent). */
+function list(flag: string, s: string | undefined, dflt: number[], min = 1): number[] {
+  return s === undefined ? dflt : s.split(',').map((x) => num(flag, x, { int: true, min }));
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -77,17 +94,17 @@ async function main(argv: string[]): Promise<number> {
     if (!values.model) throw new UsageError('generate needs --model');
     const { generateCommand } = await import('./generate.js');
     // --split alone sets the rank count (one share per rank); with --tp they must agree.
-    const split = values.split === undefined ? undefined : list(values.split, []);
+    const split = values.split === undefined ? undefined : values.split.split(',').map((x) => num('--split', x, { min: 0, max: 1 }));
     await generateCommand({
       model: values.model,
       tokenizer: values.tokenizer,
-      tp: values.tp === undefined ? (split ? 0 : 1) : Number(values.tp),
+      tp: values.tp === undefined ? (split ? 0 : 1) : num('--tp', values.tp, { int: true, min: 1 }),
       split,
       prompt: values.prompt ?? '',
-      maxTokens: Number(values['max-tokens']),
-      temperature: Number(values.temperature),
-      topP: Number(values['top-p']),
-      seed: values.seed === undefined ? Date.now() : Number(values.seed),
+      maxTokens: num('--max-tokens', values['max-tokens']!, { int: true, min: 1 }),
+      temperature: num('--temperature', values.temperature!, { min: 0 }),
+      topP: num('--top-p', values['top-p']!, { min: 0, max: 1 }),
+      seed: values.seed === undefined ? Date.now() : num('--seed', values.seed, { int: true }),
       ignoreEos: values['ignore-eos'] ?? false,
       json: values.json ?? false,
       cache: !values['no-cache'],
@@ -107,7 +124,7 @@ async function main(argv: string[]): Promise<number> {
     const shape = synthShape(values.shape);
     if (!values.out) throw new UsageError('synth needs --out DIR');
     const { synthCommand } = await import('./synth.js');
-    const written = await synthCommand({ shape, seed: Number(values.seed), out: values.out, quant: values.quant?.split(',').map((q) => q.trim()), format: values.format });
+    const written = await synthCommand({ shape, seed: num('--seed', values.seed!, { int: true }), out: values.out, quant: values.quant?.split(',').map((q) => q.trim()), format: values.format });
     console.log(JSON.stringify(written));
     return 0;
   }
@@ -140,11 +157,16 @@ async function main(argv: string[]): Promise<number> {
     let report: unknown;
     if (what === 'allreduce' && values.transport === 'tab') {
       const { benchAllReduceTab } = await import('./bench-allreduce.js');
-      report = await benchAllReduceTab({ workers: list(values.workers, [2]), sizes: list(values.sizes, [2048, 65536, 4194304]) });
+      report = await benchAllReduceTab({ workers: list('--workers', values.workers, [2], 2), sizes: list('--sizes', values.sizes, [2048, 65536, 4194304]) });
     } else if (what === 'allreduce') {
       if (values.transport !== 'sab') throw new UsageError('--transport is sab or tab');
-      const { benchAllReduce } = await import('./bench-allreduce.js');
-      report = await benchAllReduce({ workers: list(values.workers, [2, 4]), sizes: list(values.sizes, [2048, 65536, 4194304]) });
+      const { benchAllReduce, formatAllReduceReport } = await import('./bench-allreduce.js');
+      const r = await benchAllReduce({ workers: list('--workers', values.workers, [2, 4], 2), sizes: list('--sizes', values.sizes, [2048, 65536, 4194304]) });
+      if (!values.json) {
+        console.log(formatAllReduceReport(r));
+        return 0;
+      }
+      report = r;
     } else if (what === 'kernels') {
       const { benchKernels } = await import('./bench-kernels.js');
       report = await benchKernels({});
@@ -152,16 +174,17 @@ async function main(argv: string[]): Promise<number> {
       const quant = values.quant?.split(',').map((q) => q.trim());
       if (!quant && (!values.model || (!values.tokenizer && !values.model.endsWith('.gguf')))) throw new UsageError('bench generate needs --model and --tokenizer (a .gguf needs no tokenizer), or --quant');
       const shape = synthShape(values.shape ?? 'stories110M');
+      if (values.model) (await import('./generate.js')).checkGenerateInputs({ model: values.model, tokenizer: values.tokenizer });
       const { benchGenerate } = await import('./bench-generate.js');
       report = await benchGenerate({
         model: values.model,
         tokenizer: values.tokenizer,
         quant,
         shape,
-        tp: list(values.tp, [1, 2]),
-        maxTokens: Number(values['max-tokens']),
-        spin: values.spin === undefined ? undefined : Number(values.spin),
-        batch: list(values.batch, [1]),
+        tp: list('--tp', values.tp, [1, 2]),
+        maxTokens: num('--max-tokens', values['max-tokens']!, { int: true, min: 1 }),
+        spin: values.spin === undefined ? undefined : num('--spin', values.spin, { int: true, min: 0 }),
+        batch: list('--batch', values.batch, [1]),
         profile: values.profile,
         overlap: values.overlap,
         runqExact: !values['no-runq-exact'],
@@ -170,11 +193,12 @@ async function main(argv: string[]): Promise<number> {
       });
     } else if (what === 'all') {
       const { benchAll } = await import('./bench-all.js');
-      report = await benchAll({ out: values.out ?? 'bench/results', maxTokens: Number(values['max-tokens']) });
+      report = await benchAll({ out: values.out ?? 'bench/results', maxTokens: num('--max-tokens', values['max-tokens']!, { int: true, min: 1 }) });
     } else if (what === 'report') {
       if (!values.from) throw new UsageError('bench report needs --from bench/results/<date>.json');
       const { writeReport } = await import('./bench-report.js');
-      const { readFileSync } = await import('node:fs');
+      const { readFileSync, existsSync } = await import('node:fs');
+      if (!existsSync(values.from)) throw new UsageError(`bench report: no file ${values.from} (\`webgpu-tp bench all\` writes one)`);
       const out = values.out ?? 'bench';
       report = { html: `${out}/report.html`, png: `${out}/report.png` };
       await writeReport(JSON.parse(readFileSync(values.from, 'utf8')), `${out}/report.html`, `${out}/report.png`);
@@ -182,7 +206,8 @@ async function main(argv: string[]): Promise<number> {
       throw new UsageError('bench needs allreduce, kernels, generate, all or report');
     }
     console.log(JSON.stringify(report, null, values.json ? 0 : 2));
-    return 0;
+    // A quantisation that failed is in the report, and the exit status says so too.
+    return (report as { failed?: unknown[] }).failed?.length ? 1 : 0;
   }
   throw new UsageError(`unknown command ${command}`);
 }
@@ -208,6 +233,7 @@ main(process.argv.slice(2)).then(
   (e: unknown) => {
     if (e instanceof UsageError || isArgError(e)) console.error(`${(e as Error).message}\n\n${USAGE}`);
     else if (e instanceof WebGpuTpError) console.error(`error [${e.code}]: ${e.message}`);
+    else if (e instanceof Error && !process.env.WEBGPU_TP_DEBUG) console.error(`error: ${e.message}\n(set WEBGPU_TP_DEBUG=1 for the stack)`);
     else console.error(e);
     process.exit(e instanceof UsageError || isArgError(e) ? 2 : 1);
   },

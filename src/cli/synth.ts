@@ -5,7 +5,7 @@
  * `--format gguf --quant f32,f16,q8_0,q4_0` writes the same weights as Llama GGUF files instead,
  * one per quant, `<shape>-synth-<quant>.gguf`, each carrying the tokenizer.
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { InvalidArgumentError } from '../errors.js';
 import { llama2cConfig, SYNTH_SHAPES, type SynthShape, writeSynthCheckpoint, writeSynthTokenizer } from '../model/synth.js';
@@ -30,6 +30,21 @@ export interface SynthWritten {
   gguf?: Partial<Record<GgufQuant, string>>;
 }
 
+/**
+ * Writes through `path.part`, renamed when complete: a run stopped midway (Ctrl-C) leaves no
+ * truncated file that a later run (bench all reuses what exists) would take for a model.
+ */
+async function atomically(path: string, write: (path: string) => Promise<void>): Promise<void> {
+  const part = `${path}.part`;
+  try {
+    await write(part);
+  } catch (e) {
+    await rm(part, { force: true });
+    throw e;
+  }
+  await rename(part, path);
+}
+
 export async function synthCommand(opts: SynthOptions): Promise<SynthWritten> {
   const shapes = Object.keys(SYNTH_SHAPES);
   if (!Object.hasOwn(SYNTH_SHAPES, opts.shape)) {
@@ -48,7 +63,7 @@ export async function synthCommand(opts: SynthOptions): Promise<SynthWritten> {
     const gguf: Partial<Record<GgufQuant, string>> = {};
     for (const q of quants as GgufQuant[]) {
       gguf[q] = join(opts.out, `${opts.shape}-synth-${q}.gguf`);
-      await writeSynthGguf(config, opts.seed, q, gguf[q]!, `${opts.shape}-synth`);
+      await atomically(gguf[q]!, (p) => writeSynthGguf(config, opts.seed, q, p, `${opts.shape}-synth`));
     }
     return { gguf };
   }
@@ -57,10 +72,10 @@ export async function synthCommand(opts: SynthOptions): Promise<SynthWritten> {
   await mkdir(opts.out, { recursive: true });
   const model = join(opts.out, `${opts.shape}-synth.bin`);
   const tokenizer = join(opts.out, `tok${config.vocabSize}-synth.bin`);
-  await writeSynthCheckpoint(config, opts.seed, model);
-  await writeSynthTokenizer(config.vocabSize, opts.seed, tokenizer);
+  await atomically(model, (p) => writeSynthCheckpoint(config, opts.seed, p));
+  await atomically(tokenizer, (p) => writeSynthTokenizer(config.vocabSize, opts.seed, p));
   if (!opts.quant?.includes('q8_0')) return { model, tokenizer };
   const q8 = join(opts.out, `${opts.shape}-synth-q8_0.bin`);
-  await writeSynthCheckpointQ8(config, opts.seed, q8);
+  await atomically(q8, (p) => writeSynthCheckpointQ8(config, opts.seed, p));
   return { model, tokenizer, q8_0: q8 };
 }

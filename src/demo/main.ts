@@ -86,13 +86,25 @@ type RunState = 'idle' | 'loading' | 'generating' | 'done' | 'stopped' | 'error'
 function setStatus(state: RunState, text: string): void {
   el.runStatus.dataset.state = state;
   el.runStatus.textContent = text;
+  // Screen readers read the story once it is complete, not token by token (aria-live alone would).
+  el.output.setAttribute('aria-busy', String(state === 'loading' || state === 'generating'));
   document.body.dataset.state = state;
 }
+
+/**
+ * Codes of a failed rank. The engine rebuilds it in the background, and if that fails refuses
+ * every later request; the demo drops the engine at once, so the next Generate loads a fresh one
+ * (from the shard cache) instead of possibly failing the same way.
+ */
+const BROKEN = new Set(['WORKER_FAILED', 'DEVICE_LOST', 'COLLECTIVE_TIMEOUT']);
 
 const TITLES: Partial<Record<string, string>> = {
   NO_WEBGPU: 'WebGPU is not available',
   NOT_ISOLATED: 'This page is not cross-origin isolated',
   MODEL_FORMAT: 'The model file could not be used',
+  MODEL_FETCH: 'The model could not be downloaded',
+  NO_ADAPTER: 'No GPU adapter',
+  TAB_JOIN_TIMEOUT: 'No tab joined',
   TOKENIZER_FORMAT: 'The tokenizer file could not be used',
   PLAN: 'This split does not fit the model',
   COLLECTIVE_TIMEOUT: 'A worker stopped answering',
@@ -237,9 +249,13 @@ function currentSource(): Source {
   if (mode === 'default') return { key: `url|${DEFAULT_MODEL}|${DEFAULT_TOKENIZER}`, label: 'stories260K', model: DEFAULT_MODEL, tokenizer: DEFAULT_TOKENIZER };
   if (mode === 'url') {
     const model = el.modelUrl.value.trim();
-    const tokenizer = el.tokenizerUrl.value.trim();
-    if (!model || !tokenizer) throw new InvalidArgumentError('Both the model URL and the tokenizer URL are needed', 'Fill in both URLs');
-    return { key: `url|${model}|${tokenizer}`, label: baseName(model), model, tokenizer };
+    const typed = el.tokenizerUrl.value.trim();
+    if (!model) throw new InvalidArgumentError('No model URL', 'Fill in the model URL');
+    // A GGUF carries its tokenizer; the prefilled tok512.bin is for the llama2.c checkpoint.
+    const gguf = /\.gguf(\?.*)?$/i.test(model);
+    if (!typed && !gguf) throw new InvalidArgumentError('A llama2.c checkpoint needs its tokenizer URL', 'Fill in the tokenizer URL (tok512.bin goes with stories260K)');
+    const tokenizer = gguf && (!typed || typed === DEFAULT_TOKENIZER) ? undefined : typed;
+    return { key: `url|${model}|${tokenizer ?? 'gguf'}`, label: baseName(model), model, tokenizer };
   }
   if (mode === 'hf') {
     const hf = el.hfUrl.value.trim().replace(/\/+$/, '');
@@ -247,7 +263,7 @@ function currentSource(): Source {
     const label = /\/([^/]+)\/resolve\//.exec(hf)?.[1] ?? baseName(hf);
     return { key: `hf|${hf}`, label, model: { hf } };
   }
-  if (!picked.model) throw new InvalidArgumentError('No model file chosen', 'Drop a llama2.c checkpoint (and its tokenizer) on the drop zone, or click it to pick files');
+  if (!picked.model) throw new InvalidArgumentError('No model file chosen', 'Drop a llama2.c checkpoint (and its tokenizer) or a GGUF on the drop zone, or click it to pick files');
   // A GGUF carries its tokenizer: the default one is for llama2.c checkpoints.
   const tokenizer = picked.tokenizer ?? (/\.gguf$/i.test(picked.model.name) ? undefined : DEFAULT_TOKENIZER);
   const tKey = tokenizer === undefined ? 'gguf' : typeof tokenizer === 'string' ? tokenizer : `file#${fileId(tokenizer)}`;
@@ -427,7 +443,9 @@ async function ensureEngine(signal: AbortSignal): Promise<Engine> {
 
 window.addEventListener('pagehide', () => {
   run?.abort();
+  // Forgotten too: a page restored from the back/forward cache loads a new engine on Generate.
   void current?.engine.dispose();
+  current = undefined;
 });
 
 // ---------------------------------------------------------------- generation
@@ -617,7 +635,15 @@ async function generate(): Promise<void> {
       if (!current) el.engineInfo.textContent = 'Loading was stopped: the model loads again on the next Generate.';
     } else {
       setStatus('error', 'Error');
-      if (!current) el.engineInfo.textContent = 'No engine loaded.';
+      // After a lost worker or device whose rebuild failed, the engine refuses every request:
+      // drop it, so the next Generate loads a new one instead of failing the same way.
+      if (current && BROKEN.has(shown.code)) {
+        const old = current.engine;
+        current = undefined;
+        renderRanks(undefined);
+        void old.dispose();
+      }
+      if (!current) el.engineInfo.textContent = 'No engine loaded: the model loads again on the next Generate.';
       // A URL that is not there gets the how-to-get-a-model panel rather than a parse error.
       const src = (() => {
         try {
@@ -626,7 +652,7 @@ async function generate(): Promise<void> {
           return undefined;
         }
       })();
-      if (shown.code === 'MODEL_FORMAT' && typeof src?.model === 'string') {
+      if ((shown.code === 'MODEL_FORMAT' || shown.code === 'MODEL_FETCH') && typeof src?.model === 'string') {
         const p = await probe(src.model);
         if (p.state === 'missing') Object.assign(shown, missingModel(src.model, p.status));
       }

@@ -1,8 +1,9 @@
 /**
- * The engine on a q4_0 layout built in the page (src/model/q4-layout.ts), exposed as
- * `window.tp.q4engine.*`: no file format yields q4_0 tensors on this branch, so this goes the
- * rest of `createEngine`'s way by hand — the plan over the layout's tensor table, the worker
- * group (byte router, shard packing, ranks) on the layout's bytes, the scheduler.
+ * The engine on a q4_0 layout built in the page (src/model/q4-layout.ts) from stories260K's f32
+ * weights, exposed as `window.tp.q4engine.*`. No file holds that layout (GGUF Q4_0 files go
+ * through `createEngine` itself), so this goes the rest of `createEngine`'s way by hand: the plan
+ * over the layout's tensor table, the worker group (byte router, shard packing, ranks) on the
+ * layout's bytes, the scheduler.
  */
 import { assembleEngine, type Engine } from '../engine/engine.js';
 import { WorkerGroup } from '../engine/worker-group.js';

@@ -95,7 +95,7 @@ export async function timedConcurrent(
         return tokens;
       }),
     );
-    return { tokens, decodeMs: performance.now() - tStart, decodeTokens, stats: await engine.stats() };
+    return { tokens, promptTokens: engine.encode(requests[0]?.prompt ?? '').length, decodeTokens, decodeMs: performance.now() - tStart, stats: await engine.stats() };
   } catch (e) {
     return { error: serializeError(e) };
   }

@@ -70,6 +70,8 @@ export interface PageGenerateResult {
 /** Several streams timed together (continuous batching benchmark). */
 export interface PageConcurrentResult {
   tokens: number[][];
+  /** Prompt tokens of one stream (BOS included), as the engine encoded them. */
+  promptTokens: number;
   /** ms from the moment every stream had its first token to the last token. */
   decodeMs: number;
   /** Tokens produced in that time, all streams together. */

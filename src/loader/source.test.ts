@@ -1,7 +1,7 @@
 import { describe, it, expect, afterEach } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import { openSource } from './source.js';
-import { ModelFormatError } from '../errors.js';
+import { ModelFetchError, ModelFormatError } from '../errors.js';
 
 const file = new Uint8Array(300_000).map((_, i) => (i * 13 + 5) & 255);
 let server: Server | undefined;
@@ -9,16 +9,24 @@ let server: Server | undefined;
 afterEach(() => new Promise<void>((ok) => (server ? server.close(() => ok()) : ok())));
 
 /** A server that drops the connection after `cut` bytes of every full-body response. */
-async function serve(opts: { cut?: number; ranges?: boolean; headers?: Record<string, string> }): Promise<{ url: string; log: (string | undefined)[] }> {
+async function serve(opts: {
+  cut?: number; ranges?: boolean; headers?: Record<string, string>; status?: number; hideContentRange?: boolean;
+}): Promise<{ url: string; log: (string | undefined)[] }> {
   const log: (string | undefined)[] = [];
   server = createServer((req, res) => {
     const range = req.headers.range;
     log.push(range);
+    if (opts.status) {
+      res.writeHead(opts.status).end('no');
+      return;
+    }
     const m = /^bytes=(\d+)-(\d*)$/.exec(range ?? '');
     if (m && opts.ranges !== false) {
       const start = Number(m[1]);
       const end = m[2] ? Number(m[2]) : file.length - 1;
-      res.writeHead(206, { ...opts.headers, 'Content-Range': `bytes ${start}-${end}/${file.length}`, 'Content-Length': String(end - start + 1) });
+      // hideContentRange: what a page sees from another origin that does not expose the header.
+      const cr = opts.hideContentRange ? {} : { 'Content-Range': `bytes ${start}-${end}/${file.length}` };
+      res.writeHead(206, { ...opts.headers, ...cr, 'Content-Length': String(end - start + 1) });
       res.end(file.subarray(start, end + 1));
       return;
     }
@@ -78,5 +86,26 @@ describe('URL model source', () => {
     }
     expect(ids.every((id) => id?.startsWith(`url:${url}:300000:`))).toBe(true);
     expect(new Set(ids).size).toBe(4);
+  });
+
+  it('types an unreachable server, an HTTP error and an unreadable Content-Range as MODEL_FETCH, with the remedy', async () => {
+    const { url } = await serve({});
+    await new Promise<void>((ok) => server!.close(() => ok()));
+    server = undefined;
+    const down = await openSource(url).size().catch((e: unknown) => e);
+    expect(down).toBeInstanceOf(ModelFetchError);
+    expect((down as ModelFetchError).code).toBe('MODEL_FETCH');
+    expect((down as ModelFetchError).remedy).toContain('Access-Control-Allow-Origin');
+
+    const missing = await serve({ status: 404 });
+    const e404 = await openSource(missing.url).size().catch((e: unknown) => e);
+    expect(e404).toBeInstanceOf(ModelFetchError);
+    expect((e404 as Error).message).toContain('HTTP 404');
+    await new Promise<void>((ok) => server!.close(() => ok()));
+
+    const hidden = await serve({ hideContentRange: true });
+    const eRange = await openSource(hidden.url).size().catch((e: unknown) => e);
+    expect(eRange).toBeInstanceOf(ModelFetchError);
+    expect((eRange as ModelFetchError).remedy).toContain('Access-Control-Expose-Headers: Content-Range');
   });
 });

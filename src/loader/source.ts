@@ -3,7 +3,7 @@
  * dropped connection), a File/Blob (sliced), or an ArrayBuffer already in memory. Each gives the
  * size, a prefix for the header, and one pass over the bytes in chunks.
  */
-import { ModelFormatError, InvalidArgumentError, AbortedError } from '../errors.js';
+import { ModelFormatError, ModelFetchError, InvalidArgumentError, AbortedError } from '../errors.js';
 
 export type ModelSource = string | URL | Blob | ArrayBuffer | Uint8Array;
 
@@ -70,6 +70,25 @@ class BlobSource implements ByteSource {
   }
 }
 
+/**
+ * fetch, with its failures typed: a rejection (network down, or another origin without CORS,
+ * which the browser does not tell apart) and an HTTP error status are both `ModelFetchError`.
+ */
+export async function fetchOk(url: string, init: RequestInit = {}): Promise<Response> {
+  let r: Response;
+  try {
+    r = await fetch(url, init);
+  } catch (e) {
+    if (init.signal?.aborted) throw new AbortedError('model load aborted');
+    throw new ModelFetchError(`fetching ${url} failed: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  if (!r.ok) {
+    await r.body?.cancel();
+    throw new ModelFetchError(`fetching ${url} failed: HTTP ${r.status}`, 'Check the URL: the server answered with an error');
+  }
+  return r;
+}
+
 class UrlSource implements ByteSource {
   private meta?: Promise<{ size: number; etag?: string; lastModified?: string; ranges: boolean }>;
   constructor(readonly name: string) {}
@@ -77,10 +96,14 @@ class UrlSource implements ByteSource {
   private info() {
     this.meta ??= (async () => {
       // A one-byte Range request gives the size (Content-Range) and whether ranges work.
-      const r = await fetch(this.name, { headers: { Range: 'bytes=0-0' } });
-      if (!r.ok) throw new ModelFormatError(`fetching ${this.name} failed: HTTP ${r.status}`, 'Check the model URL');
+      const r = await fetchOk(this.name, { headers: { Range: 'bytes=0-0' } });
       await r.body?.cancel();
       const cr = r.headers.get('Content-Range');
+      // A 206 whose Content-Range the page cannot read (another origin that does not expose it):
+      // its Content-Length is the one byte asked for, not the file's size.
+      if (r.status === 206 && !cr) {
+        throw new ModelFetchError(`${this.name}: the server answered a range request without a readable Content-Range`, 'Serve it with Access-Control-Expose-Headers: Content-Range (needed on another origin)');
+      }
       const total = cr ? Number(cr.split('/')[1]) : Number(r.headers.get('Content-Length'));
       if (!Number.isFinite(total)) throw new ModelFormatError(`${this.name}: the server gave no size`, 'Serve the model with Content-Length or Range support');
       return { size: total, etag: r.headers.get('ETag') ?? undefined, lastModified: r.headers.get('Last-Modified') ?? undefined, ranges: r.status === 206 };
@@ -93,8 +116,7 @@ class UrlSource implements ByteSource {
   }
 
   async head(n: number) {
-    const r = await fetch(this.name, { headers: { Range: `bytes=0-${n - 1}` } });
-    if (!r.ok) throw new ModelFormatError(`fetching ${this.name} failed: HTTP ${r.status}`, 'Check the model URL');
+    const r = await fetchOk(this.name, { headers: { Range: `bytes=0-${n - 1}` } });
     const b = new Uint8Array(await r.arrayBuffer());
     return b.subarray(0, n);
   }
@@ -117,10 +139,10 @@ class UrlSource implements ByteSource {
         r = await fetch(this.name, { headers, signal });
       } catch (e) {
         if (signal?.aborted) throw new AbortedError('model load aborted');
-        if (++retries > 3) throw e;
+        if (++retries > 3) throw new ModelFetchError(`fetching ${this.name} failed after ${retries} tries: ${e instanceof Error ? e.message : String(e)}`);
         continue;
       }
-      if (!r.ok || !r.body) throw new ModelFormatError(`fetching ${this.name} failed: HTTP ${r.status}`, 'Check the model URL');
+      if (!r.ok || !r.body) throw new ModelFetchError(`fetching ${this.name} failed: HTTP ${r.status}`, 'Check the URL: the server answered with an error');
       if (offset > 0 && r.status !== 206) {
         if (!ranges) throw new ModelFormatError(`${this.name}: the download broke at byte ${offset} and the server does not support Range`, 'Retry the load');
       }

@@ -5,7 +5,8 @@
  * Styles (Megatron's names in brackets):
  *   column     split by output rows      (ColumnParallelLinear): wq, wk, wv, w1, w3, and q/k/v biases
  *   row        split by input columns    (RowParallelLinear): wo, w2; partial sums are all-reduced
- *   vocab      classifier rows split over the vocabulary; logits are all-gathered
+ *   vocab      classifier rows split over the vocabulary; each rank's logits slice goes to its own
+ *              region of shared memory, read there in rank order (never all-gathered)
  *   replicated every rank holds the whole tensor: norms, the embedding
  *
  * A slice is the list of file byte ranges a rank needs for one tensor and where each lands in
@@ -47,7 +48,7 @@ export const replicated: ShardSpec = { style: 'replicated' };
 /** Pattern → style. `*` matches one dotted segment; the first matching pattern wins. */
 export type PlanSpec = Readonly<Record<string, ShardSpec>>;
 
-/** Megatron-style tensor parallelism for Llama: two all-reduces per layer, one all-gather. */
+/** Megatron-style tensor parallelism for Llama: two all-reduces per layer; the logits stay split. */
 export const llamaPlan: PlanSpec = {
   tok_embeddings: replicated,
   'layers.*.attention_norm': replicated,
