@@ -162,6 +162,14 @@ test('a GGUF by URL runs on its own tokenizer, whatever the tokenizer field says
   await page.focus('#model-files');
   expect(await page.evaluate(() => document.activeElement?.id)).toBe('model-files');
   await expect(page.locator('#model-files')).toHaveAttribute('accept', /\.gguf/);
+  // The source tabs are one tab stop; the arrow keys move between them.
+  await page.focus('#source-file');
+  await page.keyboard.press('ArrowRight');
+  await expect(page.locator('#source-hf')).toHaveAttribute('aria-selected', 'true');
+  await expect(page.locator('#panel-hf')).toBeVisible();
+  expect(await page.evaluate(() => document.activeElement?.id)).toBe('source-hf');
+  await page.keyboard.press('ArrowLeft');
+  await expect(page.locator('#panel-file')).toBeVisible();
 });
 
 test('without WebGPU or cross-origin isolation the page says so and how to fix it', async () => {

@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { WebGpuTpError } from '../errors.js';
-import { checkKvCacheOption } from '../gpu/kv-format.js';
+import { checkKvCacheOption as checkKvCache, type KvCacheOption } from '../gpu/kv-format.js';
 import type { SynthShape } from '../model/synth.js';
 
 const USAGE = `webgpu-tp — tensor-parallel LLM inference over WebGPU, in headless Chromium
@@ -41,6 +41,15 @@ Usage:
   webgpu-tp bench report --from DIR/<date>.json [--out DIR]   (rebuilds report.html and report.png)
 
 Chromium: CHROME_PATH, else /usr/bin/chromium (Debian: apt-get install -y chromium).`;
+
+/** --kv-cache, refused in the flag's words rather than the SDK option's. */
+function checkKvCacheOption(v: string | undefined): KvCacheOption {
+  try {
+    return checkKvCache(v);
+  } catch {
+    throw new UsageError(`--kv-cache is auto, f16 or f32; got ${JSON.stringify(v)}`);
+  }
+}
 
 /**
  * A flag's number, checked here so a typo stops before Chromium starts and the message names

@@ -272,7 +272,11 @@ function currentSource(): Source {
 
 function setMode(m: SourceMode): void {
   mode = m;
-  for (const t of el.tabs) t.setAttribute('aria-selected', String(t.dataset.source === m));
+  for (const t of el.tabs) {
+    t.setAttribute('aria-selected', String(t.dataset.source === m));
+    // One tab stop for the list (WAI-ARIA tabs); the arrow keys move between tabs.
+    t.tabIndex = t.dataset.source === m ? 0 : -1;
+  }
   for (const p of el.panels) p.hidden = p.dataset.panel !== m;
   updateModelName();
 }
@@ -307,6 +311,16 @@ function takeFiles(list: File[]): void {
 }
 
 for (const t of el.tabs) t.addEventListener('click', () => setMode(t.dataset.source as SourceMode));
+for (const [i, t] of el.tabs.entries()) {
+  t.addEventListener('keydown', (e) => {
+    const step = e.key === 'ArrowRight' ? 1 : e.key === 'ArrowLeft' ? -1 : 0;
+    if (!step) return;
+    e.preventDefault();
+    const next = el.tabs[(i + step + el.tabs.length) % el.tabs.length]!;
+    next.focus();
+    setMode(next.dataset.source as SourceMode);
+  });
+}
 el.modelUrl.addEventListener('input', updateModelName);
 el.hfUrl.addEventListener('input', updateModelName);
 el.files.addEventListener('change', () => takeFiles([...(el.files.files ?? [])]));
@@ -578,6 +592,7 @@ function syncControls(): void {
   for (const t of el.tabs) t.disabled = busy;
   el.modelUrl.disabled = busy;
   el.tokenizerUrl.disabled = busy;
+  el.hfUrl.disabled = busy;
   el.files.disabled = busy;
 }
 
