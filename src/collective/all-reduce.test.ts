@@ -63,7 +63,8 @@ describe.each(BUFFERS.flatMap(([kind, make, worlds]) => worlds.map((world) => [w
 describe.each(BUFFERS.flatMap(([kind, make]) => [2, 3, 4].map((world) => [world, kind, make] as const)))('direct in blocks over %i ranks, %s', (world, kind, make) => {
   const B = DIRECT_BLOCK_FLOATS;
   const MIN = DIRECT_BLOCKED_MIN;
-  const lengths = [MIN - 1, MIN, MIN + 33, 2 * MIN - 32, 2 * MIN + B / 2 + 7, 3 * MIN + 1, DIRECT_LAG * MIN + 5 * B + 7];
+  // Lag 2 up to 12 blocks, 3 up to 16, DIRECT_LAG from 4·DIRECT_LAG blocks.
+  const lengths = [MIN - 1, MIN, MIN + 33, 12 * B - 32, 12 * B + B / 2 + 7, 4 * DIRECT_LAG * B + 5 * B + 7];
   let sab: CollectiveBuffer;
   beforeAll(() => {
     sab = make({ world, slotFloats: Math.max(...lengths) });

@@ -131,24 +131,28 @@ function direct(comm: Communicator, input: Float32Array, out: Float32Array): voi
 }
 
 /**
- * Floats per block of `directBlocked`. A block's areas of both ranks (2 × 4·lag blocks) stay in
- * the L3 (32 MB, shared), so the slot side of every copy and the sums hit the cache.
+ * Floats per block of `directBlocked` (128 KB). With DIRECT_LAG its ring of areas is 2 MB per
+ * rank: 4 MB per rank (8 × 64K-float areas) was slower, and in the L2 (512 KB per core) neither
+ * ring fits; the L3 (32 MB, shared) holds both ranks' rings while the caller's vectors stream.
  */
 export const DIRECT_BLOCK_FLOATS = 32768;
 
 /**
- * The most blocks a rank of `directBlocked` may run ahead of the slowest one, plus one: at step
- * k it waits for the others' step k − lag, lag = min(DIRECT_LAG, len / (4·B)). With 1
- * (lockstep), a rank late by a wake-up or a time slice stalls the other at every block, and the
- * two take turns being late (the one that slept wakes late, so the other sleeps, and so on).
+ * How far (in blocks) ranks of `directBlocked` may drift apart, plus one: at step k a rank waits
+ * for the others' step k − lag, lag = min(DIRECT_LAG, len / (4·B)). In lockstep (lag 1) a
+ * rank that was late by a wake-up or a time slice stalled the other at every block, and the two
+ * took turns being late: the one that slept woke late, so the other slept, and so on.
  */
-export const DIRECT_LAG = 8;
+export const DIRECT_LAG = 4;
 
 /** How long a rank of `directBlocked` spins for a rank that is one step short (µs); see `Communicator.waitRank`. */
-export const DIRECT_SPIN_US = 200;
+export const DIRECT_SPIN_US = 30;
 
-/** Shortest vector `directBlocked` takes: its slot must hold the 4·lag block areas, lag ≥ 1. */
-export const DIRECT_BLOCKED_MIN = 4 * DIRECT_BLOCK_FLOATS;
+/**
+ * Shortest vector `directBlocked` takes (1 MB): 8 blocks, so lag ≥ 2 and its slot holds the
+ * 4·lag block areas. Shorter vectors fit the caches in one piece (`direct`).
+ */
+export const DIRECT_BLOCKED_MIN = 8 * DIRECT_BLOCK_FLOATS;
 
 /**
  * `direct` block by block, pipelined, for a long vector the caller holds outside the slot. Done
@@ -182,7 +186,7 @@ function directBlocked(comm: Communicator, input: Float32Array, out: Float32Arra
   const r = comm.rank;
   const B = DIRECT_BLOCK_FLOATS;
   // The same on every rank, as it depends only on the length.
-  const m = Math.max(1, Math.min(DIRECT_LAG, Math.floor(len / (4 * B))));
+  const m = Math.min(DIRECT_LAG, Math.floor(len / (4 * B)));
   const A = 2 * m;
   const nb = Math.ceil(len / B);
   const bounds = comm.chunks(len);
