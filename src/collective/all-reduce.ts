@@ -132,8 +132,11 @@ function direct(comm: Communicator, input: Float32Array, out: Float32Array): voi
 
 /**
  * Floats per block of `directBlocked` (128 KB). With DIRECT_LAG its ring of areas is 2 MB per
- * rank: 4 MB per rank (8 × 64K-float areas) was slower, and in the L2 (512 KB per core) neither
- * ring fits; the L3 (32 MB, shared) holds both ranks' rings while the caller's vectors stream.
+ * rank, held by the L3 (32 MB, shared; the L2 is 512 KB per core) while the caller's vectors
+ * stream through. Chromium, 2 ranks, 4M floats, 10 alternating runs each on a quiet machine,
+ * median busbw/memcpy: the lockstep 256 KB blocks 40.0%, lag 4 with 128 KB blocks 44.4%, lag 2
+ * with 256 KB blocks 37.1% (a third of its runs took 11–15 ms instead of 7–8). Lag 8 (4 MB per
+ * rank) was slower than lag 4 on a busy machine.
  */
 export const DIRECT_BLOCK_FLOATS = 32768;
 
@@ -145,7 +148,12 @@ export const DIRECT_BLOCK_FLOATS = 32768;
  */
 export const DIRECT_LAG = 4;
 
-/** How long a rank of `directBlocked` spins for a rank that is one step short (µs); see `Communicator.waitRank`. */
+/**
+ * How long a rank of `directBlocked` spins for a rank that is one step short before it sleeps
+ * (µs; see `Communicator.waitRank`); a rank further behind is not running, so it sleeps at once.
+ * Only this path spins by time: the engine reduces from its slot (zero copy, workers/
+ * shard.worker.ts) and never takes it, so its ranks never spin against SwiftShader for the cores.
+ */
 export const DIRECT_SPIN_US = 30;
 
 /**
@@ -162,8 +170,8 @@ export const DIRECT_BLOCKED_MIN = 8 * DIRECT_BLOCK_FLOATS;
  * input and output touch memory.
  *
  * With lag m (DIRECT_LAG, fewer if the vector is too short for 4m blocks) and A = 2m, the slot
- * holds 2A areas of B floats: input areas
- * `in[k % A]` and result areas `res[k % A]`. With nb blocks, before step 0 every rank copies
+ * holds 2A areas of B floats: input areas `in[k % A]` and result areas `res[k % A]`. With nb
+ * blocks, before step 0 every rank copies
  * blocks 0..m−1 in and publishes t+1; step k (0 ≤ k < nb + m) waits until every rank has
  * published t+k−m+2 (its step k−m done; t+1 while k−m < 0), then copies block k−m's results of
  * every rank out (k ≥ m), copies block k+m in (k+m < nb), sums this rank's 1/N of block k from
