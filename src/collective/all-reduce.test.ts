@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCollectiveBuffer, createCollectiveMemory, isMemory, type CollectiveBuffer } from './layout.js';
-import { DIRECT_BLOCK_FLOATS, DIRECT_BLOCKED_MIN, pickAllReduce, type AllReduceChoice } from './all-reduce.js';
+import { DIRECT_BLOCK_FLOATS, DIRECT_BLOCKED_MIN, DIRECT_LAG, pickAllReduce, type AllReduceChoice } from './all-reduce.js';
 import { RankPool } from './testing/pool.js';
 import { firstBitDifference, randomFloats, rankOrderSum, referenceSum } from './testing/data.js';
 import type { RankOp } from './testing/ops.js';
@@ -54,15 +54,20 @@ describe.each(BUFFERS.flatMap(([kind, make, worlds]) => worlds.map((world) => [w
   });
 });
 
-// A long vector outside the slot runs `direct` in pipelined blocks: lengths just around the
-// shortest such vector, around whole blocks and with a short last block (uneven chunks at N = 3),
-// in place and into a separate output, back to back with collectives that use the whole slot.
+// A long vector outside the slot runs `direct` in pipelined blocks, with a lag (and so a ring of
+// block areas) that grows with the length: lengths just around the shortest such vector, around
+// whole blocks, with a short last block (uneven chunks at N = 3), at each of the smallest lags and
+// at the largest with a block count that is not a multiple of the ring; in place and into a
+// separate output, back to back with collectives that use the whole slot, and with one rank
+// entering late.
 describe.each(BUFFERS.flatMap(([kind, make]) => [2, 3, 4].map((world) => [world, kind, make] as const)))('direct in blocks over %i ranks, %s', (world, kind, make) => {
   const B = DIRECT_BLOCK_FLOATS;
-  const lengths = [DIRECT_BLOCKED_MIN - 1, DIRECT_BLOCKED_MIN, DIRECT_BLOCKED_MIN + 1, DIRECT_BLOCKED_MIN + 33, 5 * B - 32, 6 * B + B / 2 + 7];
+  const MIN = DIRECT_BLOCKED_MIN;
+  // Lag 2 up to 12 blocks, 3 up to 16, DIRECT_LAG from 4·DIRECT_LAG blocks.
+  const lengths = [MIN - 1, MIN, MIN + 33, 12 * B - 32, 12 * B + B / 2 + 7, 4 * DIRECT_LAG * B + 5 * B + 7];
   let sab: CollectiveBuffer;
   beforeAll(() => {
-    sab = make({ world, slotFloats: 8 * B });
+    sab = make({ world, slotFloats: Math.max(...lengths) });
   });
 
   it.each(lengths)('%i floats: the documented-order sum, bitwise on every rank', async (len) => {
@@ -71,9 +76,9 @@ describe.each(BUFFERS.flatMap(([kind, make]) => [2, 3, 4].map((world) => [world,
       { kind: 'allReduce', len, algorithm: 'direct', seed },
       { kind: 'allReduce', len, algorithm: 'direct', seed, outOfPlace: true },
       { kind: 'allReduce', len, algorithm: 'one-shot', seed },
-      { kind: 'allReduce', len, algorithm: 'auto', seed, outOfPlace: true },
+      { kind: 'allReduce', len, algorithm: 'auto', seed, outOfPlace: true, lateRank: world - 1 },
       { kind: 'allReduce', len, algorithm: 'direct', seed, zeroCopy: true },
-      { kind: 'allReduce', len, algorithm: 'direct', seed },
+      { kind: 'allReduce', len, algorithm: 'direct', seed, lateRank: 0 },
     ];
     const results = await pool.runAll(sab, world, ops, { timeoutMs: 30_000 });
     const expected = referenceSum(Array.from({ length: world }, (_, r) => randomFloats(len, seed, r)));

@@ -131,16 +131,36 @@ function direct(comm: Communicator, input: Float32Array, out: Float32Array): voi
 }
 
 /**
- * Floats per block of `directBlocked`: 256 KB, the largest whose four areas (1 MB) fit a core's
- * L2; the L3 (32 MB, shared) holds them too while the caller's vectors stream through memory.
- * Fewer blocks mean fewer waits, and a wait costs most when the ranks outnumber the free cores:
- * worker_threads, 4M floats, 2 ranks, busy machine, best of 30 (ms), 32K floats 12.3–15.0, 64K
- * 10.9–13.8, 128K 10.5–13.6, 256K 11.9–13.6, 512K 14.3–14.5.
+ * Floats per block of `directBlocked` (128 KB). With DIRECT_LAG its ring of areas is 2 MB per
+ * rank, held by the L3 (32 MB, shared; the L2 is 512 KB per core) while the caller's vectors
+ * stream through. Chromium, 2 ranks, 4M floats, 10 alternating runs each on a quiet machine,
+ * median busbw/memcpy: the lockstep 256 KB blocks 40.0%, lag 4 with 128 KB blocks 44.4%, lag 2
+ * with 256 KB blocks 37.1% (a third of its runs took 11–15 ms instead of 7–8). Lag 8 (4 MB per
+ * rank) was slower than lag 4 on a busy machine.
  */
-export const DIRECT_BLOCK_FLOATS = 65536;
+export const DIRECT_BLOCK_FLOATS = 32768;
 
-/** Shortest vector `directBlocked` takes: its slot must hold the four block areas. */
-export const DIRECT_BLOCKED_MIN = 4 * DIRECT_BLOCK_FLOATS;
+/**
+ * How far (in blocks) ranks of `directBlocked` may drift apart, plus one: at step k a rank waits
+ * for the others' step k − lag, lag = min(DIRECT_LAG, len / (4·B)). In lockstep (lag 1) a
+ * rank that was late by a wake-up or a time slice stalled the other at every block, and the two
+ * took turns being late: the one that slept woke late, so the other slept, and so on.
+ */
+export const DIRECT_LAG = 4;
+
+/**
+ * How long a rank of `directBlocked` spins for a rank that is one step short before it sleeps
+ * (µs; see `Communicator.waitRank`); a rank further behind is not running, so it sleeps at once.
+ * Only this path spins by time: the engine reduces from its slot (zero copy, workers/
+ * shard.worker.ts) and never takes it, so its ranks never spin against SwiftShader for the cores.
+ */
+export const DIRECT_SPIN_US = 30;
+
+/**
+ * Shortest vector `directBlocked` takes (1 MB): 8 blocks, so lag ≥ 2 and its slot holds the
+ * 4·lag block areas. Shorter vectors fit the caches in one piece (`direct`).
+ */
+export const DIRECT_BLOCKED_MIN = 8 * DIRECT_BLOCK_FLOATS;
 
 /**
  * `direct` block by block, pipelined, for a long vector the caller holds outside the slot. Done
@@ -149,54 +169,51 @@ export const DIRECT_BLOCKED_MIN = 4 * DIRECT_BLOCK_FLOATS;
  * caches. In blocks, the slot lines are read while still in the cache, and only the caller's
  * input and output touch memory.
  *
- * The slot holds four areas of B floats: two input areas `in[k % 2]` at [0, 2B) and two result
- * areas `res[k % 2]` at [2B, 4B). With nb blocks, step k (0 ≤ k < nb) of every rank is: wait for
- * all at t+k+1, copy block k−1's results of every rank out, copy block k+1 in, sum this rank's
- * 1/N of block k from every rank's `in[k % 2]` into its `res[k % 2]`, publish t+k+2 (block 0 is
- * copied in and t+1 published before step 0; block nb−1 is copied out after a last wait for
- * t+nb+1, then t+nb+2 is published). One wait per block instead of two, and a rank may copy its
- * next block in while a slower one still sums. Every access is ordered by one wait:
- * - block k−1's results are complete: every rank summed them at step k−1, before t+k+1.
- * - copying block k+1 into `in[(k+1) % 2]` overwrites block k−1, which every rank summed at
- *   step k−1, before t+k+1.
- * - block k, summed at step k, was copied in at step k−1 (or before t+1), before t+k+1; it is
- *   overwritten only at step k+1 of its owner, after that rank saw this rank's t+k+2.
- * - summing into `res[k % 2]` overwrites block k−2's results, which every rank copied out at
- *   step k−1, before t+k+1; block k's results are overwritten only at step k+2 of their owner,
- *   after it saw t+k+3, which this rank publishes after copying them out at step k+1.
+ * With lag m (DIRECT_LAG, fewer if the vector is too short for 4m blocks) and A = 2m, the slot
+ * holds 2A areas of B floats: input areas `in[k % A]` and result areas `res[k % A]`. With nb
+ * blocks, before step 0 every rank copies
+ * blocks 0..m−1 in and publishes t+1; step k (0 ≤ k < nb + m) waits until every rank has
+ * published t+k−m+2 (its step k−m done; t+1 while k−m < 0), then copies block k−m's results of
+ * every rank out (k ≥ m), copies block k+m in (k+m < nb), sums this rank's 1/N of block k from
+ * every rank's `in[k % A]` into its `res[k % A]` (k < nb), and publishes t+k+2. The wait at step
+ * k lets the others still be at step k−m+1, so a rank may run m−1 steps ahead. Every access is
+ * ordered by that wait or one of this rank's own earlier steps:
+ * - block k−m's results (copied out at k): every rank summed them at its step k−m.
+ * - block k (summed at k) was copied in by its owner at its step k−m (before t+1 if k < m).
+ * - copying block k+m into `in[(k+m) % A]` overwrites block k−m, which every rank summed at its
+ *   step k−m (this rank too, earlier).
+ * - summing block k into `res[k % A]` overwrites block k−2m's results, which every rank copied
+ *   out at its step k−m.
  * Each element is summed in the order of its chunk of the whole vector (the documented order),
  * so the bits equal `direct`'s, `ring`'s and `one-shot`'s. In place (`out === input`) is safe:
- * block k's output is written at step k+1, after its input was read at step k−1.
+ * block j's output is written at step j+m, after its input was read at step j−m (or before).
  */
 function directBlocked(comm: Communicator, input: Float32Array, out: Float32Array): void {
   const len = input.length;
   const n = comm.world;
   const r = comm.rank;
   const B = DIRECT_BLOCK_FLOATS;
+  // The same on every rank, as it depends only on the length.
+  const m = Math.min(DIRECT_LAG, Math.floor(len / (4 * B)));
+  const A = 2 * m;
   const nb = Math.ceil(len / B);
   const bounds = comm.chunks(len);
   const full = chunkBounds(B, n);
   const last = chunkBounds(len - (nb - 1) * B, n);
   const area = (w: number) => comm.slots.map((s) => s.subarray(w * B, (w + 1) * B));
-  const ins = [area(0), area(1)];
-  const res = [area(2), area(3)];
+  const ins = Array.from({ length: A }, (_, w) => area(w));
+  const res = Array.from({ length: A }, (_, w) => area(A + w));
   // orders[w][c]: the input areas w of every rank in the summation order of chunk c.
   const orders = ins.map((byRank) => summationOrders(byRank));
+  const copyIn = (k: number) => ins[k % A][r].set(input.subarray(k * B, Math.min((k + 1) * B, len)));
   const copyOut = (k: number) => {
     const sub = k === nb - 1 ? last : full;
-    const from = res[k & 1];
+    const from = res[k % A];
     for (let j = 0; j < n; j++) {
       if (sub[j] < sub[j + 1]) out.set(from[j].subarray(sub[j], sub[j + 1]), k * B + sub[j]);
     }
   };
-  const t = comm.begin('allReduce');
-  comm.acquireOwnSlot();
-  ins[0][r].set(input.subarray(0, B));
-  comm.publish(t + 1);
-  for (let k = 0; k < nb; k++) {
-    comm.waitAll(t + k + 1);
-    if (k > 0) copyOut(k - 1);
-    if (k + 1 < nb) ins[(k + 1) & 1][r].set(input.subarray((k + 1) * B, Math.min((k + 2) * B, len)));
+  const sum = (k: number) => {
     // This rank's part of block k, in block positions [p, q), split where the whole vector's
     // chunks (and so the summation orders) change.
     const a0 = k * B;
@@ -207,16 +224,23 @@ function directBlocked(comm: Communicator, input: Float32Array, out: Float32Arra
     while (p < q && bounds[c + 1] <= a0 + p) c++;
     while (p < q) {
       const e = Math.min(q, bounds[c + 1] - a0);
-      sumInto(comm, res[k & 1][r], orders[k & 1][c], p, e);
+      sumInto(comm, res[k % A][r], orders[k % A][c], p, e);
       p = e;
       c++;
     }
+  };
+  const t = comm.begin('allReduce');
+  comm.acquireOwnSlot();
+  for (let k = 0; k < Math.min(m, nb); k++) copyIn(k);
+  comm.publish(t + 1);
+  for (let k = 0; k < nb + m; k++) {
+    comm.waitAll(t + Math.max(k - m + 2, 1), DIRECT_SPIN_US);
+    if (k >= m) copyOut(k - m);
+    if (k + m < nb) copyIn(k + m);
+    if (k < nb) sum(k);
     comm.publish(t + k + 2);
   }
-  comm.waitAll(t + nb + 1);
-  copyOut(nb - 1);
-  const end = t + nb + 2;
-  comm.publish(end);
+  const end = t + nb + m + 1;
   comm.exposeSlot(comm.otherRanks, end);
   comm.end(end);
 }

@@ -4,7 +4,7 @@ import { createCollectiveBuffer } from './layout.js';
 import { ControlBlock } from './control.js';
 import { RankPool } from './testing/pool.js';
 import { firstBitDifference, randomFloats, referenceSum } from './testing/data.js';
-import type { AllReduceAlgorithm } from './all-reduce.js';
+import { DIRECT_BLOCKED_MIN, type AllReduceAlgorithm } from './all-reduce.js';
 import type { RankOp } from './testing/ops.js';
 
 let pool: RankPool;
@@ -60,6 +60,32 @@ describe('a failed rank', () => {
       expect((e as CollectiveTimeoutError).missingRanks).toEqual([1]);
       expect((e as Error).message).toMatch(/barrier #1 on rank [02] timed out after 200 ms waiting for rank 1/);
     }
+  });
+});
+
+describe('the waits of a long all-reduce (direct in blocks, which spins for a while before it sleeps)', () => {
+  const len = DIRECT_BLOCKED_MIN;
+
+  it('a rank that never arrives is named, and the others do not hang', async () => {
+    const sab = createCollectiveBuffer({ world: 3, slotFloats: len });
+    const op: RankOp = { kind: 'allReduce', len, algorithm: 'direct', seed: 3 };
+    const errs = await Promise.all([0, 2].map((r) => pool.run(r, { sab, rank: r, ops: [op], opts: { timeoutMs: 200 } }).catch((e: unknown) => e)));
+    for (const e of errs) {
+      expect(e).toBeInstanceOf(CollectiveTimeoutError);
+      expect((e as CollectiveTimeoutError).missingRanks).toEqual([1]);
+      expect((e as CollectiveTimeoutError).op).toBe('allReduce');
+    }
+  });
+
+  it('abort wakes a rank blocked in it, long before its timeout', async () => {
+    const sab = createCollectiveBuffer({ world: 2, slotFloats: len });
+    const ctrl = new ControlBlock(sab);
+    const t0 = performance.now();
+    const waiting = pool.run(0, { sab, rank: 0, ops: [{ kind: 'allReduce', len, algorithm: 'direct', seed: 4 }], opts: { timeoutMs: 20_000 } });
+    await after(150);
+    ctrl.abort();
+    await expect(waiting).rejects.toBeInstanceOf(AbortedError);
+    expect(performance.now() - t0).toBeLessThan(2000);
   });
 });
 

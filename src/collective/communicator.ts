@@ -241,20 +241,36 @@ export class Communicator {
     if (Atomics.load(this.flags, i + SLEEPERS) !== 0) Atomics.notify(this.flags, i + PROGRESS);
   }
 
-  /** @internal Blocks until every other rank has reached `tick`. */
-  waitAll(tick: number): void {
-    for (const j of this.others) this.waitRank(j, tick, this.others);
+  /**
+   * @internal Blocks until every other rank has reached `tick`. With `nearSpinUs`, a wait for a
+   * rank one tick short spins for up to that many µs and a wait for a rank further behind sleeps
+   * at once, instead of the adaptive `spin` (see `waitRank`).
+   */
+  waitAll(tick: number, nearSpinUs?: number): void {
+    for (const j of this.others) this.waitRank(j, tick, this.others, nearSpinUs);
   }
 
   /**
    * @internal Blocks until rank `j` has reached `tick`: spin, then sleep in `Atomics.wait`.
    * `group` is the set of ranks the caller waits for, named in a timeout.
+   *
+   * `nearSpinUs` replaces the adaptive spin for a collective that knows how long a tick takes:
+   * rank j one tick short is at work on it, and spinning for up to `nearSpinUs` µs saves the
+   * wake-up (tens of µs to well over 100 µs on a virtual machine's idle core); rank j further
+   * behind is not running (descheduled, or late into the collective), so this rank sleeps at
+   * once and leaves it the core. The adaptive budget is left alone.
    */
-  waitRank(j: number, tick: number, group: readonly number[] = [j]): void {
+  waitRank(j: number, tick: number, group: readonly number[] = [j], nearSpinUs?: number): void {
     const f = this.flags;
     const i = this.progressBase + j * LINE_WORDS;
     // Serial-number comparison, so counters may wrap around 2^31.
-    if (((Atomics.load(f, i + PROGRESS) - tick) | 0) >= 0) return;
+    const short = (tick - Atomics.load(f, i + PROGRESS)) | 0;
+    if (short <= 0) return;
+    if (nearSpinUs !== undefined) {
+      if (short === 1 && this.spinFor(i, tick, nearSpinUs)) return;
+      this.sleepUntil(j, i, tick, group);
+      return;
+    }
     // Adaptive spin: after a spin that failed, spin 4× less next time, so ranks that outnumber
     // free cores stop burning the core the awaited rank needs; every 64th wait probes with the
     // full budget, and one success restores it.
@@ -267,6 +283,25 @@ export class Communicator {
       }
     }
     if (n > 0 && this.adaptiveSpin) this.spinBudget = Math.min(this.spinBudget, n) >> 2;
+    this.sleepUntil(j, i, tick, group);
+  }
+
+  /**
+   * Spins on progress word `i` for up to `us` µs; whether it reached `tick`. The clock is read
+   * once per 256 loads (it costs more than a load).
+   */
+  private spinFor(i: number, tick: number, us: number): boolean {
+    const f = this.flags;
+    const until = performance.now() + us / 1000;
+    for (;;) {
+      for (let k = 256; k > 0; k--) if (((Atomics.load(f, i + PROGRESS) - tick) | 0) >= 0) return true;
+      if (performance.now() >= until) return false;
+    }
+  }
+
+  /** Sleeps in `Atomics.wait` until rank `j` (progress word `i`) reaches `tick`; checks flags and the deadline. */
+  private sleepUntil(j: number, i: number, tick: number, group: readonly number[]): void {
+    const f = this.flags;
     // Announce the sleeper before re-reading the counter: with publish() storing then reading
     // the sleeper count (all seq-cst), one of the two sees the other, so no wake-up is lost.
     Atomics.add(f, i + SLEEPERS, 1);

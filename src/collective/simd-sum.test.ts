@@ -45,7 +45,8 @@ describe('SIMD sums', () => {
       return v;
     });
     const dst = new Float32Array(buf, k * n * 4, n);
-    for (const [a, b] of [[0, n], [3, 997], [5, 6], [8, 8], [1, 4]] as const) {
+    // [3, 62): add2's 16-float loop three times, its 4-float loop twice, three scalar tails.
+    for (const [a, b] of [[0, n], [3, 997], [3, 62], [5, 6], [8, 8], [1, 4], [2, 18]] as const) {
       dst.fill(-1);
       expect(simd.sum(dst, src, a, b)).toBe(true);
       expect(firstBitDifference(dst.subarray(a, b), scalarSum(src, a, b))).toBe(-1);

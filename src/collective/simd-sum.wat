@@ -6,10 +6,23 @@
 (module
   (import "env" "memory" (memory 1 65536 shared))
 
+  ;; add2 is the two-rank all-reduce's whole sum, so its main loop does 16 floats per turn: the
+  ;; loop overhead of the 4-float loop cost ~25% of its speed in L2 (Chromium, 64 KB operands).
   (func (export "add2") (param $d i32) (param $x i32) (param $y i32) (param $n i32)
-    (local $end i32) (local $end4 i32)
+    (local $end i32) (local $end4 i32) (local $end16 i32)
     (local.set $end (i32.add (local.get $d) (i32.shl (local.get $n) (i32.const 2))))
     (local.set $end4 (i32.add (local.get $d) (i32.shl (i32.and (local.get $n) (i32.const -4)) (i32.const 2))))
+    (local.set $end16 (i32.add (local.get $d) (i32.shl (i32.and (local.get $n) (i32.const -16)) (i32.const 2))))
+    (block $done16 (loop $sixteen
+      (br_if $done16 (i32.ge_u (local.get $d) (local.get $end16)))
+      (v128.store offset=0 (local.get $d) (f32x4.add (v128.load offset=0 (local.get $x)) (v128.load offset=0 (local.get $y))))
+      (v128.store offset=16 (local.get $d) (f32x4.add (v128.load offset=16 (local.get $x)) (v128.load offset=16 (local.get $y))))
+      (v128.store offset=32 (local.get $d) (f32x4.add (v128.load offset=32 (local.get $x)) (v128.load offset=32 (local.get $y))))
+      (v128.store offset=48 (local.get $d) (f32x4.add (v128.load offset=48 (local.get $x)) (v128.load offset=48 (local.get $y))))
+      (local.set $d (i32.add (local.get $d) (i32.const 64)))
+      (local.set $x (i32.add (local.get $x) (i32.const 64)))
+      (local.set $y (i32.add (local.get $y) (i32.const 64)))
+      (br $sixteen)))
     (block $done4 (loop $four
       (br_if $done4 (i32.ge_u (local.get $d) (local.get $end4)))
       (v128.store (local.get $d) (f32x4.add (v128.load (local.get $x)) (v128.load (local.get $y))))

@@ -10,8 +10,11 @@ import { randomFloats } from './data.js';
 import type { CollectiveBuffer } from '../layout.js';
 
 export type RankOp =
-  /** zeroCopy: write the input into comm.slot() and reduce from there into a separate out. */
-  | { kind: 'allReduce'; len: number; algorithm: AllReduceChoice; seed: number; zeroCopy?: boolean; outOfPlace?: boolean }
+  /**
+   * zeroCopy: write the input into comm.slot() and reduce from there into a separate out.
+   * lateRank: that rank enters 20 ms after the others, so they sleep in the collective's first wait.
+   */
+  | { kind: 'allReduce'; len: number; algorithm: AllReduceChoice; seed: number; zeroCopy?: boolean; outOfPlace?: boolean; lateRank?: number }
   | { kind: 'allGather'; counts: number[]; seed: number; zeroCopy?: boolean }
   | { kind: 'broadcast'; len: number; root: number; seed: number }
   | { kind: 'barrier'; delayMs?: number }
@@ -60,6 +63,7 @@ export async function runJob(job: RankJob): Promise<RankResult[]> {
     switch (op.kind) {
       case 'allReduce': {
         const input = randomFloats(op.len, op.seed, comm.rank);
+        if (op.lateRank === comm.rank) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
         if (op.zeroCopy) {
           const slot = comm.slot().subarray(0, op.len);
           slot.set(input);
