@@ -70,7 +70,7 @@ export interface PageGenerateResult {
 /** Several streams timed together (continuous batching benchmark). */
 export interface PageConcurrentResult {
   tokens: number[][];
-  /** ms from the moment every stream had its first token to the last token. */
+  /** ms while every stream decoded: from the last stream's first token to the first stream's last (see `timedConcurrent`). */
   decodeMs: number;
   /** Tokens produced in that time, all streams together. */
   decodeTokens: number;
