@@ -207,12 +207,16 @@ export class ShardWorker {
     const { ctx, init_: o } = this.need();
     const d = rankDims(o.config, o.plan);
     const t0 = performance.now();
-    const before = this.times.readback + this.times.allreduce + this.times.upload;
+    // The totals of this step's start: a resetStats() arriving mid-step (a Comlink call between
+    // the step's awaits) swaps in new totals, and this step's times go with the old ones,
+    // uncounted, instead of its compute absorbing the old readback sums.
+    const times = this.times;
+    const before = times.readback + times.allreduce + times.upload;
     const red = (this.reducer ??= this.mcomm ? this.makeMessageReducer(this.mcomm) : this.makeReducer());
-    if (this.stateB && input.m >= 2) await forwardOverlapped(ctx, this.state!, this.stateB, d.dim, input, red, this.times, into);
-    else await forward(ctx, this.state!, d.dim, input, red, this.times, into, this.profiler);
-    this.times.compute += performance.now() - t0 - (this.times.readback + this.times.allreduce + this.times.upload - before);
-    this.steps++;
+    if (this.stateB && input.m >= 2) await forwardOverlapped(ctx, this.state!, this.stateB, d.dim, input, red, times, into);
+    else await forward(ctx, this.state!, d.dim, input, red, times, into, this.profiler);
+    times.compute += performance.now() - t0 - (times.readback + times.allreduce + times.upload - before);
+    if (times === this.times) this.steps++;
   }
 
   /**

@@ -58,9 +58,16 @@ export interface GenerateChunk {
 
 /** Mean time per decode step, split by where it went (ms). */
 export interface StepBreakdown {
+  /**
+   * The rest of the step on the rank: encoding and submitting, and the last stage's wait (its
+   * GPU work, the classifier and the logits readback), which no sync point measures.
+   */
   compute_ms: number;
+  /** Sync points, submit → partial sum on the CPU: the stage's GPU work plus the readback. */
   readback_ms: number;
+  /** Sync points: the all-reduce, waits for slower ranks included. */
   allreduce_ms: number;
+  /** Sync points: the residual add on the host (tp > 1) and the upload. */
   upload_ms: number;
   scheduler_ms: number;
 }

@@ -8,6 +8,7 @@ import { clearShardCache } from '../cache/shard-cache.js';
 import { injectFault, type Fault } from '../engine/fault-injection.js';
 import { serializeError, type SerializedError } from '../errors.js';
 import type { PageGenerateOptions, PageGenerateResult, PageConcurrentResult } from './types.js';
+import type { EngineStats } from '../engine/types.js';
 export type { PageGenerateOptions, PageGenerateResult };
 
 declare global {
@@ -70,32 +71,57 @@ export async function generateConcurrent(o: PageGenerateOptions, requests: { pro
 }
 
 /**
- * Runs `requests` at once and times their decode together: from the moment every stream has
- * its first token to the last token of all (the batch's steady state).
+ * Runs `requests` at once and times their decode together while every stream decodes: from the
+ * step that gives the last stream its first token to the step that gives the first stream its
+ * last one. Prompts are prefilled in arrival order, a chunk of rows per step, so the first
+ * streams start decoding steps before the last and finish steps before it; counting on to the
+ * last token would mix in the steps where the batch runs down (8 rows, then 7, …, then 1). If
+ * no step has every stream decoding (streams too short for their staggered starts), the window
+ * runs to the last token. The stats cover the same window.
  */
 export async function timedConcurrent(
   o: PageGenerateOptions, requests: { prompt: string; maxTokens: number }[],
 ): Promise<PageConcurrentResult | { error: SerializedError }> {
   try {
     const { engine } = await engineFor(o);
+    const got = requests.map(() => [] as number[]);
+    const counts = () => got.map((g) => g.length);
+    // A step's chunks reach every stream in the same turn of the event loop, so after a macrotask
+    // each stream holds its tokens of that step and none of the next (steps take ≥ milliseconds).
+    const afterStep = () => new Promise((r) => setTimeout(r, 0));
     let firsts = 0;
-    let tStart = 0;
-    let decodeTokens = 0;
-    const tokens = await Promise.all(
-      requests.map(async (r) => {
-        const tokens: number[] = [];
+    let start: { t: number; counts: number[] } | undefined;
+    let end: { t: number; counts?: number[]; stats?: Promise<EngineStats> } | undefined;
+    let tLast = 0;
+    await Promise.all(
+      requests.map(async (r, i) => {
         for await (const c of engine.generate(r.prompt, { maxTokens: r.maxTokens, temperature: o.temperature, topP: o.topP, seed: o.seed, ignoreEos: o.ignoreEos })) {
+          if (c.done) {
+            if (start && !end) {
+              end = { t: performance.now() };
+              end.stats = engine.stats();
+              await afterStep();
+              end.counts = counts();
+            }
+            continue;
+          }
           if (c.token < 0) continue;
-          tokens.push(c.token);
-          if (tokens.length === 1 && ++firsts === requests.length) {
-            tStart = performance.now();
+          got[i]!.push(c.token);
+          tLast = performance.now();
+          if (got[i]!.length === 1 && ++firsts === requests.length) {
+            const t = performance.now();
+            await afterStep();
+            start = { t, counts: counts() };
             await engine.resetStats();
-          } else if (firsts === requests.length) decodeTokens++;
+          }
         }
-        return tokens;
       }),
     );
-    return { tokens, promptTokens: engine.encode(requests[0]?.prompt ?? '').length, decodeTokens, decodeMs: performance.now() - tStart, stats: await engine.stats() };
+    const until = end?.counts ? { t: end.t, counts: end.counts, stats: end.stats! } : { t: tLast, counts: counts(), stats: engine.stats() };
+    const decodeTokens = until.counts.reduce((n, c, i) => n + c - start!.counts[i]!, 0);
+    return {
+      tokens: got, promptTokens: engine.encode(requests[0]?.prompt ?? '').length, decodeMs: until.t - start!.t, decodeTokens, stats: await until.stats,
+    };
   } catch (e) {
     return { error: serializeError(e) };
   }

@@ -72,7 +72,7 @@ export interface PageConcurrentResult {
   tokens: number[][];
   /** Prompt tokens of one stream (BOS included), as the engine encoded them. */
   promptTokens: number;
-  /** ms from the moment every stream had its first token to the last token. */
+  /** ms while every stream decoded: from the last stream's first token to the first stream's last (see `timedConcurrent`). */
   decodeMs: number;
   /** Tokens produced in that time, all streams together. */
   decodeTokens: number;

@@ -1,0 +1,25 @@
+import { test, expect } from './fixtures.js';
+import type { PageGenerateOptions } from '../src/harness/types.js';
+
+// `bench generate --batch B` reports the decode rate while all B streams decode. Prompts are
+// prefilled a chunk of rows per step in arrival order, so the streams start decoding steps
+// apart and end steps apart; the steps where the batch runs down must not be counted.
+test('timedConcurrent counts only the steps in which every stream decodes', async ({ harness }) => {
+  const o: PageGenerateOptions = {
+    model: '/models/stories260K.bin', tokenizer: '/models/tok512.bin', tp: 1, prompt: '', maxTokens: 12,
+    temperature: 0, topP: 0.9, seed: 1, ignoreEos: true,
+    // 8 rows a step: each prompt needs more than one step, so the first tokens come steps apart.
+    maxRows: 8, maxBatch: 3,
+  };
+  const prompt = 'Lily and Ben went to the park to play with a ball';
+  const requests = [0, 1, 2].map(() => ({ prompt, maxTokens: 12 }));
+  const r = await harness.page.evaluate(([opts, q]) => window.tp.engine.timedConcurrent(opts, q), [o, requests] as const);
+  if ('error' in r) throw new Error(r.error.message);
+  expect(r.tokens.map((t) => t.length)).toEqual([12, 12, 12]);
+  // Each step of the window gives every stream one token; counting on to the last token would
+  // add the run-down steps of 2 rows and then 1 row.
+  expect(r.decodeTokens % 3).toBe(0);
+  expect(r.decodeTokens).toBeGreaterThan(0);
+  expect(r.decodeTokens).toBeLessThan(3 * 11);
+  expect(r.decodeMs).toBeGreaterThan(0);
+});
