@@ -32,9 +32,8 @@ test('bench generate runs and reports every field per TP degree and batch, with 
     for (const k of ['attention', 'matmul wqkv', 'matmul wo', 'matmul w13', 'matmul w2', 'matmul output', 'rope_kv', 'embed']) {
       expect(p.kernels_ms_per_step[k], k).toBeGreaterThanOrEqual(0);
     }
-    // No residual add kernel at either degree: TP=1 accumulates in the matmuls, TP=2 adds the
-    // all-reduced sums to the residual on the host.
-    expect('add' in p.kernels_ms_per_step).toBe(false);
+    // TP=2 adds the residual adds after each all-reduce; TP=1 accumulates in the matmuls.
+    expect('add' in p.kernels_ms_per_step).toBe(x.tp === 2);
     const sum = Object.values(p.kernels_ms_per_step).reduce((a, b) => a + b, 0);
     expect(p.gpu_ms_per_step).toBeCloseTo(sum, 6);
     expect(p.gpu_ms_per_step).toBeGreaterThan(0);

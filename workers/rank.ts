@@ -4,16 +4,9 @@
  * rank's part of every layer with the two all-reduces per layer in plain sight.
  *
  * Shapes carry the shard: with tp ranks, `heads/tp` means this rank's query heads (and so on).
- * Row-parallel outputs (wo, w2) are partial sums; `finishSync` all-reduces them. At tp = 1
+ * Row-parallel outputs (wo, w2) are partial sums; `syncPartial` all-reduces them. At tp = 1
  * there is nothing to reduce, so those matmuls accumulate straight into the residual and the
  * whole step is one submit with one readback (Megatron's single-rank shortcut, at step level).
- *
- * At tp > 1 the residual add runs on the CPU, not the GPU: the sum arrives on the CPU anyway,
- * and every rank holds the same residual rows, so each sync point adds the sum into a host copy
- * of them and uploads the new residual where it used to upload the sum for an `add` kernel. On
- * SwiftShader that kernel (a few thousand floats) cost ~1.4 ms per sync point, as the first
- * dispatch after the upload; the host add costs µs. The host copy comes back with the first
- * sync point's partial sum, in the same readback.
  */
 import type { ModelConfig } from '../src/model/config.js';
 import type { RankPlan } from '../src/parallel/plan.js';
@@ -56,7 +49,6 @@ export interface LayerWeights {
   bqkv?: GPUBuffer; // ((heads/tp + 2·kvHeads/tp)·head_size,): bq, bk, bv with their rows (Qwen2)
   wo: Weight; // (dim, heads/tp·head_size): this rank's columns of wo
   bo?: GPUBuffer; // (dim,) replicated: added once, to the all-reduced Wo·att
-  boHost?: Float32Array; // bo on the CPU, where the residual add runs at tp > 1
   ffnNorm: GPUBuffer; // (dim,)
   w13: Weight; // (2·hidden/tp, dim): w1 rows, then w3 rows
   w2: Weight; // (dim, hidden/tp): this rank's columns of w2
@@ -152,8 +144,7 @@ export function createShardWeights(ctx: GpuContext, c: ModelConfig, r: RankPlan,
   for (let l = 0; l < c.nLayers; l++) {
     const p = `layers.${l}.`;
     layers.push({
-      // A copy, not a view: a view would keep the whole packed shard alive.
-      ...(c.outBias ? { bo: createStorageBuffer(ctx, get(`${p}attention.bo`), `${p}bo`), boHost: get(`${p}attention.bo`).slice() } : {}),
+      ...(c.outBias ? { bo: createStorageBuffer(ctx, get(`${p}attention.bo`), `${p}bo`) } : {}),
       ...(c.qkvBias ? { bqkv: fusedBias(`${p}bqkv`, [get(`${p}attention.bq`), get(`${p}attention.bk`), get(`${p}attention.bv`)]) } : {}),
       attentionNorm: createStorageBuffer(ctx, get(`${p}attention_norm`), `${p}attention_norm`),
       wqkv: matrix(d.qkv, d.dim, `${p}wqkv`, [`${p}attention.wq`, `${p}attention.wk`, `${p}attention.wv`]),
@@ -204,11 +195,7 @@ export interface RunState {
   qkv: GPUBuffer; // (maxM, (heads/tp + 2·kvHeads/tp)·head_size)
   att: GPUBuffer; // (maxM, heads/tp·head_size)
   h13: GPUBuffer; // (maxM, 2·hidden/tp): w1·x and w3·x side by side
-  partial: GPUBuffer; // (maxM, dim) a row-parallel partial sum
-  /** (maxM, dim) the residual rows on the CPU at tp > 1 (see `finishSync`), valid from a step's first sync point. */
-  xHost: Float32Array;
-  /** (2·maxM, dim) the first sync point's readback: the partial sum, then the residual. */
-  firstSync: Float32Array;
+  partial: GPUBuffer; // (maxM, dim) a row-parallel partial sum, all-reduced in place
   xsel: GPUBuffer; // (maxLogitRows, dim) the rows whose logits are wanted
   logits: GPUBuffer; // (maxLogitRows, vocab/tp)
   scores?: GPUBuffer; // (maxM, heads/tp, context) runqExact's attention scores, shared by the layers
@@ -234,8 +221,6 @@ interface StepOps {
   head: BoundOp; // final norm + classifier over xsel
   /** `[head]`, so the head encodes like a stage without allocating per step. */
   headOps: BoundOp[];
-  /** Per sync point, the bias added to the reduced sum before the residual (Wo's `bo`), if any. */
-  syncBias: (Float32Array | undefined)[];
 }
 
 export interface RunStateOptions {
@@ -265,8 +250,6 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
   const f32 = (n: number, label: string) => createStorageBuffer(ctx, n * 4, label);
   const step = createStepParams(ctx, maxM);
   const headStep = createStepParams(ctx, o.maxLogitRows);
-  // The exact (chained) sums land on the GPU; every other tp > 1 run adds the residual on the host.
-  const hostResidual = o.world > 1 && !(o.runqExact && o.activations === 'int8');
   const s = {
     maxM,
     maxLogitRows: o.maxLogitRows,
@@ -278,15 +261,13 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
     att: f32(maxM * d.nHeads * d.headSize, 'att'),
     h13: f32(maxM * 2 * d.hidden, 'h13'),
     partial: f32(maxM * d.dim, 'partial'),
-    xHost: new Float32Array(hostResidual ? maxM * d.dim : 0),
-    firstSync: new Float32Array(hostResidual ? 2 * maxM * d.dim : 0),
     xsel: f32(o.maxLogitRows * d.dim, 'xsel'),
     logits: f32(o.maxLogitRows * d.vocab, 'logits'),
     scores: o.runqExact && o.activations === 'int8' ? f32(maxM * d.nHeads * o.contextLength, 'attention scores') : undefined,
     kv: o.share?.kv ?? createKvCache(ctx, { nLayers: c.nLayers, nKvHeadsLocal: d.nKvHeads, headSize: d.headSize, maxSeq: o.contextLength, nSlots: o.slots, dtype: o.kvCache }),
     rope: o.share?.rope ?? createRopeTables(ctx, d.headSize, ropeTables(c.headSize, o.contextLength, c.ropeTheta, c.ropeScaling)),
     shared: !!o.share,
-    readback: createReadback(ctx, { slotBytes: Math.max(2 * maxM * d.dim, o.maxLogitRows * d.vocab) * 4, slots: 2 }),
+    readback: createReadback(ctx, { slotBytes: Math.max(maxM * d.dim, o.maxLogitRows * d.vocab) * 4, slots: 2 }),
   };
   const eps = c.normEps;
   const tp1 = o.world === 1;
@@ -301,7 +282,6 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
   const chain = !tp1 && exact;
   const links: BoundOp[] = [];
   const rowParallel = (op: BoundOp) => (chain ? links.push(op) : current().push(op));
-  const syncBias: (Float32Array | undefined)[] = [];
   const continueSum = chain && r.rank > 0;
   for (let l = 0; l < c.nLayers; l++) {
     const L = w.layers[l]!;
@@ -316,10 +296,8 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
     if (tp1) current().push(createMatmul(ctx, step, { activations, x: s.att, w: L.wo, y: s.x, bias: L.bo, accumulate: true, maxM }));
     else {
       rowParallel(createMatmul(ctx, step, { activations, x: s.att, w: L.wo, y: s.partial, maxM, continueSum }));
-      // The chain's sums land in `partial` on the GPU, so its residual add stays there.
-      const bias = chain && L.bo ? [createAdd(ctx, step, { x: { buffer: L.bo, stride: 0 }, y: { buffer: s.partial }, n: d.dim, maxM })] : [];
-      stages.push(chain ? [...bias, createAdd(ctx, step, { x: { buffer: s.partial }, y: { buffer: s.x }, n: d.dim, maxM })] : []);
-      syncBias.push(L.boHost);
+      const bias = L.bo ? [createAdd(ctx, step, { x: { buffer: L.bo, stride: 0 }, y: { buffer: s.partial }, n: d.dim, maxM })] : [];
+      stages.push([...bias, createAdd(ctx, step, { x: { buffer: s.partial }, y: { buffer: s.x }, n: d.dim, maxM })]);
     }
     // MLP: h13 = W13·rmsnorm(x); x += W2·(silu(h1)·h3), row-parallel again.
     current().push(createMatmul(ctx, step, { activations, x: s.x, w: L.w13, y: s.h13, maxM, input: { kind: 'rmsnorm', weight: L.ffnNorm, eps } }));
@@ -327,8 +305,7 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
     if (tp1) current().push(createMatmul(ctx, step, { activations, ...down, y: s.x, accumulate: true }));
     else {
       rowParallel(createMatmul(ctx, step, { activations, ...down, y: s.partial, continueSum }));
-      stages.push(chain ? [createAdd(ctx, step, { x: { buffer: s.partial }, y: { buffer: s.x }, n: d.dim, maxM })] : []);
-      syncBias.push(undefined);
+      stages.push([createAdd(ctx, step, { x: { buffer: s.partial }, y: { buffer: s.x }, n: d.dim, maxM })]);
     }
   }
   const head = createMatmul(ctx, headStep, { activations, x: s.xsel, w: w.output, y: s.logits, maxM: o.maxLogitRows, input: { kind: 'rmsnorm', weight: w.norm, eps } });
@@ -344,7 +321,6 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
     ...(chain && { chain: { links, rank: r.rank, world: o.world } }),
     head,
     headOps: [head],
-    syncBias,
   };
   const workBytes =
     4 * (maxM * (2 * d.dim + d.qkv + d.nHeads * d.headSize + 2 * d.hidden + 1) + o.maxLogitRows * (d.dim + d.vocab)) +
@@ -407,58 +383,30 @@ interface PendingSync {
   ticket: ReadTicket;
   n: number;
   t0: number;
-  /** Sync point index in the step (its bias, and whether the residual rows come back too). */
-  i: number;
 }
 
-/**
- * Submits `encoder` (which computed `partial`) with a copy of its m rows for the CPU; at the
- * step's first sync point (i = 0) the residual rows follow in the same readback.
- */
-function submitPartial(ctx: GpuContext, s: RunState, encoder: GPUCommandEncoder, m: number, dim: number, i: number): PendingSync {
+/** Submits `encoder` (which computed `partial`) with a copy of its m rows for the CPU. */
+function submitPartial(ctx: GpuContext, s: RunState, encoder: GPUCommandEncoder, m: number, dim: number): PendingSync {
   const n = m * dim;
-  const ticket = s.readback.encodeCopy(encoder, s.partial, 0, n * 4, i === 0 ? { src: s.x, srcOffset: 0, bytes: n * 4 } : undefined);
+  const ticket = s.readback.encodeCopy(encoder, s.partial, 0, n * 4);
   const t0 = performance.now();
   ctx.device.queue.submit([encoder.finish()]);
-  return { ticket, n, t0, i };
+  return { ticket, n, t0 };
 }
 
-/**
- * Reads the partial sum back into the slot and all-reduces it, adds the sum (and the sync
- * point's bias) into the host's residual rows and uploads those as the new residual.
- */
+/** Reads the partial sum back into the slot, all-reduces it and uploads the sum in its place. */
 async function finishSync(ctx: GpuContext, s: RunState, p: PendingSync, m: number, red: Reducer, times: StepTimes): Promise<void> {
-  const { n } = p;
-  if (p.i === 0) {
-    const both = await s.readback.read(p.ticket, { into: s.firstSync.subarray(0, 2 * n), key: `sync:${m}` });
-    red.slot(n).set(both.subarray(0, n));
-    s.xHost.set(both.subarray(n, 2 * n));
-  } else await s.readback.read(p.ticket, { into: red.slot(n), key: `sync:${m}` });
+  await s.readback.read(p.ticket, { into: red.slot(p.n), key: `sync:${m}` });
   const t1 = performance.now();
-  const r = red.reduce(n);
+  const r = red.reduce(p.n);
   const sum = r instanceof Float32Array ? r : await r;
   const t2 = performance.now();
-  addResidual(s.xHost, sum, n, s.ops.syncBias[p.i]);
-  ctx.device.queue.writeBuffer(s.x, 0, s.xHost.buffer, s.xHost.byteOffset, n * 4);
+  ctx.device.queue.writeBuffer(s.partial, 0, sum.buffer, sum.byteOffset, p.n * 4);
   const t3 = performance.now();
   times.readback += t1 - p.t0;
   times.allreduce += t2 - t1;
   times.upload += t3 - t2;
   if (times.roundtrips.length < 4096) times.roundtrips.push(t3 - p.t0);
-}
-
-/**
- * x += sum (+ bias, per column) over n floats, each add rounded to f32 as the GPU's `add` kernel
- * rounds it: a Float32Array store of a double sum of two floats is their f32 sum, correctly
- * rounded. With a bias the sum gets it first, as the GPU added `bo` to the reduced partial.
- */
-function addResidual(x: Float32Array, sum: Float32Array, n: number, bias?: Float32Array): void {
-  if (!bias) {
-    for (let k = 0; k < n; k++) x[k] = x[k]! + sum[k]!;
-    return;
-  }
-  const dim = bias.length;
-  for (let k = 0; k < n; k++) x[k] = x[k]! + Math.fround(sum[k]! + bias[k % dim]!);
 }
 
 /**
@@ -539,7 +487,7 @@ export async function forward(
     // Sync point i: the partial sum of a row-parallel matmul is combined across ranks.
     const chain = s.ops.chain;
     if (chain) await chainSync(ctx, s, encoder, chain.links[i]!, m, dim, red, chain.rank, chain.world, times, prof);
-    else await finishSync(ctx, s, submitPartial(ctx, s, encoder, m, dim, i), m, red, times);
+    else await finishSync(ctx, s, submitPartial(ctx, s, encoder, m, dim), m, red, times);
     encoder = device.createCommandEncoder();
   }
   await finishHead(ctx, s, encoder, dim, input.logitRows, 0, nl, into, m, prof);
@@ -575,7 +523,7 @@ export async function forwardOverlapped(
     if (x.nl > 0) x.s.headStep.write(x.nl, new Uint32Array(x.nl));
     enc[h] = device.createCommandEncoder();
     encodeOps(enc[h]!, x.s.ops.stages[0]!, x.m, x.s.ops.embed);
-    if (stages > 1) pending[h] = submitPartial(ctx, x.s, enc[h]!, x.m, dim, 0);
+    if (stages > 1) pending[h] = submitPartial(ctx, x.s, enc[h]!, x.m, dim);
   }
   for (let i = 0; i + 1 < stages; i++) {
     for (let h = 0; h < 2; h++) {
@@ -583,7 +531,7 @@ export async function forwardOverlapped(
       await finishSync(ctx, x.s, pending[h]!, x.m, red, times);
       enc[h] = device.createCommandEncoder();
       encodeOps(enc[h]!, x.s.ops.stages[i + 1]!, x.m);
-      if (i + 2 < stages) pending[h] = submitPartial(ctx, x.s, enc[h]!, x.m, dim, i + 1);
+      if (i + 2 < stages) pending[h] = submitPartial(ctx, x.s, enc[h]!, x.m, dim);
     }
   }
   const heads: Promise<void>[] = [];
@@ -627,7 +575,6 @@ function encodeOps(encoder: GPUCommandEncoder, ops: BoundOp[], rows: number, fir
     for (const op of ops) encodeOne(prof, encoder, op, rows);
     return;
   }
-  if (!first && ops.length === 0) return;
   const pass = encoder.beginComputePass();
   first?.encode(pass, rows);
   for (const op of ops) op.encode(pass, rows);

@@ -45,17 +45,10 @@ export interface ReadbackStats {
 }
 
 export interface Readback {
-  /** `then`: a second range copied right after the first, so one map brings back both. */
-  encodeCopy(encoder: GPUCommandEncoder, src: GPUBuffer, srcOffset: number, bytes: number, then?: CopyRange): ReadTicket;
+  encodeCopy(encoder: GPUCommandEncoder, src: GPUBuffer, srcOffset: number, bytes: number): ReadTicket;
   /** Resolves with the copied floats (a fresh array, or `into`), and frees the ring slot. */
   read(ticket: ReadTicket, opts?: ReadOptions): Promise<Float32Array>;
   readonly stats: ReadbackStats;
-}
-
-export interface CopyRange {
-  src: GPUBuffer;
-  srcOffset: number;
-  bytes: number;
 }
 
 export interface ReadbackOptions {
@@ -133,9 +126,8 @@ export function createReadback(ctx: GpuContext, opts: ReadbackOptions): Readback
   const rb: Readback & { slots: Slot[] } = {
     slots,
     stats,
-    encodeCopy(encoder, src, srcOffset, bytes, then) {
-      const total = bytes + (then?.bytes ?? 0);
-      if (total > slotBytes || bytes % 4 !== 0 || total % 4 !== 0) throw new InvalidArgumentError(`readback of ${total} bytes: expected a multiple of 4 up to ${slotBytes}`);
+    encodeCopy(encoder, src, srcOffset, bytes) {
+      if (bytes > slotBytes || bytes % 4 !== 0) throw new InvalidArgumentError(`readback of ${bytes} bytes: expected a multiple of 4 up to ${slotBytes}`);
       for (let i = 0; i < nSlots; i++) {
         const s = slots[(next + i) % nSlots]!;
         if (s.busy) continue;
@@ -144,8 +136,7 @@ export function createReadback(ctx: GpuContext, opts: ReadbackOptions): Readback
         s.busy = true;
         s.seq++;
         encoder.copyBufferToBuffer(src, srcOffset, s.buffer, 0, bytes);
-        if (then) encoder.copyBufferToBuffer(then.src, then.srcOffset, s.buffer, bytes, then.bytes);
-        return { slot, bytes: total, seq: s.seq };
+        return { slot, bytes, seq: s.seq };
       }
       throw new InvalidArgumentError(`all ${nSlots} readback slots are in flight`, 'read() earlier tickets first, or create the readback with more slots');
     },
