@@ -72,7 +72,7 @@ test('a flag that is not a number in range is a usage error naming the flag, bef
     () => null,
     (e: { stderr: string; code: number }) => e,
   );
-  for (const [args, flag] of [
+  const cases = [
     [['generate', '--model', model, '--tokenizer', tokenizer, '--tp', 'abc'], '--tp must be a whole number ≥ 1; got "abc"'],
     [['generate', '--model', model, '--tokenizer', tokenizer, '--tp', '0'], '--tp must be a whole number ≥ 1; got "0"'],
     [['generate', '--model', model, '--tokenizer', tokenizer, '--max-tokens', '1.5'], '--max-tokens must be a whole number ≥ 1'],
@@ -81,13 +81,18 @@ test('a flag that is not a number in range is a usage error naming the flag, bef
     [['bench', 'generate', '--model', model, '--tokenizer', tokenizer, '--batch', '0'], '--batch must be a whole number ≥ 1'],
     [['bench', 'allreduce', '--workers', '2,x'], '--workers must be a whole number ≥ 2; got "x"'],
     [['bench', 'report', '--from', '/nonexistent/run.json'], 'bench report: no file /nonexistent/run.json'],
-  ] as const) {
-    const e = await fail([...args]);
+  ] as const;
+  // No browser starts, so the processes can run at once.
+  const [missing, ...errors] = await Promise.all([
+    fail(['bench', 'generate', '--model', '/nonexistent/model.bin', '--tokenizer', tokenizer]),
+    ...cases.map(([args]) => fail([...args])),
+  ]);
+  cases.forEach(([args, flag], i) => {
+    const e = errors[i];
     expect(e?.code, args.join(' ')).toBe(2);
     expect(e?.stderr).toContain(flag);
     expect(e?.stderr).not.toMatch(/\n\s+at /);
-  }
-  const missing = await fail(['bench', 'generate', '--model', '/nonexistent/model.bin', '--tokenizer', tokenizer]);
+  });
   expect(missing?.code).toBe(1);
   expect(missing?.stderr).toContain('model not found: /nonexistent/model.bin');
 });

@@ -36,6 +36,8 @@ async function joinPage(h: Harness, id: string): Promise<Page> {
   const p = await h.browser.context.newPage();
   await p.goto(`${h.server.url}/?join=${encodeURIComponent(id)}`);
   await expect(p.locator('#join-card')).toBeVisible();
+  // Only the rank's card: no Generate UI that would load an engine of its own beside it.
+  await expect(p.locator('#generate')).toBeHidden();
   return p;
 }
 

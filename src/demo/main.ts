@@ -718,6 +718,8 @@ function startJoin(id: string): void {
   const state = $('join-state');
   const detail = $('join-detail');
   card.hidden = false;
+  // A rank tab only lends its device: a Generate here would load a second engine beside it.
+  document.querySelector<HTMLElement>('main.layout')!.hidden = true;
   const show = (i: TabJoinInfo) => {
     const t = JOIN_TEXT[i.state];
     const rank = i.rank !== undefined ? `rank ${i.rank} of ${i.world}` : '';
