@@ -1,7 +1,7 @@
 import { defineConfig, type Plugin } from 'vite';
-import { existsSync, createReadStream, statSync } from 'node:fs';
 import { resolve, join, normalize, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isFile, sendFile } from './src/cli/send-file.js';
 
 const root = dirname(fileURLToPath(import.meta.url));
 
@@ -32,7 +32,6 @@ function serveModels(): Plugin {
           res.end('malformed URL escape');
           return;
         }
-        const isFile = (p: string) => existsSync(p) && statSync(p).isFile();
         const dir = name ? dirs.find((d) => isFile(join(d, name))) : undefined;
         if (!dir) {
           // A real 404 (a directory included): the SPA fallback would answer with index.html and status 200.
@@ -40,32 +39,7 @@ function serveModels(): Plugin {
           res.end('model not found: put it in ./models/ (see README)');
           return;
         }
-        const path = join(dir, name);
-        const size = statSync(path).size;
-        res.setHeader('Content-Type', 'application/octet-stream');
-        res.setHeader('Accept-Ranges', 'bytes');
-        const send = (start?: number, end?: number) =>
-          createReadStream(path, { start, end })
-            .on('error', (e) => res.destroy(e))
-            .pipe(res);
-        const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
-        if (range) {
-          const start = Number(range[1]);
-          if (start >= size) {
-            res.statusCode = 416;
-            res.setHeader('Content-Range', `bytes */${size}`);
-            res.end();
-            return;
-          }
-          const end = range[2] ? Math.min(Number(range[2]), size - 1) : size - 1;
-          res.statusCode = 206;
-          res.setHeader('Content-Range', `bytes ${start}-${end}/${size}`);
-          res.setHeader('Content-Length', String(end - start + 1));
-          send(start, end);
-          return;
-        }
-        res.setHeader('Content-Length', String(size));
-        send();
+        sendFile(req, res, join(dir, name), {});
       });
     },
   };

@@ -6,10 +6,11 @@
  */
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { createServer, type Server, type IncomingMessage, type ServerResponse } from 'node:http';
-import { existsSync, statSync, createReadStream } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { extname, join, resolve, normalize, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BrowserNotFoundError, WebGpuUnavailableError, NotIsolatedError } from '../errors.js';
+import { isFile, sendFile } from './send-file.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** Repository root, from either src/cli (tsx, vitest) or dist/cli (built). */
@@ -126,34 +127,11 @@ export async function serveStatic(opts: ServeOptions = {}): Promise<StaticServer
     requests.set(urlPath, (requests.get(urlPath) ?? 0) + 1);
     log.push({ path: urlPath, range: req.headers.range });
     const path = resolvePath(urlPath);
-    if (!path || !existsSync(path) || !statSync(path).isFile()) {
+    if (!path || !isFile(path)) {
       res.writeHead(404, headers).end('not found');
       return;
     }
-    const size = statSync(path).size;
-    const type = MIME[extname(path)] ?? 'application/octet-stream';
-    const range = /^bytes=(\d*)-(\d*)$/.exec(req.headers.range ?? '');
-    if (range) {
-      const start = range[1] ? Number(range[1]) : size - Number(range[2]);
-      const end = range[1] && range[2] ? Math.min(Number(range[2]), size - 1) : size - 1;
-      if (start > end || start >= size) {
-        res.writeHead(416, { ...headers, 'Content-Range': `bytes */${size}` }).end();
-        return;
-      }
-      res.writeHead(206, {
-        ...headers,
-        'Content-Type': type,
-        'Content-Length': String(end - start + 1),
-        'Content-Range': `bytes ${start}-${end}/${size}`,
-        'Accept-Ranges': 'bytes',
-      });
-      if (req.method === 'HEAD') return void res.end();
-      createReadStream(path, { start, end }).pipe(res);
-      return;
-    }
-    res.writeHead(200, { ...headers, 'Content-Type': type, 'Content-Length': String(size), 'Accept-Ranges': 'bytes' });
-    if (req.method === 'HEAD') return void res.end();
-    createReadStream(path).pipe(res);
+    sendFile(req, res, path, headers, MIME[extname(path)]);
   };
 
   const server = createServer(handler);

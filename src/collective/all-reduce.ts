@@ -15,7 +15,7 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import type { Communicator } from './communicator.js';
-import { chunkBounds, summationOrder } from './layout.js';
+import { chunkBounds, summationOrders } from './layout.js';
 import { ringOwnedChunk, ringSchedule } from './ring-schedule.js';
 
 export type AllReduceAlgorithm = 'one-shot' | 'ring' | 'direct';
@@ -243,11 +243,6 @@ function directBlocked(comm: Communicator, input: Float32Array, out: Float32Arra
   const end = t + nb + m + 1;
   comm.exposeSlot(comm.otherRanks, end);
   comm.end(end);
-}
-
-/** `views` (one per rank) in the summation order of each chunk: `[c][k]` is rank (c + k) mod N's. */
-function summationOrders(views: readonly Float32Array[]): Float32Array[][] {
-  return views.map((_, c) => summationOrder(c, views.length).map((j) => views[j]));
 }
 
 /**

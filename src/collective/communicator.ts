@@ -12,7 +12,7 @@
  */
 import { AbortedError, CollectiveTimeoutError, DisposedError, InvalidArgumentError } from '../errors.js';
 import {
-  ABORT, DISPOSE, EPOCH, LINE_WORDS, PROGRESS, SLEEPERS, chunkBounds, collectiveBytes, isMemory, readLayout, summationOrder,
+  ABORT, DISPOSE, EPOCH, LINE_WORDS, PROGRESS, SLEEPERS, chunkBounds, collectiveBytes, isMemory, readLayout, summationOrders,
   type CollectiveBuffer, type Layout,
 } from './layout.js';
 import { SimdSum } from './simd-sum.js';
@@ -117,7 +117,7 @@ export class Communicator {
     this.tick = Atomics.load(this.flags, this.progressBase + rank * LINE_WORDS + PROGRESS);
     this.others = Array.from({ length: world }, (_, j) => j).filter((j) => j !== rank);
     this.slots = Array.from({ length: world }, (_, j) => this.data.subarray(this.slotOffset(j), this.slotOffset(j) + this.slotFloats));
-    this.chunkOrders = Array.from({ length: world }, (_, c) => summationOrder(c, world).map((j) => this.slots[j]));
+    this.chunkOrders = summationOrders(this.slots);
     this.slotView = this.slots[rank];
     this.simd = isMemory(buf) ? SimdSum.attach(buf, sab) : undefined;
   }

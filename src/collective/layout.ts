@@ -196,3 +196,8 @@ export function chunkBounds(len: number, world: number): number[] {
 export function summationOrder(chunk: number, world: number): number[] {
   return Array.from({ length: world }, (_, k) => (chunk + k) % world);
 }
+
+/** One item per rank (its data), arranged for every chunk: `[c][k]` is rank `summationOrder(c)[k]`'s. */
+export function summationOrders<T>(byRank: readonly T[]): T[][] {
+  return byRank.map((_, c) => summationOrder(c, byRank.length).map((j) => byRank[j]!));
+}

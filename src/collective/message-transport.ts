@@ -19,7 +19,7 @@
  * elsewhere must not hang the group either).
  */
 import { AbortedError, CollectiveTimeoutError, InvalidArgumentError, WorkerFailedError } from '../errors.js';
-import { chunkBounds, summationOrder } from './layout.js';
+import { chunkBounds, summationOrders } from './layout.js';
 import { ringSchedule } from './ring-schedule.js';
 
 export type MessageAllReduceAlgorithm = 'one-shot' | 'ring';
@@ -185,8 +185,9 @@ export class MessageCommunicator {
     all[this.rank] = mine;
     await Promise.all(this.peers().map(async (j) => (all[j] = await this.recv(j, op, 0, 'allReduce'))));
     const bounds = chunkBounds(input.length, this.world);
+    const orders = summationOrders(all);
     for (let c = 0; c < this.world; c++) {
-      const order = summationOrder(c, this.world).map((k) => all[k]!);
+      const order = orders[c]!;
       for (let i = bounds[c]!; i < bounds[c + 1]!; i++) {
         let s = order[0]![i]!;
         for (let k = 1; k < order.length; k++) s = Math.fround(s + order[k]![i]!);

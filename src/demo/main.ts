@@ -409,11 +409,8 @@ async function ensureEngine(signal: AbortSignal): Promise<Engine> {
   const key = `${src.key}|tp=${tp}`;
   if (current?.key === key) return current.engine;
   if (current) {
-    const old = current.engine;
-    current = undefined;
     el.engineInfo.textContent = 'Releasing the previous engine…';
-    renderRanks(undefined);
-    await old.dispose();
+    await dropEngine();
   }
 
   setStatus('loading', 'Loading model');
@@ -455,11 +452,18 @@ async function ensureEngine(signal: AbortSignal): Promise<Engine> {
   return engine;
 }
 
+/** Forgets the current engine and frees it: the next Generate loads a new one. */
+function dropEngine(): Promise<void> {
+  const old = current?.engine;
+  current = undefined;
+  renderRanks(undefined);
+  return old?.dispose() ?? Promise.resolve();
+}
+
 window.addEventListener('pagehide', () => {
   run?.abort();
   // Forgotten too: a page restored from the back/forward cache loads a new engine on Generate.
-  void current?.engine.dispose();
-  current = undefined;
+  void dropEngine();
 });
 
 // ---------------------------------------------------------------- generation
@@ -650,14 +654,7 @@ async function generate(): Promise<void> {
       if (!current) el.engineInfo.textContent = 'Loading was stopped: the model loads again on the next Generate.';
     } else {
       setStatus('error', 'Error');
-      // After a lost worker or device whose rebuild failed, the engine refuses every request:
-      // drop it, so the next Generate loads a new one instead of failing the same way.
-      if (current && BROKEN.has(shown.code)) {
-        const old = current.engine;
-        current = undefined;
-        renderRanks(undefined);
-        void old.dispose();
-      }
+      if (BROKEN.has(shown.code)) void dropEngine();
       if (!current) el.engineInfo.textContent = 'No engine loaded: the model loads again on the next Generate.';
       // A URL that is not there gets the how-to-get-a-model panel rather than a parse error.
       const src = (() => {

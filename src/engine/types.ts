@@ -67,7 +67,7 @@ export interface StepBreakdown {
   readback_ms: number;
   /** Sync points: the all-reduce, waits for slower ranks included. */
   allreduce_ms: number;
-  /** Sync points: the residual add on the host (tp > 1) and the upload. */
+  /** Sync points: the upload of the sum (the residual add then runs on the GPU). */
   upload_ms: number;
   scheduler_ms: number;
 }

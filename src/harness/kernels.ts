@@ -33,6 +33,7 @@ import { availableGemm, availableGemv, availableSmall } from '../gpu/matmul.js';
 import type { SelfTestReply, SelfTestRequest } from '../gpu/selftest.worker.js';
 import { WebGpuTpError } from '../errors.js';
 import { benchRoofline } from './roofline.js';
+import { median } from './median.js';
 
 let shared: Promise<GpuContext> | undefined;
 
@@ -274,11 +275,6 @@ async function gpuTimes(ctx: GpuContext, encode: (pass: GPUComputePassEncoder) =
   const out: number[] = [];
   for (let i = 0; i < reps; i++) out.push(Number(t[2 * i + 1]! - t[2 * i]!) / 1e6);
   return out;
-}
-
-function median(a: number[]): number {
-  const s = [...a].sort((x, y) => x - y);
-  return s[s.length >> 1]!;
 }
 
 /** Weights of a benchmarked matmul: f32, f16, or quantised in groups of 32 (weight-only). */

@@ -8,6 +8,7 @@ import readSrc from '../../shaders/roofline_read.wgsl?raw';
 import { createStorageBuffer } from '../gpu/buffers.js';
 import type { GpuContext } from '../gpu/device.js';
 import type { RooflineFigures } from '../cli/bench-kernels.js';
+import { median } from './median.js';
 
 
 const WG = 64;
@@ -15,7 +16,6 @@ const PER = 256;
 
 type GpuTimes = (ctx: GpuContext, encode: (pass: GPUComputePassEncoder) => void, reps: number) => Promise<number[]>;
 
-const median = (a: number[]) => [...a].sort((x, y) => x - y)[a.length >> 1]!;
 const gbs = (floats: number, ms: number) => +((floats * 4) / (ms * 1e6)).toFixed(3);
 
 /**

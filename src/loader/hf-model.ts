@@ -7,12 +7,12 @@
  * The files come from a `ModelFiles`: a base URL (a Hugging Face `resolve/main/` prefix, or any
  * directory served over HTTP), or a set of File/Blob/ArrayBuffer by name (a picked folder).
  */
-import { ModelFetchError, ModelFormatError } from '../errors.js';
+import { ModelFormatError } from '../errors.js';
 import { parseHfConfig, type HfModelConfig } from '../model/formats/hf-config.js';
 import { layoutHfModel, type HfLayout } from '../model/formats/hf.js';
 import { parseSafetensorsHeader, parseSafetensorsIndex, safetensorsHeaderLength } from '../model/formats/safetensors.js';
 import { ConvertedSource } from './converted-source.js';
-import { openSource, type ByteSource, type ModelSource } from './source.js';
+import { fetchTyped, httpError, openSource, type ByteSource, type ModelSource } from './source.js';
 
 /** The files of one model directory. */
 export interface ModelFiles {
@@ -29,15 +29,10 @@ export function urlFiles(base: string | URL): ModelFiles {
     name: root,
     async open(file) {
       const url = `${root}/${file}`;
-      let r: Response;
-      try {
-        r = await fetch(url, { headers: { Range: 'bytes=0-0' } });
-      } catch (e) {
-        throw new ModelFetchError(`fetching ${url} failed: ${e instanceof Error ? e.message : String(e)}`);
-      }
+      const r = await fetchTyped(url, { headers: { Range: 'bytes=0-0' } });
       await r.body?.cancel();
       if (r.status === 404 || r.status === 410) return undefined;
-      if (!r.ok) throw new ModelFetchError(`fetching ${url} failed: HTTP ${r.status}`, 'Check the URL: the server answered with an error');
+      if (!r.ok) throw httpError(url, r.status);
       return openSource(url);
     },
   };

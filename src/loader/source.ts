@@ -70,21 +70,32 @@ class BlobSource implements ByteSource {
   }
 }
 
+const reason = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+/** An HTTP error status of a model or tokenizer fetch. */
+export function httpError(url: string, status: number): ModelFetchError {
+  return new ModelFetchError(`fetching ${url} failed: HTTP ${status}`, 'Check the URL: the server answered with an error');
+}
+
 /**
- * fetch, with its failures typed: a rejection (network down, or another origin without CORS,
- * which the browser does not tell apart) and an HTTP error status are both `ModelFetchError`.
+ * fetch, its rejection typed: a network failure, or another origin without CORS (the browser does
+ * not tell them apart), is a `ModelFetchError`; an aborted `signal`, an `AbortedError`.
  */
-export async function fetchOk(url: string, init: RequestInit = {}): Promise<Response> {
-  let r: Response;
+export async function fetchTyped(url: string, init: RequestInit = {}): Promise<Response> {
   try {
-    r = await fetch(url, init);
+    return await fetch(url, init);
   } catch (e) {
     if (init.signal?.aborted) throw new AbortedError('model load aborted');
-    throw new ModelFetchError(`fetching ${url} failed: ${e instanceof Error ? e.message : String(e)}`);
+    throw new ModelFetchError(`fetching ${url} failed: ${reason(e)}`);
   }
+}
+
+/** `fetchTyped`, and an HTTP error status is a `ModelFetchError` too. */
+export async function fetchOk(url: string, init: RequestInit = {}): Promise<Response> {
+  const r = await fetchTyped(url, init);
   if (!r.ok) {
     await r.body?.cancel();
-    throw new ModelFetchError(`fetching ${url} failed: HTTP ${r.status}`, 'Check the URL: the server answered with an error');
+    throw httpError(url, r.status);
   }
   return r;
 }
@@ -139,10 +150,10 @@ class UrlSource implements ByteSource {
         r = await fetch(this.name, { headers, signal });
       } catch (e) {
         if (signal?.aborted) throw new AbortedError('model load aborted');
-        if (++retries > 3) throw new ModelFetchError(`fetching ${this.name} failed after ${retries} tries: ${e instanceof Error ? e.message : String(e)}`);
+        if (++retries > 3) throw new ModelFetchError(`fetching ${this.name} failed after ${retries} tries: ${reason(e)}`);
         continue;
       }
-      if (!r.ok || !r.body) throw new ModelFetchError(`fetching ${this.name} failed: HTTP ${r.status}`, 'Check the URL: the server answered with an error');
+      if (!r.ok || !r.body) throw httpError(this.name, r.status);
       if (offset > 0 && r.status !== 206) {
         if (!ranges) throw new ModelFormatError(`${this.name}: the download broke at byte ${offset} and the server does not support Range`, 'Retry the load');
       }

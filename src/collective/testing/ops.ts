@@ -63,7 +63,7 @@ export async function runJob(job: RankJob): Promise<RankResult[]> {
     switch (op.kind) {
       case 'allReduce': {
         const input = randomFloats(op.len, op.seed, comm.rank);
-        if (op.lateRank === comm.rank) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+        if (op.lateRank === comm.rank) sleepMs(20);
         if (op.zeroCopy) {
           const slot = comm.slot().subarray(0, op.len);
           slot.set(input);
@@ -97,7 +97,7 @@ export async function runJob(job: RankJob): Promise<RankResult[]> {
         break;
       }
       case 'barrier':
-        if (op.delayMs) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, op.delayMs);
+        if (op.delayMs) sleepMs(op.delayMs);
         const enter = performance.timeOrigin + performance.now();
         comm.barrier();
         results.push({ kind: op.kind, note: JSON.stringify({ enter, exit: performance.timeOrigin + performance.now() }) });
@@ -127,4 +127,9 @@ export async function runJob(job: RankJob): Promise<RankResult[]> {
     }
   }
   return results;
+}
+
+/** Blocks this worker thread for `ms` (a wait on a word nobody notifies). */
+function sleepMs(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
