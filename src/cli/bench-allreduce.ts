@@ -27,17 +27,26 @@ export async function benchAllReduce(opts: AllReduceBenchOptions): Promise<AllRe
 /** A plain-text table of a report, for the CLI without --json. */
 export function formatAllReduceReport(r: AllReduceBenchReport): string {
   const pm = new Map(r.baselines.postmessage.map((p) => [`${p.workers}/${p.floats}`, p.median_us]));
+  const memcpy = r.baselines.memcpy_gbs;
+  const ofMemcpy = (gbs: number) => `${((100 * gbs) / memcpy).toFixed(1)}%`;
   const lines = [
-    `memcpy (1 thread, SAB→SAB): ${r.baselines.memcpy_gbs.toFixed(2)} GB/s`,
-    'workers  floats     algorithm  picked     median_us   busbw_GB/s  vs_postMessage',
+    `memcpy (1 thread, SAB→SAB): ${memcpy.toFixed(2)} GB/s`,
+    'workers  floats     algorithm  in_place  picked     median_us   busbw_GB/s  of_memcpy  vs_postMessage',
   ];
   for (const x of r.results) {
     const base = pm.get(`${x.workers}/${x.floats}`);
     lines.push(
       [
-        String(x.workers).padEnd(8), String(x.floats).padEnd(10), x.algorithm.padEnd(10), x.picked.padEnd(10),
-        x.median_us.toFixed(2).padStart(9), x.busbw_gbs.toFixed(3).padStart(12), (base ? `${(base / x.median_us).toFixed(1)}x` : '-').padStart(15),
+        String(x.workers).padEnd(8), String(x.floats).padEnd(10), x.algorithm.padEnd(10), (x.in_place ? 'yes' : 'no').padEnd(9), x.picked.padEnd(10),
+        x.median_us.toFixed(2).padStart(9), x.busbw_gbs.toFixed(3).padStart(12), ofMemcpy(x.busbw_gbs).padStart(10),
+        (base ? `${(base / x.median_us).toFixed(1)}x` : '-').padStart(15),
       ].join(' '),
+    );
+  }
+  for (const f of r.baselines.copy_floor ?? []) {
+    lines.push(
+      `copy floor (every rank's copies in and out alone, at once), ${f.workers} workers, ${f.floats} floats, ${f.in_place ? 'in place' : 'out of place'}: ` +
+        `${f.median_us.toFixed(2)} µs, busbw ${f.busbw_gbs.toFixed(3)} GB/s (${ofMemcpy(f.busbw_gbs)} of memcpy)`,
     );
   }
   for (const p of r.baselines.postmessage) lines.push(`postMessage all-reduce, ${p.workers} workers, ${p.floats} floats: ${p.median_us.toFixed(2)} µs`);

@@ -78,7 +78,11 @@ export function reportHtml(r: BenchAllReport): string {
   ]);
   const ar = r.allreduce.results.filter((x) => x.algorithm === 'auto');
   const pm = new Map(r.allreduce.baselines.postmessage.map((b) => [`${b.workers}/${b.floats}`, b.median_us]));
-  const arRows = ar.map((x) => [x.workers, x.floats, x.picked, x.median_us, x.busbw_gbs, pm.get(`${x.workers}/${x.floats}`) ?? '—']);
+  const floors = new Map((r.allreduce.baselines.copy_floor ?? []).map((f) => [`${f.workers}/${f.floats}/${f.in_place}`, f.busbw_gbs]));
+  const arRows = ar.map((x) => [
+    x.workers, x.floats, x.in_place ? 'yes' : 'no', x.picked, x.median_us, x.busbw_gbs, floors.get(`${x.workers}/${x.floats}/${!!x.in_place}`) ?? '—',
+    pm.get(`${x.workers}/${x.floats}`) ?? '—',
+  ]);
   const kRows = r.kernels.results.map((x) => [x.kernel, x.m, x.k, x.n, x.median_ms, x.gflops]);
   const bRows = [...r.kernels.baselines.js, ...r.kernels.baselines.tfjs].map((x) => [x.kernel, x.m, x.k, x.n, x.median_ms, x.gflops]);
   return `<!doctype html>
@@ -104,8 +108,8 @@ ${table(['target', 'goal', 'measured', 'met'], targets.map((t) => [t.target, t.g
 <h2>Generation</h2>
 ${table(['model', 'TP', 'batch', 'decode tok/s per stream', 'aggregate tok/s', 'prefill tok/s', 'round trip ms', 'GPU ms/step (profiled)', 'matmul GFLOP/s'], generateRows)}
 <h2>All-reduce (auto), SharedArrayBuffer vs postMessage</h2>
-${table(['workers', 'floats', 'algorithm', 'median µs', 'bus GB/s', 'postMessage µs'], arRows)}
-<p>memcpy baseline: ${r.allreduce.baselines.memcpy_gbs.toFixed(2)} GB/s.</p>
+${table(['workers', 'floats', 'in place', 'algorithm', 'median µs', 'bus GB/s', 'copy floor bus GB/s', 'postMessage µs'], arRows)}
+<p>memcpy baseline: ${r.allreduce.baselines.memcpy_gbs.toFixed(2)} GB/s. Copy floor: every rank's copies into and out of the slots alone, all ranks at once, no sums or waits, which bounds an all-reduce of a caller's arrays.</p>
 <h2>Kernels</h2>
 ${table(['kernel', 'm', 'k', 'n', 'median ms', 'GFLOP/s'], kRows)}
 <h3>Baselines</h3>

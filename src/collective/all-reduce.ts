@@ -149,8 +149,9 @@ export const DIRECT_BLOCK_FLOATS = 32768;
 export const DIRECT_LAG = 4;
 
 /**
- * How long a rank of `directBlocked` spins for a rank that is one step short before it sleeps
- * (µs; see `Communicator.waitRank`); a rank further behind is not running, so it sleeps at once.
+ * How long a rank of `directBlocked` spins on an awaited rank whose counter stands still before
+ * it sleeps (µs; see `Communicator.waitRank`): while the counter moves, the rank is running and
+ * the wait is short, so it spins on.
  * Only this path spins by time: the engine reduces from its slot (zero copy, workers/
  * shard.worker.ts) and never takes it, so its ranks never spin against SwiftShader for the cores.
  */

@@ -12,6 +12,11 @@ export interface AllReduceBenchOptions {
   samples?: number;
   /** Spin iterations of the communicators (default: the library default). */
   spin?: number;
+  /**
+   * Also time `auto` in place (output = input), as nccl-tests report in-place beside
+   * out-of-place; default true.
+   */
+  inPlace?: boolean;
   /** Tiny and quick, for the test suite: 3 samples, small batches; numbers are meaningless. */
   smoke?: boolean;
 }
@@ -23,6 +28,11 @@ export interface AllReduceBenchResult {
   algorithm: AllReduceChoice;
   /** What ran (differs from `algorithm` only for `auto`). */
   picked: AllReduceAlgorithm;
+  /**
+   * True when the output was the input array (nccl-tests' in-place), false for a separate array
+   * (absent in records made before in-place rows, which were all out of place).
+   */
+  in_place?: boolean;
   /** Median over samples of the time per all-reduce, input array to result array, slowest rank. */
   median_us: number;
   /** nccl-tests bus bandwidth: (floats·4 B / time) · 2(N−1)/N, in GB/s (1e9 B/s). */
@@ -38,6 +48,21 @@ export interface PostMessageBaseline {
   median_us: number;
 }
 
+/**
+ * The copies an all-reduce of a caller's arrays cannot avoid, timed alone with every rank copying
+ * at once (input → slot → output, no sums, no waits; `timeCopyFloor`), and the bus bandwidth an
+ * all-reduce as fast as those copies would have. Both ranks' copies share one memory bus, so
+ * this, not the one-thread memcpy, bounds the out-of-place all-reduce.
+ */
+export interface CopyFloorBaseline {
+  workers: number;
+  floats: number;
+  /** Output = input, the floor of the in-place rows. */
+  in_place: boolean;
+  median_us: number;
+  busbw_gbs: number;
+}
+
 export interface AllReduceBenchReport {
   results: AllReduceBenchResult[];
   baselines: {
@@ -45,6 +70,8 @@ export interface AllReduceBenchReport {
     memcpy_gbs: number;
     /** All-reduce by postMessage: ranks post to rank 0 over MessageChannels, it sums and posts back. */
     postmessage: PostMessageBaseline[];
+    /** Per world size > 1 and size (absent in records made before it was measured). */
+    copy_floor?: CopyFloorBaseline[];
   };
   /** Spin iterations used, hardware threads of the machine, and notes. */
   meta: {

@@ -5,15 +5,19 @@
  * isolated page is clamped to 5 µs.
  */
 import type { Communicator } from './communicator.js';
-import type { AllReduceAlgorithm, AllReduceChoice } from './all-reduce.js';
+import { DIRECT_BLOCK_FLOATS, DIRECT_BLOCKED_MIN, DIRECT_LAG, type AllReduceAlgorithm, type AllReduceChoice } from './all-reduce.js';
 import { randomFloats } from './testing/data.js';
 
-/** Times `samples` batches of `batch` all-reduces after `warmup` untimed ones; µs per all-reduce. */
+/**
+ * Times `samples` batches of `batch` all-reduces after `warmup` untimed ones; µs per all-reduce.
+ * In place, the input grows (doubles at 2 ranks) every round and ends at ±Infinity or NaN; float
+ * adds take the same time for those as for any normal value, and the result is never read.
+ */
 export function timeAllReduce(
-  comm: Communicator, floats: number, algorithm: AllReduceChoice, batch: number, samples: number, warmup = 2,
+  comm: Communicator, floats: number, algorithm: AllReduceChoice, batch: number, samples: number, warmup = 2, inPlace = false,
 ): { timesUs: number[]; picked: AllReduceAlgorithm } {
   const input = randomFloats(floats, 1, comm.rank);
-  const out = new Float32Array(floats);
+  const out = inPlace ? input : new Float32Array(floats);
   let picked = comm.allReduce(input, algorithm, out);
   const timesUs: number[] = [];
   for (let s = 0; s < warmup + samples; s++) {
@@ -24,6 +28,52 @@ export function timeAllReduce(
     if (s >= warmup) timesUs.push(((t1 - t0) * 1000) / batch);
   }
   return { timesUs, picked };
+}
+
+/**
+ * The copies an all-reduce of a caller's array cannot avoid, alone: every rank at once copies its
+ * input into its slot and from there into its output (`copyThroughSlot`), with no sums and no
+ * waits between ranks. So an all-reduce of `floats` from and to ordinary arrays (the same array
+ * in place) can be no faster here; µs per pass.
+ */
+export function timeCopyFloor(comm: Communicator, floats: number, batch: number, samples: number, warmup = 2, inPlace = false): number[] {
+  const input = randomFloats(floats, 1, comm.rank);
+  const out = inPlace ? input : new Float32Array(floats);
+  const slot = comm.slot().subarray(0, floats);
+  const timesUs: number[] = [];
+  for (let s = 0; s < warmup + samples; s++) {
+    comm.barrier();
+    const t0 = performance.now();
+    for (let b = 0; b < batch; b++) copyThroughSlot(input, slot, out);
+    const t1 = performance.now();
+    if (s >= warmup) timesUs.push(((t1 - t0) * 1000) / batch);
+  }
+  return timesUs;
+}
+
+/**
+ * `out` = `input`, by way of `slot` as `directBlocked` moves it: in its blocks through its ring
+ * of areas, each block copied out up to `DIRECT_LAG` blocks after it was copied in (in one piece below
+ * its minimum length). `out` may be `input`.
+ */
+export function copyThroughSlot(input: Float32Array, slot: Float32Array, out: Float32Array): void {
+  const floats = input.length;
+  if (floats < DIRECT_BLOCKED_MIN) {
+    slot.set(input);
+    out.set(slot.subarray(0, floats));
+    return;
+  }
+  const B = DIRECT_BLOCK_FLOATS;
+  const m = Math.min(DIRECT_LAG, Math.floor(floats / (4 * B)));
+  const A = 2 * m;
+  const nb = Math.ceil(floats / B);
+  for (let k = 0; k < nb + m; k++) {
+    if (k >= m) {
+      const j = k - m;
+      out.set(slot.subarray((j % A) * B, (j % A) * B + Math.min(B, floats - j * B)), j * B);
+    }
+    if (k < nb) slot.set(input.subarray(k * B, Math.min((k + 1) * B, floats)), (k % A) * B);
+  }
 }
 
 /** Single-thread SAB → SAB copy bandwidth in GB/s (median of `samples`). */

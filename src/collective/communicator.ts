@@ -242,9 +242,9 @@ export class Communicator {
   }
 
   /**
-   * @internal Blocks until every other rank has reached `tick`. With `nearSpinUs`, a wait for a
-   * rank one tick short spins for up to that many µs and a wait for a rank further behind sleeps
-   * at once, instead of the adaptive `spin` (see `waitRank`).
+   * @internal Blocks until every other rank has reached `tick`. With `nearSpinUs`, a wait spins
+   * while the awaited rank's counter moves and sleeps once it has stood still for that many µs,
+   * instead of the adaptive `spin` (see `waitRank`).
    */
   waitAll(tick: number, nearSpinUs?: number): void {
     for (const j of this.others) this.waitRank(j, tick, this.others, nearSpinUs);
@@ -254,11 +254,11 @@ export class Communicator {
    * @internal Blocks until rank `j` has reached `tick`: spin, then sleep in `Atomics.wait`.
    * `group` is the set of ranks the caller waits for, named in a timeout.
    *
-   * `nearSpinUs` replaces the adaptive spin for a collective that knows how long a tick takes:
-   * rank j one tick short is at work on it, and spinning for up to `nearSpinUs` µs saves the
-   * wake-up (tens of µs to well over 100 µs on a virtual machine's idle core); rank j further
-   * behind is not running (descheduled, or late into the collective), so this rank sleeps at
-   * once and leaves it the core. The adaptive budget is left alone.
+   * `nearSpinUs` replaces the adaptive spin for a collective whose ranks publish a tick every
+   * few tens of µs: while rank j's counter moves, j is running and will arrive soon, and a spin
+   * saves the wake-up (tens of µs to well over 100 µs on a virtual machine's idle core); once it
+   * has stood still for `nearSpinUs` µs, j is not running (descheduled, or late into the
+   * collective), so this rank sleeps and leaves it the core. The adaptive budget is left alone.
    */
   waitRank(j: number, tick: number, group: readonly number[] = [j], nearSpinUs?: number): void {
     const f = this.flags;
@@ -267,7 +267,7 @@ export class Communicator {
     const short = (tick - Atomics.load(f, i + PROGRESS)) | 0;
     if (short <= 0) return;
     if (nearSpinUs !== undefined) {
-      if (short === 1 && this.spinFor(i, tick, nearSpinUs)) return;
+      if (this.spinWhileMoving(i, tick, nearSpinUs)) return;
       this.sleepUntil(j, i, tick, group);
       return;
     }
@@ -287,15 +287,23 @@ export class Communicator {
   }
 
   /**
-   * Spins on progress word `i` for up to `us` µs; whether it reached `tick`. The clock is read
-   * once per 256 loads (it costs more than a load).
+   * Spins on progress word `i` until it reaches `tick` (true), or until it has not moved for `us`
+   * µs (false): a rank whose counter moves is running and will arrive, one whose counter stands
+   * still has lost its core, and spinning would only keep it off. The clock is read once per 256
+   * loads (it costs more than a load).
    */
-  private spinFor(i: number, tick: number, us: number): boolean {
+  private spinWhileMoving(i: number, tick: number, us: number): boolean {
     const f = this.flags;
-    const until = performance.now() + us / 1000;
+    let seen = Atomics.load(f, i + PROGRESS);
+    let until = performance.now() + us / 1000;
     for (;;) {
       for (let k = 256; k > 0; k--) if (((Atomics.load(f, i + PROGRESS) - tick) | 0) >= 0) return true;
-      if (performance.now() >= until) return false;
+      const now = performance.now();
+      const v = Atomics.load(f, i + PROGRESS);
+      if (v !== seen) {
+        seen = v;
+        until = now + us / 1000;
+      } else if (now >= until) return false;
     }
   }
 

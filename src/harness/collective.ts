@@ -11,7 +11,7 @@ import type { AllReduceAlgorithm, AllReduceChoice } from '../collective/all-redu
 import type { RankJob, RankOp, RankResult } from '../collective/testing/ops.js';
 import { firstBitDifference, randomFloats, referenceSum } from '../collective/testing/data.js';
 import { median } from '../collective/bench.js';
-import type { AllReduceBenchOptions, AllReduceBenchReport } from '../collective/bench-types.js';
+import type { AllReduceBenchOptions, AllReduceBenchReport, CopyFloorBaseline } from '../collective/bench-types.js';
 import type { RankRequest } from './collective.worker.js';
 
 /** N dedicated workers, one request in flight per worker. */
@@ -196,11 +196,15 @@ export async function benchAllReduce(opts: AllReduceBenchOptions): Promise<AllRe
   const smoke = !!opts.smoke;
   const samples = smoke ? 3 : (opts.samples ?? 20);
   const algorithms = opts.algorithms ?? ['one-shot', 'ring', 'direct', 'auto'];
+  // nccl-tests' in-place rows, for `auto` only: `[algorithm, inPlace]` in timing order.
+  const cases: [AllReduceChoice, boolean][] = algorithms.map((a) => [a, false]);
+  if ((opts.inPlace ?? true) && algorithms.includes('auto')) cases.push(['auto', true]);
   const spin = opts.spin ?? DEFAULT_SPIN;
   const maxFloats = Math.max(...opts.sizes);
+  const copyFloor: CopyFloorBaseline[] = [];
   const report: AllReduceBenchReport = {
     results: [],
-    baselines: { memcpy_gbs: 0, postmessage: [] },
+    baselines: { memcpy_gbs: 0, postmessage: [], copy_floor: copyFloor },
     meta: {
       spin,
       hardwareConcurrency: navigator.hardwareConcurrency,
@@ -224,20 +228,29 @@ export async function benchAllReduce(opts: AllReduceBenchOptions): Promise<AllRe
 
       for (const floats of opts.sizes) {
         const calBatch = smoke ? 2 : Math.max(1, Math.min(1000, Math.floor(2e6 / Math.max(floats, 1))));
-        for (const algorithm of algorithms) {
+        for (const [algorithm, inPlace] of cases) {
           const bench = (batch: number, n: number) =>
-            ranks.all<{ timesUs: number[]; picked: AllReduceAlgorithm }>((rank) => ({ kind: 'bench', sab, group, rank, spin, floats, algorithm, batch, samples: n }));
+            ranks.all<{ timesUs: number[]; picked: AllReduceAlgorithm }>((rank) => ({ kind: 'bench', sab, group, rank, spin, floats, algorithm, batch, samples: n, inPlace }));
           const cal = slowestMedian((await bench(calBatch, 1)).map((r) => r.timesUs));
           const batch = batchFor(cal, smoke);
           const runs = await bench(batch, samples);
           const us = slowestMedian(runs.map((r) => r.timesUs));
           const algbw = (floats * 4) / (us * 1e3); // GB/s
           report.results.push({
-            workers: world, floats, algorithm, picked: runs[0].picked, median_us: round(us),
+            workers: world, floats, algorithm, picked: runs[0].picked, in_place: inPlace, median_us: round(us),
             busbw_gbs: round((algbw * 2 * (world - 1)) / world), batch, samples,
           });
         }
         if (world > 1) {
+          for (const inPlace of [...new Set(cases.map(([, p]) => p))]) {
+            const copies = (batch: number, n: number) => ranks.all<number[]>((rank) => ({ kind: 'copyfloor', sab, group, rank, floats, batch, samples: n, inPlace }));
+            const calCopy = slowestMedian(await copies(calBatch, 1));
+            const floorUs = slowestMedian(await copies(batchFor(calCopy, smoke), samples));
+            copyFloor.push({
+              workers: world, floats, in_place: inPlace, median_us: round(floorUs),
+              busbw_gbs: round((((floats * 4) / (floorUs * 1e3)) * 2 * (world - 1)) / world),
+            });
+          }
           const pm = (batch: number, n: number) => ranks.all<number[]>((rank) => ({ kind: 'postmessage', sab, group, rank, floats, batch, samples: n }));
           const cal = slowestMedian(await pm(smoke ? 2 : Math.max(1, Math.min(100, calBatch)), 1));
           const us = slowestMedian(await pm(batchFor(cal, smoke), samples));

@@ -7,11 +7,12 @@ import { attachCommunicator, type Communicator } from '../collective/communicato
 import type { AllReduceChoice } from '../collective/all-reduce.js';
 import type { CollectiveBuffer } from '../collective/layout.js';
 import { runJob, type RankJob } from '../collective/testing/ops.js';
-import { timeAllReduce, timeMemcpy, timePostMessageAllReduce } from '../collective/bench.js';
+import { timeAllReduce, timeCopyFloor, timeMemcpy, timePostMessageAllReduce } from '../collective/bench.js';
 
 export type RankRequest =
   | { kind: 'job'; job: RankJob }
-  | { kind: 'bench'; sab: CollectiveBuffer; group: number; rank: number; spin?: number; floats: number; algorithm: AllReduceChoice; batch: number; samples: number }
+  | { kind: 'bench'; sab: CollectiveBuffer; group: number; rank: number; spin?: number; floats: number; algorithm: AllReduceChoice; batch: number; samples: number; inPlace?: boolean }
+  | { kind: 'copyfloor'; sab: CollectiveBuffer; group: number; rank: number; floats: number; batch: number; samples: number; inPlace: boolean }
   | { kind: 'memcpy'; floats: number; reps: number; samples: number }
   | { kind: 'ports'; ports: MessagePort[] }
   | { kind: 'postmessage'; sab: CollectiveBuffer; group: number; rank: number; floats: number; batch: number; samples: number };
@@ -34,7 +35,9 @@ async function handle(m: RankRequest): Promise<unknown> {
     case 'job':
       return runJob(m.job);
     case 'bench':
-      return timeAllReduce(communicator(m.sab, m.group, m.rank, m.spin), m.floats, m.algorithm, m.batch, m.samples);
+      return timeAllReduce(communicator(m.sab, m.group, m.rank, m.spin), m.floats, m.algorithm, m.batch, m.samples, 2, m.inPlace);
+    case 'copyfloor':
+      return timeCopyFloor(communicator(m.sab, m.group, m.rank), m.floats, m.batch, m.samples, 2, m.inPlace);
     case 'memcpy':
       return timeMemcpy(m.floats, m.reps, m.samples);
     case 'ports':
