@@ -38,6 +38,13 @@ test('bench generate runs and reports every field per TP degree and batch, with 
     expect(p.gpu_ms_per_step).toBeCloseTo(sum, 6);
     expect(p.gpu_ms_per_step).toBeGreaterThan(0);
     expect(p.matmul_gflops).toBeGreaterThan(0);
+    // Every rank's kernels at TP > 1 (they share the adapter's cores), rank 0's as above.
+    if (x.tp === 1) expect(p.ranks_kernels_ms_per_step).toBeUndefined();
+    else {
+      expect(p.ranks_kernels_ms_per_step!.length).toBe(x.tp);
+      expect(p.ranks_kernels_ms_per_step![0]).toEqual(p.kernels_ms_per_step);
+      expect(Object.keys(p.ranks_kernels_ms_per_step![1]!).sort()).toEqual(Object.keys(p.kernels_ms_per_step).sort());
+    }
   }
   expect(r.results.find((x) => x.tp === 2)!.allreduce_roundtrip_ms).toBeGreaterThan(0);
 

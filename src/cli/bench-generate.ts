@@ -88,6 +88,11 @@ export interface KernelProfileResult {
   /** Rank 0's GPU ms per step, by kernel kind (every layer's together). */
   kernels_ms_per_step: Record<string, number>;
   gpu_ms_per_step: number;
+  /**
+   * Every rank's GPU ms per step by kernel kind, rank order. On one shared CPU adapter the ranks'
+   * kernels run on the same cores, so their sum, not rank 0's alone, is what TP = 1 competes with.
+   */
+  ranks_kernels_ms_per_step?: Record<string, number>[];
   /** Matmul FLOPs per step over the matmuls' GPU time: the arithmetic rate one device reached. */
   matmul_gflops: number;
 }
@@ -181,8 +186,10 @@ async function benchModel(
       // Warm-up: loads the engine and compiles every pipeline; the measured runs reuse it.
       const warm = await runGenerate(h, { ...common, maxTokens: 4 });
       for (const batch of batches) {
-        // The profiled pass is short: it only needs enough steps for stable per-kernel means.
-        const maxTokens = profile ? Math.min(o.maxTokens, 8) : o.maxTokens;
+        // The profiled pass is short: it only needs enough steps for stable per-kernel means. A
+        // batch needs its full length: its streams start a step apart, and the profile should
+        // cover steps in which all of them decode (the measured window), not the ramp.
+        const maxTokens = profile && batch === 1 ? Math.min(o.maxTokens, 8) : o.maxTokens;
         const run = await measure(h, common, batch, maxTokens);
         if (profile) {
           const target = results.find((r) => r.tp === tp && r.batch === batch);
@@ -246,6 +253,7 @@ export function kernelProfile(c: ModelConfig, tp: number, batch: number, stats: 
   if (!r0?.kernels || r0.steps === 0) return undefined;
   const steps = r0.steps;
   const kernels_ms_per_step: Record<string, number> = {};
+  const ranks_kernels_ms_per_step = stats.ranks.map((r) => Object.fromEntries((r.kernels ?? []).map((k) => [k.name, k.gpuMs / Math.max(r.steps, 1)])));
   let gpu = 0;
   let matmulMs = 0;
   for (const k of r0.kernels) {
@@ -261,6 +269,7 @@ export function kernelProfile(c: ModelConfig, tp: number, batch: number, stats: 
     steps,
     kernels_ms_per_step,
     gpu_ms_per_step: gpu,
+    ...(stats.ranks.length > 1 && { ranks_kernels_ms_per_step }),
     matmul_gflops: matmulMs > 0 ? flops / (matmulMs * 1e6) : 0,
   };
 }
