@@ -151,11 +151,14 @@ export const DIRECT_LAG = 4;
 /**
  * How long a rank of `directBlocked` spins on an awaited rank whose counter stands still before
  * it sleeps (µs; see `Communicator.waitRank`): while the counter moves, the rank is running and
- * the wait is short, so it spins on.
+ * the wait is short, so it spins on. It must exceed a step (~45 µs for a 128 KB block here), or a
+ * rank sleeps on a peer that is merely mid-step: with 30 µs, 4M floats at 2 ranks took ≥ 8 ms
+ * (against ~6) in 2–3 of 5 quiet runs, and its median was 1.45× the copy floor; with 200 µs none
+ * of 5 did, median 1.24× (alternating runs, `bench allreduce --workers 2 --sizes 2048,4194304`).
  * Only this path spins by time: the engine reduces from its slot (zero copy, workers/
  * shard.worker.ts) and never takes it, so its ranks never spin against SwiftShader for the cores.
  */
-export const DIRECT_SPIN_US = 30;
+export const DIRECT_SPIN_US = 200;
 
 /**
  * Shortest vector `directBlocked` takes (1 MB): 8 blocks, so lag ≥ 2 and its slot holds the
