@@ -98,7 +98,7 @@ export async function benchAllReduceTab(o: TabAllReduceBenchOptions): Promise<Ta
       meta: { iters, note: 'tab: median over iters of one all-reduce after a barrier, slowest rank; sab: `bench allreduce` auto, same sizes' },
     };
     const sab = await harness.page.evaluate((x) => (window as unknown as CollectivePage).tp.collective.benchAllReduce(x), {
-      workers: o.workers, sizes: o.sizes, algorithms: ['auto'] as const, samples: Math.max(3, Math.min(iters, 20)),
+      workers: o.workers, sizes: o.sizes, algorithms: ['auto'] as const, inPlace: false, copyFloor: false, samples: Math.max(3, Math.min(iters, 20)),
     } satisfies AllReduceBenchOptions);
     for (const world of o.workers) {
       const pages = [harness.page];
@@ -114,7 +114,7 @@ export async function benchAllReduceTab(o: TabAllReduceBenchOptions): Promise<Ta
       await Promise.all(pages.map((p) => p.evaluate((g) => (window as unknown as TabsPage).tp.tabs.leave(g), group)));
       for (const p of pages.slice(1)) await p.close();
       for (const [i, floats] of o.sizes.entries()) {
-        const s = sab.results.find((x) => x.workers === world && x.floats === floats);
+        const s = sab.results.find((x) => x.workers === world && x.floats === floats && !x.in_place);
         report.results.push({
           workers: world,
           floats,

@@ -246,7 +246,8 @@ async function readConfig(path: string): Promise<ModelConfig> {
 /**
  * Rank 0's GPU time per decode step by kernel kind, and the arithmetic rate its matmuls reached:
  * 2·rows·N·K FLOPs per matmul over the matmuls' GPU time. With an even split every rank does
- * rank 0's share, so this is the rate of one device.
+ * rank 0's share, so this is the rate of one device. At TP > 1 every rank's kernel times too
+ * (`ranks_kernels_ms_per_step`).
  */
 export function kernelProfile(c: ModelConfig, tp: number, batch: number, stats: EngineStats): KernelProfileResult | undefined {
   const r0 = stats.ranks[0];

@@ -152,9 +152,12 @@ export const DIRECT_LAG = 4;
  * How long a rank of `directBlocked` spins on an awaited rank whose counter stands still before
  * it sleeps (µs; see `Communicator.waitRank`): while the counter moves, the rank is running and
  * the wait is short, so it spins on. It must exceed a step (~45 µs for a 128 KB block here), or a
- * rank sleeps on a peer that is merely mid-step: with 30 µs, 4M floats at 2 ranks took ≥ 8 ms
- * (against ~6) in 2–3 of 5 quiet runs, and its median was 1.45× the copy floor; with 200 µs none
- * of 5 did, median 1.24× (alternating runs, `bench allreduce --workers 2 --sizes 2048,4194304`).
+ * rank sleeps on a peer that is merely mid-step. 4M floats at 2 ranks, `bench allreduce
+ * --workers 2 --sizes 2048,4194304`, runs of ≥ 8 ms (against ~6): the earlier rule (spin ≤ 30 µs,
+ * only on a rank one step short) 8 of 14 quiet runs, a 30 µs limit 4 of 16, 200 µs 0 of 10. The
+ * price is paid on a loaded machine, where a descheduled peer is spun on for the whole limit:
+ * beside one busy-looping process, 18–20 ms against the earlier rule's 12–15 ms. A variant that
+ * fell back to the earlier rule after one such miss lost most of the quiet gain (3 of 6 slow).
  * Only this path spins by time: the engine reduces from its slot (zero copy, workers/
  * shard.worker.ts) and never takes it, so its ranks never spin against SwiftShader for the cores.
  */

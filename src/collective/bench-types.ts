@@ -17,6 +17,8 @@ export interface AllReduceBenchOptions {
    * out-of-place; default true.
    */
   inPlace?: boolean;
+  /** Also time the copy floor (`baselines.copy_floor`) per world size > 1 and size; default true. */
+  copyFloor?: boolean;
   /** Tiny and quick, for the test suite: 3 samples, small batches; numbers are meaningless. */
   smoke?: boolean;
 }

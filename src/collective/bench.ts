@@ -10,8 +10,9 @@ import { randomFloats } from './testing/data.js';
 
 /**
  * Times `samples` batches of `batch` all-reduces after `warmup` untimed ones; µs per all-reduce.
- * In place, the input grows (doubles at 2 ranks) every round and ends at ±Infinity or NaN; float
- * adds take the same time for those as for any normal value, and the result is never read.
+ * In place, every rank holds the same sum after the first round, which each round multiplies by
+ * N until it is ±Infinity; float adds take the same time for that as for any normal value, and
+ * the result is never read.
  */
 export function timeAllReduce(
   comm: Communicator, floats: number, algorithm: AllReduceChoice, batch: number, samples: number, warmup = 2, inPlace = false,
@@ -52,9 +53,12 @@ export function timeCopyFloor(comm: Communicator, floats: number, batch: number,
 }
 
 /**
- * `out` = `input`, by way of `slot` as `directBlocked` moves it: in its blocks through its ring
- * of areas, each block copied out up to `DIRECT_LAG` blocks after it was copied in (in one piece below
- * its minimum length). `out` may be `input`.
+ * `out` = `input`, by way of `slot`, on `directBlocked`'s schedule without its sums and waits:
+ * blocks of `DIRECT_BLOCK_FLOATS`, block j copied in at step j − m and out at step j + m (m the
+ * lag), through a ring of 4m areas, the slot footprint of its input and result areas (one piece
+ * below its minimum length). It copies out of its own areas, where `directBlocked` reads every
+ * rank's result areas (lines other cores wrote): a lower bound, not a model of the sums' traffic.
+ * `out` may be `input`.
  */
 export function copyThroughSlot(input: Float32Array, slot: Float32Array, out: Float32Array): void {
   const floats = input.length;
@@ -65,14 +69,17 @@ export function copyThroughSlot(input: Float32Array, slot: Float32Array, out: Fl
   }
   const B = DIRECT_BLOCK_FLOATS;
   const m = Math.min(DIRECT_LAG, Math.floor(floats / (4 * B)));
-  const A = 2 * m;
+  const areas = 4 * m;
   const nb = Math.ceil(floats / B);
+  const area = (j: number) => (j % areas) * B;
+  const copyIn = (j: number) => slot.set(input.subarray(j * B, Math.min((j + 1) * B, floats)), area(j));
+  for (let j = 0; j < Math.min(m, nb); j++) copyIn(j);
   for (let k = 0; k < nb + m; k++) {
     if (k >= m) {
       const j = k - m;
-      out.set(slot.subarray((j % A) * B, (j % A) * B + Math.min(B, floats - j * B)), j * B);
+      out.set(slot.subarray(area(j), area(j) + Math.min(B, floats - j * B)), j * B);
     }
-    if (k < nb) slot.set(input.subarray(k * B, Math.min((k + 1) * B, floats)), (k % A) * B);
+    if (k + m < nb) copyIn(k + m);
   }
 }
 

@@ -242,32 +242,34 @@ export class Communicator {
   }
 
   /**
-   * @internal Blocks until every other rank has reached `tick`. With `nearSpinUs`, a wait spins
+   * @internal Blocks until every other rank has reached `tick`. With `stillUs`, a wait spins
    * while the awaited rank's counter moves and sleeps once it has stood still for that many µs,
    * instead of the adaptive `spin` (see `waitRank`).
    */
-  waitAll(tick: number, nearSpinUs?: number): void {
-    for (const j of this.others) this.waitRank(j, tick, this.others, nearSpinUs);
+  waitAll(tick: number, stillUs?: number): void {
+    for (const j of this.others) this.waitRank(j, tick, this.others, stillUs);
   }
 
   /**
    * @internal Blocks until rank `j` has reached `tick`: spin, then sleep in `Atomics.wait`.
    * `group` is the set of ranks the caller waits for, named in a timeout.
    *
-   * `nearSpinUs` replaces the adaptive spin for a collective whose ranks publish a tick every
+   * `stillUs` replaces the adaptive spin for a collective whose ranks publish a tick every
    * few tens of µs: while rank j's counter moves, j is running and will arrive soon, and a spin
    * saves the wake-up (tens of µs to well over 100 µs on a virtual machine's idle core); once it
-   * has stood still for `nearSpinUs` µs, j is not running (descheduled, or late into the
+   * has stood still for `stillUs` µs, j is not running (descheduled, or late into the
    * collective), so this rank sleeps and leaves it the core. The adaptive budget is left alone.
+   * The cost: a rank descheduled by other work is spun on for the whole limit first (on a
+   * loaded machine the blocked all-reduce is slower for it, see DIRECT_SPIN_US).
    */
-  waitRank(j: number, tick: number, group: readonly number[] = [j], nearSpinUs?: number): void {
+  waitRank(j: number, tick: number, group: readonly number[] = [j], stillUs?: number): void {
     const f = this.flags;
     const i = this.progressBase + j * LINE_WORDS;
     // Serial-number comparison, so counters may wrap around 2^31.
     const short = (tick - Atomics.load(f, i + PROGRESS)) | 0;
     if (short <= 0) return;
-    if (nearSpinUs !== undefined) {
-      if (this.spinWhileMoving(i, tick, nearSpinUs)) return;
+    if (stillUs !== undefined) {
+      if (this.spinWhileMoving(i, tick, stillUs)) return;
       this.sleepUntil(j, i, tick, group);
       return;
     }

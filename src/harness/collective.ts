@@ -189,8 +189,9 @@ function slowestMedian(perRank: number[][]): number {
 
 /**
  * `bench allreduce` in this page: for each world size, that many Web Workers; for each size and
- * algorithm a calibration run picks the batch, then `samples` timed batches. Baselines: one
- * thread's SAB→SAB copy bandwidth, and an all-reduce over postMessage.
+ * algorithm (out of place, and `auto` in place too) a calibration run picks the batch, then
+ * `samples` timed batches. Baselines: one thread's SAB→SAB copy bandwidth, the copy floor (every
+ * rank's copies into and out of the slots alone, at once), and an all-reduce over postMessage.
  */
 export async function benchAllReduce(opts: AllReduceBenchOptions): Promise<AllReduceBenchReport> {
   const smoke = !!opts.smoke;
@@ -241,14 +242,16 @@ export async function benchAllReduce(opts: AllReduceBenchOptions): Promise<AllRe
             busbw_gbs: round((algbw * 2 * (world - 1)) / world), batch, samples,
           });
         }
-        if (world > 1) {
+        if (world > 1 && (opts.copyFloor ?? true)) {
           for (const inPlace of [...new Set(cases.map(([, p]) => p))]) {
             const copies = (batch: number, n: number) => ranks.all<number[]>((rank) => ({ kind: 'copyfloor', sab, group, rank, floats, batch, samples: n, inPlace }));
-            const calCopy = slowestMedian(await copies(calBatch, 1));
-            const floorUs = slowestMedian(await copies(batchFor(calCopy, smoke), samples));
+            // Smoke sizes copy in well under the 5 µs timer tick: a smoke sample needs many passes.
+            const calCopy = slowestMedian(await copies(smoke ? 1000 : calBatch, 1));
+            const floorUs = slowestMedian(await copies(smoke ? 1000 : batchFor(calCopy, smoke), samples));
             copyFloor.push({
               workers: world, floats, in_place: inPlace, median_us: round(floorUs),
-              busbw_gbs: round((((floats * 4) / (floorUs * 1e3)) * 2 * (world - 1)) / world),
+              // A pass faster than the timer can tell has no bandwidth to report.
+              busbw_gbs: floorUs > 0 ? round((((floats * 4) / (floorUs * 1e3)) * 2 * (world - 1)) / world) : 0,
             });
           }
           const pm = (batch: number, n: number) => ranks.all<number[]>((rank) => ({ kind: 'postmessage', sab, group, rank, floats, batch, samples: n }));
