@@ -20,3 +20,10 @@ test('bench allreduce (smoke) returns the documented JSON shape', async () => {
   expect(r.baselines.postmessage.map((p) => [p.workers, p.floats])).toEqual([[2, 64], [2, 1000]]);
   expect(JSON.parse(JSON.stringify(r))).toEqual(r);
 });
+
+test('bench allreduce (smoke) without the in-place rows and the floor still gives every other row and postMessage', async () => {
+  const r = await benchAllReduce({ workers: [2], sizes: [64], algorithms: ['auto'], inPlace: false, copyFloor: false, smoke: true });
+  expect(r.results.map((x) => [x.algorithm, x.in_place])).toEqual([['auto', false]]);
+  expect(r.baselines.copy_floor).toEqual([]);
+  expect(r.baselines.postmessage.map((p) => [p.workers, p.floats])).toEqual([[2, 64]]);
+});

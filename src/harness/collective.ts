@@ -254,6 +254,8 @@ export async function benchAllReduce(opts: AllReduceBenchOptions): Promise<AllRe
               busbw_gbs: floorUs > 0 ? round((((floats * 4) / (floorUs * 1e3)) * 2 * (world - 1)) / world) : 0,
             });
           }
+        }
+        if (world > 1) {
           const pm = (batch: number, n: number) => ranks.all<number[]>((rank) => ({ kind: 'postmessage', sab, group, rank, floats, batch, samples: n }));
           const cal = slowestMedian(await pm(smoke ? 2 : Math.max(1, Math.min(100, calBatch)), 1));
           const us = slowestMedian(await pm(batchFor(cal, smoke), samples));
