@@ -253,14 +253,14 @@ export function kernelProfile(c: ModelConfig, tp: number, batch: number, stats: 
   const r0 = stats.ranks[0];
   if (!r0?.kernels || r0.steps === 0) return undefined;
   const steps = r0.steps;
-  const kernels_ms_per_step: Record<string, number> = {};
+  // Kernel names are unique per rank (the worker's profiler totals them by name).
   const ranks_kernels_ms_per_step = stats.ranks.map((r) => Object.fromEntries((r.kernels ?? []).map((k) => [k.name, k.gpuMs / Math.max(r.steps, 1)])));
+  const kernels_ms_per_step = ranks_kernels_ms_per_step[0]!;
   let gpu = 0;
   let matmulMs = 0;
-  for (const k of r0.kernels) {
-    kernels_ms_per_step[k.name] = k.gpuMs / steps;
-    gpu += k.gpuMs / steps;
-    if (k.name.startsWith('matmul')) matmulMs += k.gpuMs / steps;
+  for (const [name, ms] of Object.entries(kernels_ms_per_step)) {
+    gpu += ms;
+    if (name.startsWith('matmul')) matmulMs += ms;
   }
   const q = c.nHeads * c.headSize;
   const kv = c.nKvHeads * c.headSize;

@@ -169,6 +169,11 @@ export const DIRECT_SPIN_US = 200;
  */
 export const DIRECT_BLOCKED_MIN = 8 * DIRECT_BLOCK_FLOATS;
 
+/** The lag m of `directBlocked` for a `len`-float vector: DIRECT_LAG, fewer if it has < 4m blocks. */
+export function directBlockedLag(len: number): number {
+  return Math.min(DIRECT_LAG, Math.floor(len / (4 * DIRECT_BLOCK_FLOATS)));
+}
+
 /**
  * `direct` block by block, pipelined, for a long vector the caller holds outside the slot. Done
  * in one piece, a 16 MB vector is copied into the slot, read back for the sums and copied out
@@ -201,7 +206,7 @@ function directBlocked(comm: Communicator, input: Float32Array, out: Float32Arra
   const r = comm.rank;
   const B = DIRECT_BLOCK_FLOATS;
   // The same on every rank, as it depends only on the length.
-  const m = Math.min(DIRECT_LAG, Math.floor(len / (4 * B)));
+  const m = directBlockedLag(len);
   const A = 2 * m;
   const nb = Math.ceil(len / B);
   const bounds = comm.chunks(len);

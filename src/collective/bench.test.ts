@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DIRECT_BLOCK_FLOATS, DIRECT_BLOCKED_MIN, DIRECT_LAG } from './all-reduce.js';
+import { DIRECT_BLOCK_FLOATS, DIRECT_BLOCKED_MIN, directBlockedLag } from './all-reduce.js';
 import { copyThroughSlot } from './bench.js';
 import { firstBitDifference, randomFloats } from './testing/data.js';
 
@@ -30,7 +30,7 @@ describe('copyThroughSlot (the copy floor of bench allreduce)', () => {
         expect((out as Recording).written.every((w) => w === 1)).toBe(true);
         // Each slot area holds the last block that went through it.
         const blocked = len >= DIRECT_BLOCKED_MIN;
-        const areas = blocked ? 4 * Math.min(DIRECT_LAG, Math.floor(len / (4 * B))) : 1;
+        const areas = blocked ? 4 * directBlockedLag(len) : 1;
         const size = blocked ? B : len;
         const nb = Math.ceil(len / size);
         for (let a = 0; a < Math.min(areas, nb); a++) {

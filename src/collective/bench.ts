@@ -5,7 +5,7 @@
  * isolated page is clamped to 5 µs.
  */
 import type { Communicator } from './communicator.js';
-import { DIRECT_BLOCK_FLOATS, DIRECT_BLOCKED_MIN, DIRECT_LAG, type AllReduceAlgorithm, type AllReduceChoice } from './all-reduce.js';
+import { DIRECT_BLOCK_FLOATS, DIRECT_BLOCKED_MIN, directBlockedLag, type AllReduceAlgorithm, type AllReduceChoice } from './all-reduce.js';
 import { randomFloats } from './testing/data.js';
 
 /**
@@ -20,15 +20,21 @@ export function timeAllReduce(
   const input = randomFloats(floats, 1, comm.rank);
   const out = inPlace ? input : new Float32Array(floats);
   let picked = comm.allReduce(input, algorithm, out);
+  const timesUs = timeBatches(comm, batch, samples, warmup, () => (picked = comm.allReduce(input, algorithm, out)));
+  return { timesUs, picked };
+}
+
+/** µs per call of `op`: `samples` batches of `batch` calls after `warmup` untimed ones, each after a barrier. */
+function timeBatches(comm: Communicator, batch: number, samples: number, warmup: number, op: () => void): number[] {
   const timesUs: number[] = [];
   for (let s = 0; s < warmup + samples; s++) {
     comm.barrier();
     const t0 = performance.now();
-    for (let b = 0; b < batch; b++) picked = comm.allReduce(input, algorithm, out);
+    for (let b = 0; b < batch; b++) op();
     const t1 = performance.now();
     if (s >= warmup) timesUs.push(((t1 - t0) * 1000) / batch);
   }
-  return { timesUs, picked };
+  return timesUs;
 }
 
 /**
@@ -41,15 +47,7 @@ export function timeCopyFloor(comm: Communicator, floats: number, batch: number,
   const input = randomFloats(floats, 1, comm.rank);
   const out = inPlace ? input : new Float32Array(floats);
   const slot = comm.slot().subarray(0, floats);
-  const timesUs: number[] = [];
-  for (let s = 0; s < warmup + samples; s++) {
-    comm.barrier();
-    const t0 = performance.now();
-    for (let b = 0; b < batch; b++) copyThroughSlot(input, slot, out);
-    const t1 = performance.now();
-    if (s >= warmup) timesUs.push(((t1 - t0) * 1000) / batch);
-  }
-  return timesUs;
+  return timeBatches(comm, batch, samples, warmup, () => copyThroughSlot(input, slot, out));
 }
 
 /**
@@ -68,7 +66,7 @@ export function copyThroughSlot(input: Float32Array, slot: Float32Array, out: Fl
     return;
   }
   const B = DIRECT_BLOCK_FLOATS;
-  const m = Math.min(DIRECT_LAG, Math.floor(floats / (4 * B)));
+  const m = directBlockedLag(floats);
   const areas = 4 * m;
   const nb = Math.ceil(floats / B);
   const area = (j: number) => (j % areas) * B;

@@ -182,6 +182,11 @@ function batchFor(us: number, smoke: boolean): number {
   return Math.min(200_000, Math.max(us < 50 ? 1000 : 1, b));
 }
 
+/** nccl-tests' bus bandwidth (GB/s) of `floats` reduced in `us` µs over `world` ranks: algbw · 2(N−1)/N. */
+function busbw(floats: number, us: number, world: number): number {
+  return round((((floats * 4) / (us * 1e3)) * 2 * (world - 1)) / world);
+}
+
 /** Per sample the slowest rank's time, then the median over samples. */
 function slowestMedian(perRank: number[][]): number {
   return median(perRank[0].map((_, s) => Math.max(...perRank.map((t) => t[s]))));
@@ -236,10 +241,9 @@ export async function benchAllReduce(opts: AllReduceBenchOptions): Promise<AllRe
           const batch = batchFor(cal, smoke);
           const runs = await bench(batch, samples);
           const us = slowestMedian(runs.map((r) => r.timesUs));
-          const algbw = (floats * 4) / (us * 1e3); // GB/s
           report.results.push({
             workers: world, floats, algorithm, picked: runs[0].picked, in_place: inPlace, median_us: round(us),
-            busbw_gbs: round((algbw * 2 * (world - 1)) / world), batch, samples,
+            busbw_gbs: busbw(floats, us, world), batch, samples,
           });
         }
         if (world > 1 && (opts.copyFloor ?? true)) {
@@ -251,7 +255,7 @@ export async function benchAllReduce(opts: AllReduceBenchOptions): Promise<AllRe
             copyFloor.push({
               workers: world, floats, in_place: inPlace, median_us: round(floorUs),
               // A pass faster than the timer can tell has no bandwidth to report.
-              busbw_gbs: floorUs > 0 ? round((((floats * 4) / (floorUs * 1e3)) * 2 * (world - 1)) / world) : 0,
+              busbw_gbs: floorUs > 0 ? busbw(floats, floorUs, world) : 0,
             });
           }
         }
