@@ -2,7 +2,7 @@ import { test, expect } from '@playwright/test';
 import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { benchGenerate } from '../src/cli/bench-generate.js';
+import { benchGenerate, type BenchGenerateResult } from '../src/cli/bench-generate.js';
 import { writeReport, type BenchAllReport } from '../src/cli/bench-report.js';
 import { sharedModelsDir } from '../src/cli/browser.js';
 
@@ -47,6 +47,13 @@ test('bench generate runs and reports every field per TP degree and batch, with 
     }
   }
   expect(r.results.find((x) => x.tp === 2)!.allreduce_roundtrip_ms).toBeGreaterThan(0);
+  // One round: the TP = 2 rate over TP = 1's at the same batch; no per-round rates.
+  for (const x of r.results) {
+    expect(x.rounds_tokens_per_s).toBeUndefined();
+    const tp1 = r.results.find((y) => y.tp === 1 && y.batch === x.batch)!;
+    if (x.tp === 1) expect(x.vs_tp1).toBeUndefined();
+    else expect(x.vs_tp1).toBeCloseTo(x.aggregate_tokens_per_s / tp1.aggregate_tokens_per_s, 9);
+  }
 
   // The report renders from these figures: an HTML page with its data and charts, and a PNG.
   const dir = mkdtempSync(join(tmpdir(), 'tp-report-'));
@@ -76,6 +83,31 @@ test('bench generate runs and reports every field per TP degree and batch, with 
   const png = readFileSync(join(dir, 'report.png'));
   expect(png.subarray(1, 4).toString()).toBe('PNG');
   expect(statSync(join(dir, 'report.png')).size).toBeGreaterThan(20_000);
+});
+
+// `--rounds N`: every degree's engine stays loaded and the cases run in interleaved rounds; a
+// result is its median round, and vs_tp1 the median of the round-by-round ratios.
+test('bench generate --rounds interleaves the degrees and reports the median round and ratio', async () => {
+  const r = await benchGenerate({
+    model: resolve(sharedModelsDir, 'stories260K.bin'),
+    tokenizer: resolve(sharedModelsDir, 'tok512.bin'),
+    tp: [1, 2],
+    batch: [2],
+    maxTokens: 4,
+    rounds: 3,
+  });
+  expect(r.results.map((x) => x.tp)).toEqual([1, 2]);
+  const [one, two] = r.results as [BenchGenerateResult, BenchGenerateResult];
+  for (const x of r.results) {
+    expect(x.rounds_tokens_per_s).toHaveLength(3);
+    expect(x.rounds_tokens_per_s!.every((v) => v > 0)).toBe(true);
+    expect(x.aggregate_tokens_per_s).toBe([...x.rounds_tokens_per_s!].sort((a, b) => a - b)[1]);
+    expect(x.decode_tokens_per_s).toBeCloseTo(x.aggregate_tokens_per_s / 2, 9);
+    expect(x.tokens).toBe(8);
+  }
+  const ratios = two.rounds_tokens_per_s!.map((v, i) => v / one.rounds_tokens_per_s![i]!).sort((a, b) => a - b);
+  expect(two.vs_tp1).toBeCloseTo(ratios[1]!, 9);
+  expect(one.vs_tp1).toBeUndefined();
 });
 
 // `--quant`: one synth GGUF per quantisation, each measured, with decode speed against f32. A

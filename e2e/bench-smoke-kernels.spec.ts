@@ -26,4 +26,11 @@ test('bench kernels (smoke) reports results, baselines and readback figures', as
   expect(['read_chunked', 'read_strided', 'read_rows4']).toContain(r.roofline?.gpu_read.kernel);
   expect(r.roofline?.gpu_read.median_ms).toBeGreaterThan(0);
   expect(r.roofline?.js_read.median_ms).toBeGreaterThan(0);
+  // TP = 2 shards of each stories110M matrix kind, timed against the whole matrix.
+  expect(r.shards?.map((x) => [x.matrix, x.split])).toEqual([['wqkv', 'col'], ['wo', 'row'], ['w13', 'col'], ['w2', 'row'], ['output', 'col']]);
+  for (const x of r.shards!) {
+    expect(x.full_ms).toBeGreaterThan(0);
+    expect(x.shards_ms).toBeGreaterThan(0);
+    expect(x.ratio).toBeCloseTo(x.shards_ms / x.full_ms, 9);
+  }
 });

@@ -23,3 +23,28 @@ test('timedConcurrent counts only the steps in which every stream decodes', asyn
   expect(r.decodeTokens).toBeLessThan(3 * 11);
   expect(r.decodeMs).toBeGreaterThan(0);
 });
+
+// `bench generate --rounds N` interleaves TP degrees round by round on engines kept loaded: the
+// page must reuse an engine of the same options while keepEngines allows, and reload otherwise.
+test('the page keeps up to keepEngines engines loaded and reuses them', async ({ harness }) => {
+  const base = { model: '/models/stories260K.bin', tokenizer: '/models/tok512.bin', prompt: '', maxTokens: 1, temperature: 0, topP: 0.9, seed: 1, cache: false };
+  const load = (o: PageGenerateOptions) => harness.page.evaluate(async (x) => {
+    const r = await window.tp.engine.load(x);
+    if ('error' in r) throw new Error(r.error.message);
+    return r.loadMs;
+  }, o);
+  try {
+    const kept = { ...base, keepEngines: 2 };
+    expect(await load({ ...kept, tp: 1 })).toBeGreaterThan(0);
+    expect(await load({ ...kept, tp: 2 })).toBeGreaterThan(0);
+    // Both still loaded: loading either again is a reuse (no load time).
+    expect(await load({ ...kept, tp: 1 })).toBe(0);
+    expect(await load({ ...kept, tp: 2 })).toBe(0);
+    // One engine at a time (the default): the other degree is disposed and must load again.
+    expect(await load({ ...base, tp: 1 })).toBe(0);
+    expect(await load({ ...base, tp: 2 })).toBeGreaterThan(0);
+    expect(await load({ ...base, tp: 1 })).toBeGreaterThan(0);
+  } finally {
+    await harness.page.evaluate(() => window.tp.engine.disposeAll());
+  }
+});

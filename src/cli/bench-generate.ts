@@ -17,6 +17,7 @@ import { GGUF_QUANTS, type GgufQuant } from '../model/formats/gguf-write.js';
 import type { SynthShape } from '../model/synth.js';
 import { InvalidArgumentError, reviveError, WebGpuTpError, type SerializedError } from '../errors.js';
 import { synthCommand } from './synth.js';
+import { median } from '../collective/bench.js';
 import type { PageConcurrentResult, PageGenerateOptions } from '../harness/types.js';
 
 type PageWindow = {
@@ -47,6 +48,11 @@ export interface BenchGenerateOptions {
   profile?: boolean;
   /** Two-batch overlap at TP > 1 (default: the engine's). */
   overlap?: boolean;
+  /**
+   * Timed runs per case (default 1). Above 1 every degree's engine stays loaded and the cases
+   * run in interleaved rounds; each result is the round of median rate, with every round's rate.
+   */
+  rounds?: number;
   /** W8A8: runq.c's arithmetic bit for bit (default: the engine's, true). */
   runqExact?: boolean;
   /** What the KV cache stores (default: the engine's, auto). */
@@ -64,6 +70,13 @@ export interface BenchGenerateResult {
   batch: number;
   /** Decode tokens/s of all streams together. */
   aggregate_tokens_per_s: number;
+  /** With `rounds` > 1: aggregate_tokens_per_s of each round, in order. */
+  rounds_tokens_per_s?: number[];
+  /**
+   * At TP > 1 in a run that includes TP = 1: aggregate tokens/s over TP = 1's at the same batch,
+   * round by round, the median of those ratios (one machine's slow spells cancel out).
+   */
+  vs_tp1?: number;
   /** Prompt tokens of one stream (every stream of a batch has the same prompt). */
   prompt_tokens: number;
   tokens: number;
@@ -172,47 +185,78 @@ async function benchQuant(o: BenchGenerateOptions, quants: string[]): Promise<Be
 async function benchModel(
   h: Awaited<ReturnType<typeof openHarness>>, o: BenchGenerateOptions, config: ModelConfig, model: string, tokenizer: string | undefined,
 ): Promise<BenchGenerateResult[]> {
-  const results: BenchGenerateResult[] = [];
   const batches = o.batch ?? [1];
   const maxBatch = Math.max(...batches);
   const prompt = o.prompt ?? DEFAULT_PROMPT;
-  for (const tp of o.tp) {
-    for (const profile of o.profile ? [false, true] : [false]) {
-      const common: Omit<PageGenerateOptions, 'maxTokens'> = {
-        model, tokenizer, tp, prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch, profile, overlap: o.overlap, runqExact: o.runqExact, int8Activations: o.int8Activations, kvCache: o.kvCache,
-        // A 64-row prefill step of a large model can take minutes on a CPU adapter.
-        timeoutMs: 600_000,
-      };
-      // Warm-up: loads the engine and compiles every pipeline; the measured runs reuse it.
-      const warm = await runGenerate(h, { ...common, maxTokens: 4 });
-      for (const batch of batches) {
-        // The profiled pass is short: it only needs enough steps for stable per-kernel means. A
-        // batch needs its full length: its streams start a step apart, and the profile should
-        // cover steps in which all of them decode (the measured window), not the ramp.
-        const maxTokens = profile && batch === 1 ? Math.min(o.maxTokens, 8) : o.maxTokens;
-        const run = await measure(h, common, batch, maxTokens);
-        if (profile) {
-          const target = results.find((r) => r.tp === tp && r.batch === batch);
-          if (target) target.profile = kernelProfile(config, tp, batch, run.stats);
-          continue;
+  const rounds = Math.max(1, o.rounds ?? 1);
+  // Interleaved rounds keep every degree's engine loaded, so a round measures them back to back.
+  const keepEngines = rounds > 1 ? o.tp.length : 1;
+  const common = (tp: number, profile: boolean): Omit<PageGenerateOptions, 'maxTokens'> => ({
+    model, tokenizer, tp, prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch, profile, overlap: o.overlap, runqExact: o.runqExact, int8Activations: o.int8Activations, kvCache: o.kvCache, keepEngines,
+    // A 64-row prefill step of a large model can take minutes on a CPU adapter.
+    timeoutMs: 600_000,
+  });
+  const loadMs = new Map<number, number>();
+  const runs = new Map<string, Measured[]>();
+  const key = (tp: number, batch: number) => `${tp}:${batch}`;
+  // One round: each degree warmed then measured (one engine at a time). Several: all warmed,
+  // then each round runs every case once, so slow spells of a noisy machine hit all degrees.
+  for (const group of rounds > 1 ? [o.tp] : o.tp.map((tp) => [tp])) {
+    // Warm-up: loads the engine and compiles every pipeline; the measured runs reuse it.
+    for (const tp of group) loadMs.set(tp, (await runGenerate(h, { ...common(tp, false), maxTokens: 4 })).timings.load_ms);
+    for (let r = 0; r < rounds; r++) {
+      for (const tp of group) {
+        for (const batch of batches) {
+          const run = await measure(h, common(tp, false), batch, o.maxTokens);
+          runs.set(key(tp, batch), [...(runs.get(key(tp, batch)) ?? []), run]);
         }
-        const r0 = run.stats.ranks[0]!;
-        results.push({
-          tp, batch, aggregate_tokens_per_s: run.aggregate,
-          prompt_tokens: run.promptTokens, tokens: run.tokens,
-          ...(run.prefill !== undefined && { prefill_tokens_per_s: run.prefill }), decode_tokens_per_s: run.aggregate / batch,
-          breakdown_ms: r0.breakdown, allreduce_roundtrip_ms: r0.allreduceRoundtripMs, load_ms: warm.timings.load_ms, adapter: r0.adapter,
-        });
       }
+    }
+  }
+  const results: BenchGenerateResult[] = [];
+  for (const tp of o.tp) {
+    for (const batch of batches) {
+      const all = runs.get(key(tp, batch))!;
+      const run = medianRun(all);
+      const r0 = run.stats.ranks[0]!;
+      const base = tp !== 1 ? runs.get(key(1, batch)) : undefined;
+      results.push({
+        tp, batch, aggregate_tokens_per_s: run.aggregate,
+        ...(rounds > 1 && { rounds_tokens_per_s: all.map((x) => x.aggregate) }),
+        ...(base && { vs_tp1: median(all.map((x, i) => x.aggregate / base[i]!.aggregate)) }),
+        prompt_tokens: run.promptTokens, tokens: run.tokens,
+        ...(run.prefill !== undefined && { prefill_tokens_per_s: run.prefill }), decode_tokens_per_s: run.aggregate / batch,
+        breakdown_ms: r0.breakdown, allreduce_roundtrip_ms: r0.allreduceRoundtripMs, load_ms: loadMs.get(tp)!, adapter: r0.adapter,
+      });
+    }
+  }
+  if (!o.profile) return results;
+  for (const tp of o.tp) {
+    const c = common(tp, true);
+    await runGenerate(h, { ...c, maxTokens: 4 });
+    for (const batch of batches) {
+      // The profiled pass is short: it only needs enough steps for stable per-kernel means. A
+      // batch needs its full length: its streams start a step apart, and the profile should
+      // cover steps in which all of them decode (the measured window), not the ramp.
+      const run = await measure(h, c, batch, batch === 1 ? Math.min(o.maxTokens, 8) : o.maxTokens);
+      results.find((r) => r.tp === tp && r.batch === batch)!.profile = kernelProfile(config, tp, batch, run.stats);
     }
   }
   return results;
 }
 
+interface Measured { aggregate: number; prefill?: number; promptTokens: number; tokens: number; stats: EngineStats }
+
+/** The run whose rate is the median of the rounds (the lower middle of an even count). */
+function medianRun(all: Measured[]): Measured {
+  const sorted = [...all].sort((a, b) => a.aggregate - b.aggregate);
+  return sorted[(sorted.length - 1) >> 1]!;
+}
+
 /** One timed generation of `batch` concurrent streams (one stream: the plain generate path). */
 async function measure(
   h: Awaited<ReturnType<typeof openHarness>>, common: Omit<PageGenerateOptions, 'maxTokens'>, batch: number, maxTokens: number,
-): Promise<{ aggregate: number; prefill?: number; promptTokens: number; tokens: number; stats: EngineStats }> {
+): Promise<Measured> {
   if (batch === 1) {
     const r = await runGenerate(h, { ...common, maxTokens });
     return { aggregate: r.timings.decode_tokens_per_s, prefill: r.timings.prefill_tokens_per_s, promptTokens: r.prompt_tokens.length, tokens: r.tokens.length, stats: r.stats };

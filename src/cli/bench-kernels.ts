@@ -14,6 +14,23 @@ export interface KernelBenchRow {
   gflops: number;
 }
 
+/** A matmul as TP shards on devices sharing the adapter, against the whole matrix on one device. */
+export interface ShardBenchRow {
+  /** The stories110M matrix it has the shape of. */
+  matrix: string;
+  split: 'row' | 'col';
+  m: number;
+  k: number;
+  n: number;
+  tp: number;
+  /** Median wall ms per dispatch of the whole matrix on one device. */
+  full_ms: number;
+  /** Median wall ms per dispatch with every rank's shard dispatched at once on its own device. */
+  shards_ms: number;
+  /** shards_ms / full_ms: above 1, what sharding costs on a shared adapter. */
+  ratio: number;
+}
+
 export interface KernelBenchReport {
   adapter: { vendor: string; architecture: string };
   /** Kernel variants this adapter uses, and the timings that chose them. */
@@ -26,6 +43,8 @@ export interface KernelBenchReport {
   baselines: { js: KernelBenchRow[]; tfjs: KernelBenchRow[] };
   /** Absent from results written before it existed. */
   roofline?: RooflineFigures;
+  /** TP = 2 shards of stories110M's matrices on two devices of this adapter at once (absent before it existed). */
+  shards?: ShardBenchRow[];
   /** Submit → data of 8 KB after a tiny dispatch, through the readback helper (median ms). */
   readback_ms: number;
   readback: {
@@ -69,7 +88,10 @@ export async function benchKernels(opts: KernelBenchOptions = {}): Promise<Kerne
   const h = await openHarness({ bench: true });
   try {
     const o = { smoke: !!opts.smoke, quick: opts.quick ?? process.env.TP_BENCH_KERNELS_QUICK === '1' };
-    return await h.page.evaluate((x) => (window as unknown as { tp: { kernels: { bench(o: { smoke: boolean; quick: boolean }): Promise<KernelBenchReport> } } }).tp.kernels.bench(x), o);
+    type Page = { tp: { kernels: { bench(o: { smoke: boolean; quick: boolean }): Promise<KernelBenchReport> }; shards: { bench(smoke: boolean): Promise<ShardBenchRow[]> } } };
+    const report = await h.page.evaluate((x) => (window as unknown as Page).tp.kernels.bench(x), o);
+    report.shards = await h.page.evaluate((smoke) => (window as unknown as Page).tp.shards.bench(smoke), o.smoke);
+    return report;
   } catch (e) {
     const tail = h.console.slice(-20).join('\n');
     throw new Error(`${(e as Error).message}${tail ? `\npage console:\n${tail}` : ''}`);

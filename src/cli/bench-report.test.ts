@@ -36,6 +36,13 @@ describe('bench report', () => {
     ]);
   });
 
+  it('takes the TP cost from the round-by-round median ratio when the run had rounds', () => {
+    const r = report({
+      stories110M: { model: 's110', max_tokens: 16, results: [result(1, 8, 10), { ...result(2, 8, 9, 0.3), rounds_tokens_per_s: [9, 8, 10], vs_tp1: 0.96 }] },
+    });
+    expect(checkTargets(r)[3]).toMatchObject({ measured: '0.96×', met: true });
+  });
+
   it('marks targets whose cases were not run instead of failing them', () => {
     const t = checkTargets(report({ stories15M: { model: 's15', max_tokens: 4, results: [result(1, 1, 10)] } }));
     expect(t.every((x) => x.met === null && x.measured === 'not run')).toBe(true);

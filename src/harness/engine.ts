@@ -19,14 +19,25 @@ declare global {
   }
 }
 
-/** The last engine, reused while the same model, degree and rows are asked for (one at a time keeps memory bounded). */
-let current: { key: string; engine: Engine } | undefined;
+/**
+ * Engines reused while the same model, degree and rows are asked for, most recent last. One at
+ * a time keeps memory bounded; a benchmark that interleaves TP degrees keeps one per degree
+ * (`keepEngines`), so that each round measures the same loaded engines instead of reloading.
+ */
+const engines: { key: string; engine: Engine }[] = [];
 
 async function engineFor(o: PageGenerateOptions): Promise<{ engine: Engine; loadMs: number }> {
   const maxRows = o.noPrefillBatch ? 1 : o.maxRows;
   const key = JSON.stringify([o.model, o.tokenizer, o.tp, o.devices, o.split, maxRows, o.spin, o.cache, o.maxBatch, o.timeoutMs, o.profile, o.overlap, o.weightOnly, o.tabs, o.modelAsBlob, o.runqExact, o.int8Activations, o.kvCache]);
-  if (current?.key === key) return { engine: current.engine, loadMs: 0 };
-  await disposeAll();
+  const keep = Math.max(1, o.keepEngines ?? 1);
+  const hit = engines.findIndex((e) => e.key === key);
+  if (hit >= 0) {
+    const [e] = engines.splice(hit, 1);
+    while (engines.length >= keep) await engines.shift()!.engine.dispose();
+    engines.push(e!);
+    return { engine: e!.engine, loadMs: 0 };
+  }
+  while (engines.length >= keep) await engines.shift()!.engine.dispose();
   const t0 = performance.now();
   const model = o.modelAsBlob && typeof o.model === 'string' ? await (await fetch(o.model)).blob() : o.model;
   const engine = await createEngine({ model, tokenizer: o.tokenizer, tensorParallel: o.tp || undefined, devices: o.devices, split: o.split, maxRows, spin: o.spin, cache: o.cache, maxBatch: o.maxBatch, timeoutMs: o.timeoutMs, profile: o.profile, overlap: o.overlap, weightOnly: o.weightOnly, int8Activations: o.int8Activations, runqExact: o.runqExact, kvCache: o.kvCache, tabs: o.tabs,
@@ -34,7 +45,7 @@ async function engineFor(o: PageGenerateOptions): Promise<{ engine: Engine; load
       if (p.loadedBytes === p.totalBytes) o.onProgressLog?.push({ rank: p.rank, fromCache: p.fromCache });
     },
   });
-  current = { key, engine };
+  engines.push({ key, engine });
   return { engine, loadMs: performance.now() - t0 };
 }
 
@@ -159,9 +170,8 @@ export async function clearCache(): Promise<void> {
 
 /** Disposes every engine the page created. */
 export async function disposeAll(): Promise<void> {
-  const e = current?.engine;
-  current = undefined;
-  await e?.dispose();
+  const all = engines.splice(0);
+  for (const e of all) await e.engine.dispose();
 }
 
 /** How one request of a fault or soak run ended: its tokens, or its error with its code. */

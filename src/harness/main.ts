@@ -11,8 +11,9 @@ import * as q8 from './kernels-q8';
 import * as q4 from './kernels-q4';
 import * as q4engine from './engine-q4';
 import * as f16 from './kernels-f16';
+import * as shards from './shards';
 
-const tp = { collective, kernels, engine, tabs, q8, q4, q4engine, f16 };
+const tp = { collective, kernels, engine, tabs, q8, q4, q4engine, f16, shards };
 export type Harness = typeof tp;
 
 declare global {

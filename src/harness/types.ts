@@ -29,6 +29,8 @@ export interface PageGenerateOptions {
   onProgressLog?: { rank: number; fromCache: boolean }[];
   /** Sequences batched at once (engine maxBatch). */
   maxBatch?: number;
+  /** Engines (of different options) the page keeps loaded for reuse; default 1. */
+  keepEngines?: number;
   /** Use the IndexedDB shard cache (default true). */
   cache?: boolean;
   /** Collective spin iterations (default: the engine's). */
