@@ -196,6 +196,13 @@ test('fused step chain: rmsnorm→qkv matmul→rope+kv→attention matches the u
   expect(r.worst, JSON.stringify(r)).toBeLessThanOrEqual(1);
 });
 
+test('readback helper: reads learnt to be long go unpoked and still complete', async ({ harness }) => {
+  const r = await harness.page.evaluate(() => window.tp.kernels.testReadbackQuiet());
+  expect(r.intact).toBe(true);
+  expect(r.quietPokes).toBe(0);
+  expect(r.pokedPokes).toBeGreaterThan(0);
+});
+
 test('readback helper: data intact, `into`, single-use tickets, ring slots', async ({ harness }) => {
   const r = await harness.page.evaluate(() => window.tp.kernels.testReadback());
   expect(r.detail).toBe('');

@@ -35,6 +35,13 @@ export interface ReadOptions {
   into?: Float32Array;
   /** No poking at all: the plain `mapAsync` path (for comparison). */
   plain?: boolean;
+  /**
+   * Reads expected (learnt per `key`) to take at least this long (ms) are left to Chromium's own
+   * polling: no pokes. Default: always poke. Where ranks share a CPU adapter, a long stage's
+   * pokes (~14 per read at batch 8, each a trip through the GPU process) take more of the
+   * cores than the ≤ 2.3 ms of latency they save.
+   */
+  quietOverMs?: number;
 }
 
 export interface ReadbackStats {
@@ -150,9 +157,10 @@ export function createReadback(ctx: GpuContext, opts: ReadbackOptions): Readback
         done = true;
         sleeper.wake();
       });
-      if (!o.plain) {
-        const key = o.key ?? '';
-        const expected = o.expectedMs ?? learnt.get(key) ?? 0;
+      const key = o.key ?? '';
+      const expected = o.expectedMs ?? learnt.get(key) ?? 0;
+      const quiet = o.plain || expected >= (o.quietOverMs ?? Infinity);
+      if (!quiet) {
         // Wake a little before the work should end, then poke at a steady pace.
         await sleeper.sleep(expected - pokeMs - (performance.now() - t0));
         let interval = pokeMs;
@@ -179,6 +187,12 @@ export function createReadback(ctx: GpuContext, opts: ReadbackOptions): Readback
       }
       try {
         await mapped;
+        if (quiet && !o.plain && o.expectedMs === undefined) {
+          // Unpoked, the read ends at Chromium's next poll: an upper bound of the work's time,
+          // at most ~2.3 ms late, which keeps a stage that got short again from staying quiet.
+          const est = learnt.get(key) ?? 0;
+          learnt.set(key, est + 0.5 * (performance.now() - t0 - est));
+        }
         const src = new Float32Array(s.buffer.getMappedRange(0, ticket.bytes));
         const out = o.into ?? new Float32Array(ticket.bytes / 4);
         out.set(src.subarray(0, Math.min(src.length, out.length)));

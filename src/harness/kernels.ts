@@ -1011,6 +1011,37 @@ export async function testReadback(): Promise<{ ok: boolean; detail: string }> {
 }
 
 /**
+ * `quietOverMs`: a read whose learnt time reaches it is left to Chromium's own polling (no
+ * pokes), and still completes with its data; below it (or without it) the helper pokes.
+ */
+export async function testReadbackQuiet(): Promise<{ quietPokes: number; pokedPokes: number; intact: boolean }> {
+  return withCtx(undefined, async (ctx) => {
+    const data = randn(1024, rng(37));
+    const src = createStorageBuffer(ctx, data);
+    const rb = createReadback(ctx, { slotBytes: 4096, slots: 1 });
+    let intact = true;
+    const reads = async (quietOverMs?: number) => {
+      const before = rb.stats.pokes;
+      for (let i = 0; i < 4; i++) {
+        const enc = ctx.device.createCommandEncoder();
+        const t = rb.encodeCopy(enc, src, 0, 4096);
+        ctx.device.queue.submit([enc.finish()]);
+        const got = await rb.read(t, { key: `quiet:${quietOverMs}`, quietOverMs });
+        if (got.some((v, j) => v !== data[j])) intact = false;
+      }
+      return rb.stats.pokes - before;
+    };
+    // Every read is expected to take ≥ 0 ms: none is poked. Without the option, the first read of
+    // a key pokes at once (nothing learnt yet), so pokes show up.
+    const quietPokes = await reads(0);
+    const pokedPokes = await reads(undefined);
+    destroyReadback(ctx, rb);
+    src.destroy();
+    return { quietPokes, pokedPokes, intact };
+  });
+}
+
+/**
  * One attention block through the fused kernels, prefill (positions 0..4) then one decode step
  * (position 5): x += Wo · attention(rope(Wqkv · rmsnorm(x))), against the oracle op by op.
  */
