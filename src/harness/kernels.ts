@@ -293,10 +293,12 @@ function benchWeights(ctx: GpuContext, kind: BenchWeights, n: number, k: number,
   return m;
 }
 
-export async function benchMatmulRaw(c: { m: number; k: number; n: number; reps?: number; gemv?: GemvKind; gemm?: GemmKind; small?: SmallGemmKind; weights?: BenchWeights; activations?: Q8Activations; input?: 'plain' | 'rmsnorm' | 'siluMul' }): Promise<{ gpuMs: number; wallMs: number }> {
-  const ctx = await context();
+/** What a benchmarked matmul runs with: its case, or the adapter's choices where unset. */
+export interface BenchMatmulCase { m: number; k: number; n: number; gemv?: GemvKind; gemm?: GemmKind; small?: SmallGemmKind; weights?: BenchWeights; activations?: Q8Activations; input?: 'plain' | 'rmsnorm' | 'siluMul' }
+
+/** A matmul of the case on `ctx` with seeded random data, and what frees it. */
+export function benchMatmulOp(ctx: GpuContext, c: BenchMatmulCase): { op: BoundOp; destroy(): void } {
   const { m, k, n } = c;
-  const reps = c.reps ?? 10;
   const step = createStepParams(ctx, m);
   step.write(m, new Uint32Array(m));
   const rand = rng(3);
@@ -311,6 +313,26 @@ export async function benchMatmulRaw(c: { m: number; k: number; n: number; reps?
       : c.input === 'siluMul' ? { kind: 'siluMul', b: x, bOffset: k, bStride: xStride }
         : { kind: 'plain' };
   const op = createMatmul(ctx, step, { x, xStride, w, y, maxM: m, gemv: c.gemv, gemm: c.gemm, small: c.small, activations: c.activations, input });
+  return {
+    op,
+    destroy() {
+      op.destroy();
+      if (isQuantMatrix(w)) destroyQuantMatrix(w);
+      else if (isHalfMatrix(w)) destroyHalfMatrix(w);
+      else destroyMatrix(w);
+      x.destroy();
+      y.destroy();
+      g.destroy();
+      destroyStepParams(step);
+    },
+  };
+}
+
+export async function benchMatmulRaw(c: BenchMatmulCase & { reps?: number }): Promise<{ gpuMs: number; wallMs: number }> {
+  const ctx = await context();
+  const { m } = c;
+  const reps = c.reps ?? 10;
+  const { op, destroy } = benchMatmulOp(ctx, c);
   await runOps(ctx, [op], m);
   await ctx.device.queue.onSubmittedWorkDone();
   const gpuMs = ctx.features.timestampQuery ? median(await gpuTimes(ctx, (p) => op.encode(p, m), reps)) : NaN;
@@ -318,14 +340,7 @@ export async function benchMatmulRaw(c: { m: number; k: number; n: number; reps?
   await runOps(ctx, Array(reps).fill(op), m);
   await ctx.device.queue.onSubmittedWorkDone();
   const wallMs = (performance.now() - t0) / reps;
-  op.destroy();
-  if (isQuantMatrix(w)) destroyQuantMatrix(w);
-  else if (isHalfMatrix(w)) destroyHalfMatrix(w);
-  else destroyMatrix(w);
-  x.destroy();
-  y.destroy();
-  g.destroy();
-  destroyStepParams(step);
+  destroy();
   return { gpuMs, wallMs };
 }
 

@@ -6,10 +6,7 @@
  */
 import { createGpuContext, type GpuContext } from '../gpu/device.js';
 import type { ShardBenchRow } from '../cli/bench-kernels.js';
-import { createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams } from '../gpu/buffers.js';
-import { createMatmul, type MatmulInput } from '../gpu/matmul.js';
-import type { SmallGemmKind } from '../gpu/device.js';
-import { context, randn, rng } from './kernels.js';
+import { benchMatmulOp, context, runOps, type BenchMatmulCase } from './kernels.js';
 import { median } from './median.js';
 
 const ctxs: GpuContext[] = [];
@@ -21,47 +18,29 @@ async function contexts(n: number): Promise<GpuContext[]> {
   return ctxs.slice(0, n);
 }
 
+/** `reps` dispatches of one matmul in one submit, awaited. */
 interface Job { run(reps: number): Promise<void>; destroy(): void }
 
-function job(ctx: GpuContext, m: number, k: number, n: number, input: 'plain' | 'rmsnorm' | 'siluMul', small?: SmallGemmKind): Job {
-  const step = createStepParams(ctx, m);
-  step.write(m, new Uint32Array(m));
-  const rand = rng(7);
-  const xStride = input === 'siluMul' ? 2 * k : k;
-  const x = createStorageBuffer(ctx, randn(m * xStride, rand));
-  const g = createStorageBuffer(ctx, randn(k, rand));
-  const w = createMatrix(ctx, n, k, 'w', randn(n * k, rand));
-  const y = createStorageBuffer(ctx, m * n * 4);
-  const inp: MatmulInput = input === 'rmsnorm' ? { kind: 'rmsnorm', weight: g, eps: 1e-5 } : input === 'siluMul' ? { kind: 'siluMul', b: x, bOffset: k, bStride: xStride } : { kind: 'plain' };
-  const op = createMatmul(ctx, step, { x, xStride, w, y, maxM: m, input: inp, small });
+function job(ctx: GpuContext, c: BenchMatmulCase): Job {
+  const { op, destroy } = benchMatmulOp(ctx, c);
   return {
     async run(reps) {
-      const enc = ctx.device.createCommandEncoder();
-      const pass = enc.beginComputePass();
-      for (let i = 0; i < reps; i++) op.encode(pass, m);
-      pass.end();
-      ctx.device.queue.submit([enc.finish()]);
+      await runOps(ctx, Array(reps).fill(op), c.m);
       await ctx.device.queue.onSubmittedWorkDone();
     },
-    destroy() {
-      op.destroy();
-      destroyMatrix(w);
-      x.destroy(); g.destroy(); y.destroy();
-      destroyStepParams(step);
-    },
+    destroy,
   };
 }
 
-export interface ShardCase { m: number; k: number; n: number; split: 'row' | 'col'; input?: 'plain' | 'rmsnorm' | 'siluMul'; tp?: number; reps?: number; rounds?: number; small?: SmallGemmKind }
+export interface ShardCase { m: number; k: number; n: number; split: 'row' | 'col'; input?: 'plain' | 'rmsnorm' | 'siluMul'; tp?: number; reps?: number; rounds?: number }
 
 /** Median wall ms per dispatch: the full matrix on one device, and tp shards on tp devices at once. */
-export async function shardCost(c: ShardCase): Promise<{ full_ms: number; shards_ms: number; ratio: number; small: string }> {
+export async function shardCost(c: ShardCase): Promise<{ full_ms: number; shards_ms: number; ratio: number }> {
   const tp = c.tp ?? 2;
   const reps = c.reps ?? 20;
-  const input = c.input ?? 'plain';
   const cs = await contexts(tp);
-  const full = job(cs[0]!, c.m, c.k, c.n, input, c.small);
-  const shards = cs.map((ctx) => job(ctx, c.m, c.split === 'row' ? c.k / tp : c.k, c.split === 'col' ? c.n / tp : c.n, input, c.small));
+  const full = job(cs[0]!, { m: c.m, k: c.k, n: c.n, input: c.input });
+  const shards = cs.map((ctx) => job(ctx, { m: c.m, k: c.split === 'row' ? c.k / tp : c.k, n: c.split === 'col' ? c.n / tp : c.n, input: c.input }));
   await full.run(1);
   await Promise.all(shards.map((s) => s.run(1)));
   const f: number[] = [];
@@ -78,7 +57,7 @@ export async function shardCost(c: ShardCase): Promise<{ full_ms: number; shards
   for (const j of shards) j.destroy();
   const fm = median(f);
   const sm = median(s);
-  return { full_ms: fm, shards_ms: sm, ratio: sm / fm, small: c.small ?? cs[0]!.choices.small };
+  return { full_ms: fm, shards_ms: sm, ratio: sm / fm };
 }
 
 /**
