@@ -4,7 +4,8 @@
  * rank's part of every layer with the two all-reduces per layer in plain sight.
  *
  * Shapes carry the shard: with tp ranks, `heads/tp` means this rank's query heads (and so on).
- * Row-parallel outputs (wo, w2) are partial sums; `syncPartial` all-reduces them. At tp = 1
+ * Row-parallel outputs (wo, w2) are partial sums, rank 0's with the residual added, so that the
+ * all-reduced sum (`finishSync`) is the new residual stream itself. At tp = 1
  * there is nothing to reduce, so those matmuls accumulate straight into the residual and the
  * whole step is one submit with one readback (Megatron's single-rank shortcut, at step level).
  */
@@ -195,7 +196,11 @@ export interface RunState {
   qkv: GPUBuffer; // (maxM, (heads/tp + 2·kvHeads/tp)·head_size)
   att: GPUBuffer; // (maxM, heads/tp·head_size)
   h13: GPUBuffer; // (maxM, 2·hidden/tp): w1·x and w3·x side by side
-  partial: GPUBuffer; // (maxM, dim) a row-parallel partial sum, all-reduced in place
+  partial: GPUBuffer; // (maxM, dim) a row-parallel partial sum
+  /** Sync points read their partial sum from here (x on the rank that carries the residual)... */
+  syncFrom: GPUBuffer;
+  /** ...and write the all-reduced sum here: x itself, or partial for the exact chain's add. */
+  syncInto: GPUBuffer;
   xsel: GPUBuffer; // (maxLogitRows, dim) the rows whose logits are wanted
   logits: GPUBuffer; // (maxLogitRows, vocab/tp)
   scores?: GPUBuffer; // (maxM, heads/tp, context) runqExact's attention scores, shared by the layers
@@ -283,6 +288,8 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
   const links: BoundOp[] = [];
   const rowParallel = (op: BoundOp) => (chain ? links.push(op) : current().push(op));
   const continueSum = chain && r.rank > 0;
+  /** This rank's partial sums carry the residual stream (see Wo below). */
+  const carry = !tp1 && !chain && r.rank === 0;
   for (let l = 0; l < c.nLayers; l++) {
     const L = w.layers[l]!;
     // Attention: qkv = Wqkv·rmsnorm(x) (+ bqkv), rope q and k, k/v into the cache, attention over it.
@@ -291,22 +298,29 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
       createRopeKv(ctx, step, { qkv: s.qkv, rowStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, tables: s.rope, style: c.ropeStyle, maxM }),
       createAttention(ctx, step, { q: s.qkv, qStride: d.qkv, nHeads: d.nHeads, cache: s.kv, layer: l, out: s.att, maxM, kvGroup, ...(exact && { kind: 'exact' as const, scores: s.scores }) }),
     );
-    // x += Wo·att: row-parallel, so a partial sum to all-reduce unless tp = 1.
-    // A bias (bo) joins the full sum: x += (Wo·att + bo), at tp = 1 inside the matmul.
-    if (tp1) current().push(createMatmul(ctx, step, { activations, x: s.att, w: L.wo, y: s.x, bias: L.bo, accumulate: true, maxM }));
+    // x += Wo·att (+ bo): row-parallel, so a partial sum to all-reduce unless tp = 1. Rank 0's
+    // partial carries the residual and the bias (Megatron adds a row-parallel bias on one rank):
+    // it accumulates into x itself, so the all-reduced sum is the new x and lands there with no
+    // add pass. Only the exact chain keeps sums apart from x (`chainSync` passes them on).
+    const wo = { activations, x: s.att, w: L.wo, maxM };
+    if (tp1) current().push(createMatmul(ctx, step, { ...wo, y: s.x, bias: L.bo, accumulate: true }));
+    else if (!chain) current().push(createMatmul(ctx, step, carry ? { ...wo, y: s.x, bias: L.bo, accumulate: true } : { ...wo, y: s.partial }));
     else {
-      rowParallel(createMatmul(ctx, step, { activations, x: s.att, w: L.wo, y: s.partial, maxM, continueSum }));
+      rowParallel(createMatmul(ctx, step, { ...wo, y: s.partial, continueSum }));
       const bias = L.bo ? [createAdd(ctx, step, { x: { buffer: L.bo, stride: 0 }, y: { buffer: s.partial }, n: d.dim, maxM })] : [];
       stages.push([...bias, createAdd(ctx, step, { x: { buffer: s.partial }, y: { buffer: s.x }, n: d.dim, maxM })]);
     }
+    if (!tp1 && !chain) stages.push([]);
     // MLP: h13 = W13·rmsnorm(x); x += W2·(silu(h1)·h3), row-parallel again.
     current().push(createMatmul(ctx, step, { activations, x: s.x, w: L.w13, y: s.h13, maxM, input: { kind: 'rmsnorm', weight: L.ffnNorm, eps } }));
     const down = { x: s.h13, xStride: 2 * d.hidden, w: L.w2, maxM, input: { kind: 'siluMul' as const, b: s.h13, bStride: 2 * d.hidden, bOffset: d.hidden } };
-    if (tp1) current().push(createMatmul(ctx, step, { activations, ...down, y: s.x, accumulate: true }));
+    if (tp1 || carry) current().push(createMatmul(ctx, step, { activations, ...down, y: s.x, accumulate: true }));
+    else if (!chain) current().push(createMatmul(ctx, step, { activations, ...down, y: s.partial }));
     else {
       rowParallel(createMatmul(ctx, step, { activations, ...down, y: s.partial, continueSum }));
       stages.push([createAdd(ctx, step, { x: { buffer: s.partial }, y: { buffer: s.x }, n: d.dim, maxM })]);
     }
+    if (!tp1 && !chain) stages.push([]);
   }
   const head = createMatmul(ctx, headStep, { activations, x: s.xsel, w: w.output, y: s.logits, maxM: o.maxLogitRows, input: { kind: 'rmsnorm', weight: w.norm, eps } });
   const ops: StepOps = {
@@ -326,7 +340,8 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
     4 * (maxM * (2 * d.dim + d.qkv + d.nHeads * d.headSize + 2 * d.hidden + 1) + o.maxLogitRows * (d.dim + d.vocab)) +
     (s.scores ? s.scores.size : 0) +
     (o.share ? 0 : 2 * c.nLayers * kvLayerBytes(s.kv) + o.contextLength * d.headSize * 4);
-  return { ...s, ops, workBytes };
+  const syncInto = chain ? s.partial : s.x;
+  return { ...s, ops, workBytes, syncFrom: carry ? s.x : s.partial, syncInto };
 }
 
 export function destroyRunState(s: RunState, ctx: GpuContext): void {
@@ -394,23 +409,23 @@ interface PendingSync {
   t0: number;
 }
 
-/** Submits `encoder` (which computed `partial`) with a copy of its m rows for the CPU. */
+/** Submits `encoder` (which computed the partial sum) with a copy of its m rows for the CPU. */
 function submitPartial(ctx: GpuContext, s: RunState, encoder: GPUCommandEncoder, m: number, dim: number): PendingSync {
   const n = m * dim;
-  const ticket = s.readback.encodeCopy(encoder, s.partial, 0, n * 4);
+  const ticket = s.readback.encodeCopy(encoder, s.syncFrom, 0, n * 4);
   const t0 = performance.now();
   ctx.device.queue.submit([encoder.finish()]);
   return { ticket, n, t0 };
 }
 
-/** Reads the partial sum back into the slot, all-reduces it and uploads the sum in its place. */
+/** Reads the partial sum back into the slot, all-reduces it and uploads the sum (the new x). */
 async function finishSync(ctx: GpuContext, s: RunState, p: PendingSync, m: number, red: Reducer, times: StepTimes): Promise<void> {
   await s.readback.read(p.ticket, { into: red.slot(p.n), key: `sync:${m}`, quietOverMs: QUIET_SYNC_MS });
   const t1 = performance.now();
   const r = red.reduce(p.n);
   const sum = r instanceof Float32Array ? r : await r;
   const t2 = performance.now();
-  ctx.device.queue.writeBuffer(s.partial, 0, sum.buffer, sum.byteOffset, p.n * 4);
+  ctx.device.queue.writeBuffer(s.syncInto, 0, sum.buffer, sum.byteOffset, p.n * 4);
   const t3 = performance.now();
   times.readback += t1 - p.t0;
   times.allreduce += t2 - t1;

@@ -67,7 +67,7 @@ export interface StepBreakdown {
   readback_ms: number;
   /** Sync points: the all-reduce, waits for slower ranks included. */
   allreduce_ms: number;
-  /** Sync points: the upload of the sum (the residual add then runs on the GPU). */
+  /** Sync points: the upload of the sum, which is the new residual stream (rank 0's partial carries it). */
   upload_ms: number;
   scheduler_ms: number;
 }
