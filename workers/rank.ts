@@ -197,10 +197,8 @@ export interface RunState {
   att: GPUBuffer; // (maxM, heads/tp·head_size)
   h13: GPUBuffer; // (maxM, 2·hidden/tp): w1·x and w3·x side by side
   partial: GPUBuffer; // (maxM, dim) a row-parallel partial sum
-  /** Sync points read their partial sum from here (x on the rank that carries the residual)... */
+  /** Sync points read their partial sum from here: x on the rank that carries the residual. */
   syncFrom: GPUBuffer;
-  /** ...and write the all-reduced sum here: x itself, or partial for the exact chain's add. */
-  syncInto: GPUBuffer;
   xsel: GPUBuffer; // (maxLogitRows, dim) the rows whose logits are wanted
   logits: GPUBuffer; // (maxLogitRows, vocab/tp)
   scores?: GPUBuffer; // (maxM, heads/tp, context) runqExact's attention scores, shared by the layers
@@ -286,10 +284,11 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
   const exact = !!s.scores;
   const chain = !tp1 && exact;
   const links: BoundOp[] = [];
-  const rowParallel = (op: BoundOp) => (chain ? links.push(op) : current().push(op));
   const continueSum = chain && r.rank > 0;
   /** This rank's partial sums carry the residual stream (see Wo below). */
   const carry = !tp1 && !chain && r.rank === 0;
+  /** The row-parallel matmuls accumulate into x: at tp = 1, and on the carrying rank. */
+  const intoX = tp1 || carry;
   for (let l = 0; l < c.nLayers; l++) {
     const L = w.layers[l]!;
     // Attention: qkv = Wqkv·rmsnorm(x) (+ bqkv), rope q and k, k/v into the cache, attention over it.
@@ -303,24 +302,24 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
     // it accumulates into x itself, so the all-reduced sum is the new x and lands there with no
     // add pass. Only the exact chain keeps sums apart from x (`chainSync` passes them on).
     const wo = { activations, x: s.att, w: L.wo, maxM };
-    if (tp1) current().push(createMatmul(ctx, step, { ...wo, y: s.x, bias: L.bo, accumulate: true }));
-    else if (!chain) current().push(createMatmul(ctx, step, carry ? { ...wo, y: s.x, bias: L.bo, accumulate: true } : { ...wo, y: s.partial }));
-    else {
-      rowParallel(createMatmul(ctx, step, { ...wo, y: s.partial, continueSum }));
+    if (chain) {
+      links.push(createMatmul(ctx, step, { ...wo, y: s.partial, continueSum }));
       const bias = L.bo ? [createAdd(ctx, step, { x: { buffer: L.bo, stride: 0 }, y: { buffer: s.partial }, n: d.dim, maxM })] : [];
       stages.push([...bias, createAdd(ctx, step, { x: { buffer: s.partial }, y: { buffer: s.x }, n: d.dim, maxM })]);
+    } else {
+      current().push(createMatmul(ctx, step, intoX ? { ...wo, y: s.x, bias: L.bo, accumulate: true } : { ...wo, y: s.partial }));
+      if (!tp1) stages.push([]);
     }
-    if (!tp1 && !chain) stages.push([]);
     // MLP: h13 = W13·rmsnorm(x); x += W2·(silu(h1)·h3), row-parallel again.
     current().push(createMatmul(ctx, step, { activations, x: s.x, w: L.w13, y: s.h13, maxM, input: { kind: 'rmsnorm', weight: L.ffnNorm, eps } }));
     const down = { x: s.h13, xStride: 2 * d.hidden, w: L.w2, maxM, input: { kind: 'siluMul' as const, b: s.h13, bStride: 2 * d.hidden, bOffset: d.hidden } };
-    if (tp1 || carry) current().push(createMatmul(ctx, step, { activations, ...down, y: s.x, accumulate: true }));
-    else if (!chain) current().push(createMatmul(ctx, step, { activations, ...down, y: s.partial }));
-    else {
-      rowParallel(createMatmul(ctx, step, { activations, ...down, y: s.partial, continueSum }));
+    if (chain) {
+      links.push(createMatmul(ctx, step, { activations, ...down, y: s.partial, continueSum }));
       stages.push([createAdd(ctx, step, { x: { buffer: s.partial }, y: { buffer: s.x }, n: d.dim, maxM })]);
+    } else {
+      current().push(createMatmul(ctx, step, intoX ? { activations, ...down, y: s.x, accumulate: true } : { activations, ...down, y: s.partial }));
+      if (!tp1) stages.push([]);
     }
-    if (!tp1 && !chain) stages.push([]);
   }
   const head = createMatmul(ctx, headStep, { activations, x: s.xsel, w: w.output, y: s.logits, maxM: o.maxLogitRows, input: { kind: 'rmsnorm', weight: w.norm, eps } });
   const ops: StepOps = {
@@ -340,8 +339,7 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
     4 * (maxM * (2 * d.dim + d.qkv + d.nHeads * d.headSize + 2 * d.hidden + 1) + o.maxLogitRows * (d.dim + d.vocab)) +
     (s.scores ? s.scores.size : 0) +
     (o.share ? 0 : 2 * c.nLayers * kvLayerBytes(s.kv) + o.contextLength * d.headSize * 4);
-  const syncInto = chain ? s.partial : s.x;
-  return { ...s, ops, workBytes, syncFrom: carry ? s.x : s.partial, syncInto };
+  return { ...s, ops, workBytes, syncFrom: carry ? s.x : s.partial };
 }
 
 export function destroyRunState(s: RunState, ctx: GpuContext): void {
@@ -425,7 +423,8 @@ async function finishSync(ctx: GpuContext, s: RunState, p: PendingSync, m: numbe
   const r = red.reduce(p.n);
   const sum = r instanceof Float32Array ? r : await r;
   const t2 = performance.now();
-  ctx.device.queue.writeBuffer(s.syncInto, 0, sum.buffer, sum.byteOffset, p.n * 4);
+  // The sum is the new x: rank 0's partial carried the residual (never the exact chain's path).
+  ctx.device.queue.writeBuffer(s.x, 0, sum.buffer, sum.byteOffset, p.n * 4);
   const t3 = performance.now();
   times.readback += t1 - p.t0;
   times.allreduce += t2 - t1;
@@ -599,6 +598,8 @@ function encodeOps(encoder: GPUCommandEncoder, ops: BoundOp[], rows: number, fir
     for (const op of ops) encodeOne(prof, encoder, op, rows);
     return;
   }
+  // The stage after the last sync point is empty (rank 0's sums carried the residual).
+  if (!first && ops.length === 0) return;
   const pass = encoder.beginComputePass();
   first?.encode(pass, rows);
   for (const op of ops) op.encode(pass, rows);

@@ -31,13 +31,13 @@ async function engineFor(o: PageGenerateOptions): Promise<{ engine: Engine; load
   const key = JSON.stringify([o.model, o.tokenizer, o.tp, o.devices, o.split, maxRows, o.spin, o.cache, o.maxBatch, o.timeoutMs, o.profile, o.overlap, o.weightOnly, o.tabs, o.modelAsBlob, o.runqExact, o.int8Activations, o.kvCache]);
   const keep = Math.max(1, o.keepEngines ?? 1);
   const hit = engines.findIndex((e) => e.key === key);
-  if (hit >= 0) {
-    const [e] = engines.splice(hit, 1);
-    while (engines.length >= keep) await engines.shift()!.engine.dispose();
-    engines.push(e!);
-    return { engine: e!.engine, loadMs: 0 };
-  }
+  const found = hit >= 0 ? engines.splice(hit, 1)[0] : undefined;
+  // Room for this one (found or about to load): the least recently used go first.
   while (engines.length >= keep) await engines.shift()!.engine.dispose();
+  if (found) {
+    engines.push(found);
+    return { engine: found.engine, loadMs: 0 };
+  }
   const t0 = performance.now();
   const model = o.modelAsBlob && typeof o.model === 'string' ? await (await fetch(o.model)).blob() : o.model;
   const engine = await createEngine({ model, tokenizer: o.tokenizer, tensorParallel: o.tp || undefined, devices: o.devices, split: o.split, maxRows, spin: o.spin, cache: o.cache, maxBatch: o.maxBatch, timeoutMs: o.timeoutMs, profile: o.profile, overlap: o.overlap, weightOnly: o.weightOnly, int8Activations: o.int8Activations, runqExact: o.runqExact, kvCache: o.kvCache, tabs: o.tabs,
