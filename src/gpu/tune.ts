@@ -4,10 +4,23 @@
  * barriers) and real GPUs (shared-memory tiles). Candidates run in interleaved rounds and the
  * fastest round counts, so a burst of load from other processes does not decide the choice.
  */
-import type { GemmKind, GemvKind, GpuContext, SmallGemmKind } from './device.js';
-import { createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams } from './buffers.js';
-import { availableGemm, availableGemv, availableSmall, createMatmul, SMALL_M } from './matmul.js';
-import type { BoundOp } from './op.js';
+import { openGpuContext, type GemmKind, type GemvKind, type GpuContext, type GpuContextOptions, type SmallGemmKind } from './core/device.js';
+import { createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams } from './core/buffers.js';
+import type { BoundOp } from './core/op.js';
+import { createMatmul } from './kernels/matmul.js';
+import { availableGemm, availableGemv, availableSmall, SMALL_M } from './kernels/matmul-f32.js';
+
+export interface TunedContextOptions extends GpuContextOptions {
+  /** Pick kernel variants by measuring them now (default true, unless `choices` are given); else use heuristics. */
+  tune?: boolean;
+}
+
+/** A context whose kernel choices were measured on its adapter (or handed in as `choices`). */
+export async function createGpuContext(opts: TunedContextOptions = {}): Promise<GpuContext> {
+  const ctx = await openGpuContext(opts);
+  if (!opts.choices && (opts.tune ?? true)) await tuneGpuContext(ctx);
+  return ctx;
+}
 
 /** Wall-clock ms per encode of `op`, `reps` encodes in one submit (after one warm-up submit). */
 export async function timeOp(ctx: GpuContext, op: BoundOp, m: number, reps: number): Promise<number> {

@@ -6,30 +6,33 @@
  */
 import * as ref from '../model/reference.js';
 import {
-  createGpuContext, destroyGpuContext, type GemmKind, type GemvKind, type SmallGemmKind, type GpuContext,
-} from '../gpu/device.js';
+  destroyGpuContext, type GemmKind, type GemvKind, type SmallGemmKind, type GpuContext,
+} from '../gpu/core/device.js';
+import { createGpuContext } from '../gpu/tune.js';
 import {
   createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams, type Matrix, type StepParams,
-} from '../gpu/buffers.js';
-import type { Q8Activations } from '../gpu/matmul-q8.js';
-import { createMatmul, type MatmulInput, type MatmulOptions } from '../gpu/matmul.js';
-import { createQuantMatrix, destroyQuantMatrix, isQuantMatrix, writeQuantRows, type QuantMatrix } from '../gpu/q8.js';
+} from '../gpu/core/buffers.js';
+import type { MatmulInput, Q8Activations } from '../gpu/kernels/matmul-base.js';
+import { createMatmul, type MatmulOptions } from '../gpu/kernels/matmul.js';
+import { createQuantMatrix, destroyQuantMatrix, isQuantMatrix, writeQuantRows, type QuantMatrix } from '../gpu/core/quant-matrix.js';
 import { quantizeQ8 } from '../model/reference-q8.js';
 import { quantizeQ4 } from '../model/reference-q4.js';
-import { createHalfMatrix, destroyHalfMatrix, isHalfMatrix, writeHalfRows, type HalfMatrix } from '../gpu/f16.js';
+import { createHalfMatrix, destroyHalfMatrix, isHalfMatrix, writeHalfRows, type HalfMatrix } from '../gpu/core/half-matrix.js';
 import { quantize } from '../model/formats/gguf-blocks.js';
-import type { BoundOp } from '../gpu/op.js';
-import { createRmsnorm } from '../gpu/norm.js';
-import { createAdd, createArgmax, createEmbed, createSiluMul } from '../gpu/elementwise.js';
-import { createKvCache, createKvWrite, destroyKvCache, kvIndex, type KvCache } from '../gpu/kv-cache.js';
-import type { KvCacheDtype } from '../gpu/kv-format.js';
+import type { BoundOp } from '../gpu/core/op.js';
+import { createRmsnorm } from '../gpu/kernels/norm.js';
+import { createAdd, createArgmax, createSiluMul } from '../gpu/kernels/elementwise.js';
+import { createEmbedding } from '../gpu/kernels/embed.js';
+import { createKvCache, createKvWrite, destroyKvCache, kvIndex, type KvCache } from '../gpu/kernels/kv-cache.js';
+import type { KvCacheDtype } from '../gpu/kernels/kv-format.js';
 import { f32ToF16 } from '../model/formats/gguf-blocks.js';
 import { f16ToF32 } from '../model/formats/safetensors.js';
-import { createRope, createRopeKv, createRopeTables, destroyRopeTables, type RopeStyle } from '../gpu/rope.js';
-import { createAttention, attentionKinds, type AttentionKind } from '../gpu/attention.js';
-import { createReadback, destroyReadback } from '../gpu/readback.js';
+import { createRope, createRopeKv, createRopeTables, destroyRopeTables, type RopeStyle } from '../gpu/kernels/rope.js';
+import { createAttention, attentionKinds } from '../gpu/kernels/attention.js';
+import type { AttentionKind } from '../gpu/kernels/kv-shaders.js';
+import { createReadback, destroyReadback } from '../gpu/core/readback.js';
 import type { KernelBenchReport, KernelBenchRow } from '../cli/bench-kernels.js';
-import { availableGemm, availableGemv, availableSmall } from '../gpu/matmul.js';
+import { availableGemm, availableGemv, availableSmall } from '../gpu/kernels/matmul-f32.js';
 import type { SelfTestReply, SelfTestRequest } from '../gpu/selftest.worker.js';
 import { WebGpuTpError } from '../errors.js';
 import { benchRoofline } from './roofline.js';
@@ -454,7 +457,7 @@ export async function testEmbed(c: { vocab: number; dim: number; tokens: number[
     ref.embed(want, table, c.tokens, c.dim);
     const t = createMatrix(ctx, c.vocab, c.dim, 'embedding', table);
     const chunks = t.chunks.length;
-    const got = await runEmbedCase(ctx, c.tokens, c.dim, (step, tokens, y) => createEmbed(ctx, step, { table: t, tokens, y, maxM: m }))
+    const got = await runEmbedCase(ctx, c.tokens, c.dim, (step, tokens, y) => createEmbedding(ctx, step, { table: t, tokens, y, maxM: m }))
       .finally(() => destroyMatrix(t));
     return { ...compare(got, want, 0, 0, 0), chunks };
   });

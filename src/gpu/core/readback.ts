@@ -11,7 +11,7 @@
  * Usage, per read: `t = encodeCopy(enc, src, off, bytes)` in the same command buffer as the
  * compute, `queue.submit`, then `await read(t, {expectedMs})`.
  */
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError } from '../../errors.js';
 import type { GpuContext } from './device.js';
 import { acquireBuffer, releaseBuffer } from './pool.js';
 

@@ -3,15 +3,15 @@
  * `createRope` rotates heads in place; `createRopeKv` is the fused step used by the engine:
  * rotate q in place and write rotated k and plain v into the KV cache, in one dispatch.
  */
-import commonSrc from '../../shaders/common.wgsl?raw';
-import ropeSrc from '../../shaders/rope.wgsl?raw';
-import { InvalidArgumentError } from '../errors.js';
-import type { GpuContext } from './device.js';
-import { createParamBlock, createStorageBuffer, type StepParams } from './buffers.js';
+import commonSrc from '../../../shaders/common.wgsl?raw';
+import ropeSrc from '../../../shaders/rope.wgsl?raw';
+import { InvalidArgumentError } from '../../errors.js';
+import type { GpuContext } from '../core/device.js';
+import { createParamBlock, createStorageBuffer, type StepParams } from '../core/buffers.js';
 import { cacheAccess, type KvCache } from './kv-cache.js';
 import { ropeKvWgsl } from './kv-shaders.js';
-import { wgsl } from './layout.js';
-import { bindGroup, dispatchLinear, makeOp, type BoundOp } from './op.js';
+import { wgsl } from '../core/layout.js';
+import { bindGroup, dispatchLinear, makeOp, type BoundOp } from '../core/op.js';
 
 export type RopeStyle = 'interleaved' | 'rotate_half';
 

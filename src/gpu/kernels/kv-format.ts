@@ -11,7 +11,7 @@
  * - `native`: `enable f16;` and an `array<f16>` binding; only on a device with `shader-f16`.
  * Arithmetic stays f32 in both: attention loads a half and computes in f32, as with an f32 cache.
  */
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError } from '../../errors.js';
 
 /** The engine option: `auto` is f16 where the device has `shader-f16`, f32 elsewhere. */
 export type KvCacheOption = 'auto' | 'f16' | 'f32';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseWgsl, validate } from 'naga-wasm';
 import { checkKvCacheOption, kvCacheAccess, kvCacheWgsl, resolveKvCache, type KvCacheAccess } from './kv-format.js';
 import { attentionWgsl, kvWriteWgsl, ropeKvWgsl } from './kv-shaders.js';
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError } from '../../errors.js';
 
 /**
  * naga (wgpu's WGSL front end and validator, as WebAssembly) checks every kernel variant that

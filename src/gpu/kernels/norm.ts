@@ -1,11 +1,11 @@
 /** RMSNorm as its own op: y[r] = g · x[r] / sqrt(mean(x[r]²) + eps). (Usually fused into the next matmul instead; see MatmulInput.) */
-import commonSrc from '../../shaders/common.wgsl?raw';
-import normSrc from '../../shaders/rmsnorm.wgsl?raw';
-import { InvalidArgumentError } from '../errors.js';
-import type { GpuContext } from './device.js';
-import { createParamBlock, type StepParams } from './buffers.js';
-import { wgsl } from './layout.js';
-import { bindGroup, dispatchLinear, makeOp, type BoundOp } from './op.js';
+import commonSrc from '../../../shaders/common.wgsl?raw';
+import normSrc from '../../../shaders/rmsnorm.wgsl?raw';
+import { InvalidArgumentError } from '../../errors.js';
+import type { GpuContext } from '../core/device.js';
+import { createParamBlock, type StepParams } from '../core/buffers.js';
+import { wgsl } from '../core/layout.js';
+import { bindGroup, dispatchLinear, makeOp, type BoundOp } from '../core/op.js';
 
 export interface RmsnormOptions {
   /** x (maxM, xStride) f32. */

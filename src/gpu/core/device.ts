@@ -2,12 +2,12 @@
  * Adapter and device acquisition. One `GpuContext` per device: the engine makes one in each shard
  * worker, tests and benchmarks make one in the page. It asks for the adapter's real limits (the
  * defaults cap storage bindings at 128 MiB, far below what large vocabularies need) and for the
- * optional features the kernels can use.
+ * optional features the kernels can use. The context carries the kernel variants to use; this
+ * module only names them and guesses from the features: measuring them is ../tune.ts's job.
  */
-import { WebGpuUnavailableError } from '../errors.js';
+import { WebGpuUnavailableError } from '../../errors.js';
 import { createBufferPool, destroyBufferPool, type BufferPool } from './pool.js';
 import { createPipelineCache, type PipelineCache } from './pipelines.js';
-import { tuneGpuContext } from './tune.js';
 import { requestAdapterFor, type DeviceSpec } from './adapter.js';
 
 /** The limits the kernels plan against, as granted to the device. */
@@ -72,7 +72,7 @@ export interface KernelChoices {
   gemm: GemmKind;
   gemv: GemvKind;
   small: SmallGemmKind;
-  /** Median ms of each candidate when measured (empty until `tuneGpuContext`). */
+  /** Median ms of each candidate when measured (empty unless tuned, ../tune.ts). */
   measured: Record<string, number>;
 }
 
@@ -96,11 +96,9 @@ export interface GpuContextOptions {
   device?: DeviceSpec;
   /** Test seam: plan as if maxStorageBufferBindingSize were this many bytes. */
   bindingLimit?: number;
-  /** Pick kernel variants by measuring them now (default true); else use heuristics. */
-  tune?: boolean;
   /**
    * Variants chosen earlier (e.g. by one rank's `ctx.choices`, passed to the others so that N
-   * workers do not each spend ~0.5 s measuring on a shared machine); skips tuning.
+   * workers do not each spend time measuring on a shared machine); else the heuristic defaults.
    */
   choices?: ChosenKernels;
   label?: string;
@@ -126,7 +124,8 @@ function gpuApi(): GPU | undefined {
   return nav && 'gpu' in nav ? (nav.gpu as GPU | undefined) : undefined;
 }
 
-export async function createGpuContext(opts: GpuContextOptions = {}): Promise<GpuContext> {
+/** A context with the given kernel choices, or the heuristic defaults (no measuring). */
+export async function openGpuContext(opts: GpuContextOptions = {}): Promise<GpuContext> {
   const gpu = gpuApi();
   if (!gpu) throw new WebGpuUnavailableError('navigator.gpu is missing');
   const adapter = opts.device ? await requestAdapterFor(gpu, opts.device) : await gpu.requestAdapter(opts.adapter);
@@ -190,7 +189,6 @@ export async function createGpuContext(opts: GpuContextOptions = {}): Promise<Gp
     lost: device.lost,
   };
   if (opts.choices) ctx.choices = { gemm: opts.choices.gemm, gemv: opts.choices.gemv, small: opts.choices.small ?? ctx.choices.small, measured: {} };
-  else if (opts.tune ?? true) await tuneGpuContext(ctx);
   return ctx;
 }
 

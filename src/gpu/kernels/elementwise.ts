@@ -1,14 +1,12 @@
-/** Row-wise elementwise ops, embedding gather and argmax. */
-import commonSrc from '../../shaders/common.wgsl?raw';
-import ewSrc from '../../shaders/elementwise.wgsl?raw';
-import embedSrc from '../../shaders/embed.wgsl?raw';
-import argmaxSrc from '../../shaders/argmax.wgsl?raw';
-import { InvalidArgumentError } from '../errors.js';
-import type { GpuContext } from './device.js';
-import { createParamBlock, type Matrix, type StepParams } from './buffers.js';
-import { wgsl } from './layout.js';
-import { bindGroup, dispatchLinear, makeOp, type BoundOp } from './op.js';
-import { createTableEmbed, type EmbedIo } from './embed.js';
+/** Row-wise elementwise ops and argmax. */
+import commonSrc from '../../../shaders/common.wgsl?raw';
+import ewSrc from '../../../shaders/elementwise.wgsl?raw';
+import argmaxSrc from '../../../shaders/argmax.wgsl?raw';
+import { InvalidArgumentError } from '../../errors.js';
+import type { GpuContext } from '../core/device.js';
+import { createParamBlock, type StepParams } from '../core/buffers.js';
+import { wgsl } from '../core/layout.js';
+import { bindGroup, dispatchLinear, makeOp, type BoundOp } from '../core/op.js';
 
 const WG = 64;
 
@@ -42,17 +40,6 @@ export function createSiluMul(ctx: GpuContext, step: StepParams, o: { a: Operand
 /** y[r][i] += x[r][i] for i < n (the residual). */
 export function createAdd(ctx: GpuContext, step: StepParams, o: { x: Operand; y: Operand; n: number; maxM: number }): BoundOp {
   return ew(ctx, step, 'add', o.n, o.x, o.x, o.y, o.maxM);
-}
-
-export interface EmbedOptions extends EmbedIo {
-  /** The table (vocab, dim), possibly split across bindings. */
-  table: Matrix;
-}
-
-/** y[r] = table[tokens[r]]. */
-export function createEmbed(ctx: GpuContext, step: StepParams, o: EmbedOptions): BoundOp {
-  const chunks = o.table.chunks.map((c) => ({ rowStart: c.rowStart, rows: c.rows, values: c.buffer }));
-  return createTableEmbed(ctx, step, o, { entry: 'embed', sources: [embedSrc], dim: o.table.k, rowWords: o.table.stride }, chunks);
 }
 
 export interface ArgmaxOptions {

@@ -3,12 +3,12 @@
  * (f32 or f16 values, see kv-format.ts), so one (slot, kv head) is a contiguous (maxSeq, hs)
  * matrix that attention streams.
  */
-import { InvalidArgumentError } from '../errors.js';
-import type { GpuContext } from './device.js';
+import { InvalidArgumentError } from '../../errors.js';
+import type { GpuContext } from '../core/device.js';
 import { kvBytesPerValue, kvCacheAccess, type KvCacheAccess, type KvCacheDtype } from './kv-format.js';
 import { kvWriteWgsl } from './kv-shaders.js';
-import { createParamBlock, type StepParams } from './buffers.js';
-import { bindGroup, dispatchLinear, makeOp, type BoundOp } from './op.js';
+import { createParamBlock, type StepParams } from '../core/buffers.js';
+import { bindGroup, dispatchLinear, makeOp, type BoundOp } from '../core/op.js';
 
 export interface KvCacheShape {
   nLayers: number;
