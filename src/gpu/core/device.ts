@@ -46,17 +46,14 @@ export interface GpuAdapterInfo {
   isFallbackAdapter: boolean;
 }
 
+/** m = 1 matmul: vec4 loads reduced through workgroup memory ('tree') or within one subgroup ('subgroup'). */
+export type GemvKind = 'tree' | 'subgroup';
 /**
- * m = 1 matmul: vec4 loads reduced through workgroup memory ('tree') or one subgroup, 4 rows
- * ('subgroup') or 8 rows ('subgroup8') per x load, or scalar loads with lanes along K ('sequential').
+ * m > 1 matmul: 4×4 register blocks per invocation, shared-memory tiles, or an 8×16
+ * ('broadcast') or 16×16 ('broadcast16') block per 4-lane subgroup sharing x through
+ * subgroupBroadcast.
  */
-export type GemvKind = 'tree' | 'subgroup' | 'subgroup8' | 'sequential';
-/**
- * m > 1 matmul: 4×4 register blocks per invocation, shared-memory tiles, a 4×4 block per
- * subgroup with lanes along K ('sequential'), or an 8×16 ('broadcast') or 16×16 ('broadcast16')
- * block per 4-lane subgroup sharing x through subgroupBroadcast.
- */
-export type GemmKind = 'regblock' | 'tiled' | 'sequential' | 'broadcast' | 'broadcast16';
+export type GemmKind = 'regblock' | 'tiled' | 'broadcast' | 'broadcast16';
 /**
  * 2 ≤ m ≤ 8 (a decode batch): the m > 1 choice ('gemm'), an 8×16 ('broadcast') or 8×32
  * ('broadcast32') block per 4-lane subgroup with the fused input (RMSNorm, SiLU·mul) done in its
@@ -192,15 +189,20 @@ export async function openGpuContext(opts: GpuContextOptions = {}): Promise<GpuC
   return ctx;
 }
 
+/** A rasterizer on the CPU (SwiftShader, llvmpipe, WARP …): no workgroup memory worth having, slow barriers. */
+export function isCpuAdapter(info: GpuAdapterInfo): boolean {
+  return /swiftshader|llvmpipe|lavapipe|warp|cpu/i.test(`${info.vendor} ${info.architecture} ${info.description}`);
+}
+
 /**
  * Before measuring: subgroup reductions when a workgroup can be exactly one subgroup; register
- * blocking on CPU adapters (SwiftShader measured 1.8× faster than tiles), tiles on real GPUs.
+ * blocking on CPU adapters (faster than tiles there), tiles on real GPUs.
  */
 export function defaultChoices(f: GpuFeatures, info: GpuAdapterInfo): KernelChoices {
-  const cpu = /swiftshader|llvmpipe|lavapipe|warp|cpu/i.test(`${info.vendor} ${info.architecture} ${info.description}`);
+  const cpu = isCpuAdapter(info);
   const sg4 = f.subgroups && f.subgroupMinSize === 4 && f.subgroupMaxSize === 4;
   return {
-    // 4-lane subgroups on a CPU (SwiftShader): x shared by subgroupBroadcast, ~2× regblock.
+    // 4-lane subgroups on a CPU (SwiftShader): x shared by subgroupBroadcast beats regblock.
     gemm: cpu ? (sg4 ? 'broadcast16' : 'regblock') : 'tiled',
     gemv: f.subgroups && f.subgroupMinSize >= 4 && f.subgroupMinSize <= 128 ? 'subgroup' : 'tree',
     small: cpu && sg4 ? 'broadcast' : 'gemm',

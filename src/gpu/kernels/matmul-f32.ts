@@ -10,7 +10,6 @@ import gemvSgSrc from '../../../shaders/matmul_gemv_sg.wgsl?raw';
 import regblockSrc from '../../../shaders/matmul_regblock.wgsl?raw';
 import wF32Src from '../../../shaders/matmul_w_f32.wgsl?raw';
 import tiledSrc from '../../../shaders/matmul_tiled.wgsl?raw';
-import seqSrc from '../../../shaders/matmul_seq.wgsl?raw';
 import bcastSrc from '../../../shaders/matmul_bcast.wgsl?raw';
 import bcast32Src from '../../../shaders/matmul_bcast32.wgsl?raw';
 import prepSrc from '../../../shaders/matmul_prep.wgsl?raw';
@@ -38,21 +37,18 @@ export const SMALL_M = 8;
 
 const GEMV_WG = 64;
 const GEMV_SG_RPW = 4;
-const SEQ_WG = 64;
 
 /** The variants this adapter can run (subgroup ones need the feature and a fixed subgroup size). */
 export function availableGemv(ctx: GpuContext): GemvKind[] {
   const f = ctx.features;
   const out: GemvKind[] = ['tree'];
-  if (f.subgroups && f.subgroupMinSize >= 4 && f.subgroupMinSize <= 128) out.push('subgroup', 'subgroup8');
-  if (f.subgroups && f.subgroupId && f.subgroupMinSize >= 4 && f.subgroupMinSize === f.subgroupMaxSize && SEQ_WG % (4 * f.subgroupMinSize) === 0) out.push('sequential');
+  if (f.subgroups && f.subgroupMinSize >= 4 && f.subgroupMinSize <= 128) out.push('subgroup');
   return out;
 }
 
 export function availableGemm(ctx: GpuContext): GemmKind[] {
   const f = ctx.features;
   const out: GemmKind[] = ['regblock', 'tiled'];
-  if (availableGemv(ctx).includes('sequential')) out.push('sequential');
   // gemm_bcast broadcasts from lanes 0..3 of a 4-invocation workgroup: subgroups of exactly 4.
   if (f.subgroups && f.subgroupMinSize === 4 && f.subgroupMaxSize === 4) out.push('broadcast', 'broadcast16');
   return out;
@@ -65,18 +61,10 @@ export function availableSmall(ctx: GpuContext): SmallGemmKind[] {
 }
 
 function gemvVariant(ctx: GpuContext, kind: GemvKind, constants: Record<string, number>, xSrc: string): MatmulKernel {
-  if (kind === 'sequential') {
-    const code = wgsl(seqSrc, commonSrc, matmulCommonSrc, xSrc);
-    const pipeline = ctx.pipelines.get(code, 'gemv_seq', { ...constants, WG: SEQ_WG }, 'gemv_seq');
-    return gemvKernel(pipeline, (SEQ_WG / ctx.features.subgroupMinSize) * 4);
-  }
-  if (kind === 'subgroup' || kind === 'subgroup8') {
-    const wg = ctx.features.subgroupMinSize;
-    const rowsPerGroup = kind === 'subgroup8' ? 8 : 4;
-    const entry = kind === 'subgroup8' ? 'gemv_sg8' : 'gemv_sg';
+  if (kind === 'subgroup') {
     const code = wgsl(gemvSgSrc, commonSrc, matmulCommonSrc, xSrc);
-    const pipeline = ctx.pipelines.get(code, entry, { ...constants, WG: wg, RPW: GEMV_SG_RPW }, entry);
-    return gemvKernel(pipeline, rowsPerGroup * GEMV_SG_RPW);
+    const pipeline = ctx.pipelines.get(code, 'gemv_sg', { ...constants, WG: ctx.features.subgroupMinSize, RPW: GEMV_SG_RPW }, 'gemv_sg');
+    return gemvKernel(pipeline, 4 * GEMV_SG_RPW);
   }
   const code = wgsl(commonSrc, matmulCommonSrc, xSrc, gemvSrc);
   const pipeline = ctx.pipelines.get(code, 'gemv_wg', { ...constants, WG: GEMV_WG }, 'gemv_wg');
@@ -84,11 +72,6 @@ function gemvVariant(ctx: GpuContext, kind: GemvKind, constants: Record<string, 
 }
 
 function gemmVariant(ctx: GpuContext, kind: GemmKind, constants: Record<string, number>, xSrc: string): MatmulKernel {
-  if (kind === 'sequential') {
-    const code = wgsl(seqSrc, commonSrc, matmulCommonSrc, xSrc);
-    const pipeline = ctx.pipelines.get(code, 'gemm_seq', { ...constants, WG: SEQ_WG }, 'gemm_seq');
-    return gemmKernel(pipeline, 16, (SEQ_WG / (4 * ctx.features.subgroupMinSize)) * 4);
-  }
   if (kind === 'broadcast' || kind === 'broadcast16') {
     const entry = kind === 'broadcast16' ? 'gemm_bcast16' : 'gemm_bcast';
     const pipeline = ctx.pipelines.get(wgsl(bcastSrc, commonSrc, matmulCommonSrc, xSrc), entry, constants, entry);
@@ -122,9 +105,8 @@ export function createF32Matmul(ctx: GpuContext, step: StepParams, o: F32MatmulO
   if (!availableGemv(ctx).includes(gemvKind)) throw new InvalidArgumentError(`gemv variant ${gemvKind} is not available on this adapter`);
   if (!availableGemm(ctx).includes(gemmKind)) throw new InvalidArgumentError(`gemm variant ${gemmKind} is not available on this adapter`);
   if (!availableSmall(ctx).includes(smallKind)) throw new InvalidArgumentError(`small-m matmul variant ${smallKind} is not available on this adapter`);
-  // The sequential variants read single floats, which a vec4-typed X would turn into vec4 loads.
-  const gemv = gemvVariant(ctx, gemvKind, constants, gemvKind === 'sequential' ? xLoads(false) : xSrc);
-  const gemm = maxM > 1 ? gemmVariant(ctx, gemmKind, constants, gemmKind === 'sequential' ? xLoads(false) : xSrc) : undefined;
+  const gemv = gemvVariant(ctx, gemvKind, constants, xSrc);
+  const gemm = maxM > 1 ? gemmVariant(ctx, gemmKind, constants, xSrc) : undefined;
   // A decode batch (m ≤ 8) in a kernel of 8-row blocks: broadcast16 computes 16 rows per
   // workgroup whatever m is (half of them wasted), regblock 32.
   const usePrep = smallKind === 'prep32' && inp.mode !== 0;
