@@ -24,11 +24,8 @@ const WG = 64;
 export interface EmbeddingOptions {
   /** The table (vocab, dim), possibly split across bindings; its dtype picks the kernel. */
   table: Matrix | HalfMatrix | QuantMatrix;
-  /** u32 token ids; row r's id at tokens[tokenOffset + r·tokenStride]. */
+  /** u32 token ids, one per row. */
   tokens: GPUBuffer;
-  /** 1 for a plain id list; 2 reads argmax's (index, value) output directly. */
-  tokenStride?: number;
-  tokenOffset?: number;
   /** y (maxM, yStride) f32. */
   y: GPUBuffer;
   yStride?: number;
@@ -75,7 +72,8 @@ export function createEmbedding(ctx: GpuContext, step: StepParams, o: EmbeddingO
   const pipeline = ctx.pipelines.get(wgsl(commonSrc, embedCommonSrc, ...k.sources), k.entry, {}, k.entry);
   const params: GPUBuffer[] = [];
   const bgs = k.chunks.map((c) => {
-    const p = createParamBlock(ctx, [k.dim, k.rowWords, c.rowStart, c.rows, o.tokenStride ?? 1, o.tokenOffset ?? 0, o.yStride ?? k.dim, k.groupSize ?? 0], [], k.entry);
+    // The kernels read row r's token at a stride and offset: a plain id list is stride 1 from 0.
+    const p = createParamBlock(ctx, [k.dim, k.rowWords, c.rowStart, c.rows, 1, 0, o.yStride ?? k.dim, k.groupSize ?? 0], [], k.entry);
     params.push(p);
     return bindGroup(ctx, pipeline, [step.buffer, p, o.tokens, c.values, o.y, c.scales], k.entry);
   });

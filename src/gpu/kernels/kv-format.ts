@@ -73,7 +73,7 @@ export function kvCacheWgsl(access: KvCacheAccess, b: KvCacheBindings): string {
   const elem = access === 'f32' ? 'f32' : access === 'packed' ? 'u32' : 'f16';
   const lines = [
     ...(access === 'native' ? ['enable f16;'] : []),
-    `// KV cache (${access === 'f32' ? 'f32' : access === 'packed' ? 'f16 halves packed two per u32' : 'native f16'}), from src/gpu/kv-format.ts.`,
+    `// KV cache (${access === 'f32' ? 'f32' : access === 'packed' ? 'f16 halves packed two per u32' : 'native f16'}), from src/gpu/kernels/kv-format.ts.`,
     decl('KC', b.k, elem),
     decl('VC', b.v, elem),
   ];

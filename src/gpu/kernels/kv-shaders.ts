@@ -11,7 +11,6 @@ import attnExactSrc from '../../../shaders/attention_exact.wgsl?raw';
 import exactMathSrc from '../../../shaders/exact_math.wgsl?raw';
 import ropeSrc from '../../../shaders/rope.wgsl?raw';
 import ropeKvSrc from '../../../shaders/rope_kv.wgsl?raw';
-import kvWriteSrc from '../../../shaders/kv_write.wgsl?raw';
 import { kvCacheWgsl, type KvCacheAccess } from './kv-format.js';
 import { wgsl } from '../core/layout.js';
 
@@ -38,7 +37,3 @@ export function ropeKvWgsl(access: KvCacheAccess): string {
   return wgsl(commonSrc, kvCacheWgsl(access, { k: 4, v: 5, write: true }), ropeSrc, ropeKvSrc);
 }
 
-/** The plain KV write (tests and kernels outside the engine's fused step). */
-export function kvWriteWgsl(access: KvCacheAccess): string {
-  return wgsl(commonSrc, kvCacheWgsl(access, { k: 4, v: 5, write: true }), kvWriteSrc);
-}
