@@ -16,7 +16,7 @@ import { wgsl } from '../core/layout.js';
 
 /**
  * `workgroup`: 64 invocations per (row, head) sharing scores through workgroup memory.
- * `subgroup`: one subgroup per (row, head), no workgroup memory or barrier: 5–10× faster on
+ * `subgroup`: one subgroup per (row, head), no workgroup memory or barrier: far faster on
  * SwiftShader, where barriers are expensive; needs the subgroups feature.
  * `exact`: run.c's order and correctly rounded exp and divisions, bit for bit (the runq.c-exact
  * W8A8 path); one invocation per (row, head) and a scratch of maxM·nHeads·maxSeq scores. Never
