@@ -34,7 +34,7 @@ export interface GpuFeatures {
   /** WGSL's subgroup_id / num_subgroups builtins. */
   subgroupId: boolean;
   timestampQuery: boolean;
-  /** WGSL `enable f16`: f16 weights then load as halves (src/gpu/f16-kernels.ts); without it they are unpacked from u32 words. */
+  /** WGSL `enable f16`: f16 weights then load as halves (kernels/f16-shaders.ts); without it they are unpacked from u32 words. */
   shaderF16: boolean;
 }
 

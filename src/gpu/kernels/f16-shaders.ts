@@ -43,7 +43,7 @@ export function f16EmbedSource(kind: F16Kernels): string {
   return kind === 'native' ? embedNativeSrc : embedPackedSrc;
 }
 
-/** The whole f16 embedding module (entry point embed_f16), as createTableEmbed composes it. */
+/** The whole f16 embedding module (entry point embed_f16), as createEmbedding composes it. */
 export function f16EmbedWgsl(kind: F16Kernels): string {
   return wgsl(commonSrc, embedCommonSrc, f16EmbedSource(kind));
 }
