@@ -11,7 +11,7 @@ const SIZES = [1, 3, 17, 63, 65, 1000, 2049];
 
 type K = Window['tp']['kernels'];
 
-type Tester = 'testMatmul' | 'testRmsnorm' | 'testSiluMul' | 'testAdd' | 'testEmbed' | 'testArgmax' | 'testRope' | 'testKvWrite' | 'testAttention';
+type Tester = 'testMatmul' | 'testAdd' | 'testEmbed' | 'testKvWrite' | 'testAttention';
 type Case<N extends Tester> = Parameters<K[N]>[0];
 type Result<N extends Tester> = Awaited<ReturnType<K[N]>>;
 
@@ -40,8 +40,8 @@ test('context: real limits and features, kernel choices recorded', async ({ harn
   expect(info.limits.maxStorageBufferBindingSize).toBeGreaterThan(128 * 1024 * 1024);
   expect(info.limits.maxComputeInvocationsPerWorkgroup).toBeGreaterThanOrEqual(256);
   expect(typeof info.features.subgroups).toBe('boolean');
-  expect(['regblock', 'tiled', 'sequential', 'broadcast', 'broadcast16']).toContain(info.choices.gemm);
-  expect(['tree', 'subgroup', 'subgroup8', 'sequential']).toContain(info.choices.gemv);
+  expect(['regblock', 'tiled', 'broadcast', 'broadcast16']).toContain(info.choices.gemm);
+  expect(['tree', 'subgroup']).toContain(info.choices.gemv);
   expect(['gemm', 'broadcast', 'broadcast32', 'prep32']).toContain(info.choices.small);
   expect(Object.keys(info.choices.measured).length).toBeGreaterThan(0);
 });
@@ -113,19 +113,15 @@ test('matmul: grids over 65535 workgroups fold into 2-D (vocab-sized N)', async 
   const big: MatmulCase = gemv.includes('subgroup') ? { m: 1, k: 3, n: 1_100_000, gemv: 'subgroup' } : { m: 1, k: 3, n: 300_000, gemv: 'tree' };
   const cases: MatmulCase[] = [big, { m: 1, k: 64, n: 151_936 }, { m: 2, k: 8, n: 151_936 }];
   const v = await harness.page.evaluate(() => window.tp.kernels.variants());
-  // subgroup8: 32 rows per workgroup; broadcast: 16 rows of W per workgroup along x (folded into z).
-  if (v.gemv.includes('subgroup8')) cases.push({ m: 1, k: 3, n: 2_200_000, gemv: 'subgroup8' });
+  // broadcast: 16 rows of W per workgroup along x (folded into z).
   if (v.gemm.includes('broadcast')) cases.push({ m: 3, k: 3, n: 1_100_000, gemm: 'broadcast' }, { m: 17, k: 5, n: 151_936, gemm: 'broadcast16' });
   // broadcast32 and prep32: 32 rows of W per workgroup.
   for (const small of v.small.filter((s) => s !== 'gemm')) cases.push({ m: 8, k: 5, n: 2_200_000, small, input: 'rmsnorm' });
   expectWithin(await each(harness.page, 'testMatmul', cases), cases);
 });
 
-test('rmsnorm, siluMul, add at awkward sizes', async ({ harness }) => {
-  const norm = SIZES.flatMap((dim) => [{ m: 1, dim }, { m: 3, dim }]);
-  expectWithin(await each(harness.page, 'testRmsnorm', norm), norm);
+test('add at awkward sizes', async ({ harness }) => {
   const ew = SIZES.flatMap((n) => [{ m: 1, n }, { m: 3, n }]);
-  expectWithin(await each(harness.page, 'testSiluMul', ew), ew);
   expectWithin(await each(harness.page, 'testAdd', ew), ew);
 });
 
@@ -140,33 +136,10 @@ test('embed, also from a table split across bindings', async ({ harness }) => {
   expect(r[2]!.chunks).toBeGreaterThan(1);
 });
 
-test('argmax: ties go to the lowest index, over 151936 values', async ({ harness }) => {
+test('fused rope + kv write, across slots', async ({ harness }) => {
   const cases = [
-    { m: 2, n: 151_936, ties: [70_000, 5, 151_935] },
-    { m: 3, n: 151_936, ties: [151_935, 151_934] },
-    { m: 1, n: 1 },
-    { m: 1, n: 3, ties: [1, 2] },
-    { m: 4, n: 1000 },
-  ];
-  const r = await each(harness.page, 'testArgmax', cases);
-  for (const [i, x] of r.entries()) expect(x, JSON.stringify(cases[i])).toMatchObject({ ok: true });
-});
-
-test('rope: interleaved and rotate_half at positions 0, 1, 300', async ({ harness }) => {
-  const cases = (['interleaved', 'rotate_half'] as const).flatMap((style) => [
-    { m: 3, nHeads: 2, headSize: 8, positions: [0, 1, 300], style },
-    { m: 1, nHeads: 3, headSize: 64, positions: [300], style },
-    { m: 2, nHeads: 1, headSize: 2, positions: [1, 0], style },
-  ]);
-  expectWithin(await each(harness.page, 'testRope', cases), cases);
-});
-
-test('kv write and fused rope + kv write, across slots', async ({ harness }) => {
-  const cases = [
-    { nHeads: 4, nKv: 2, headSize: 8, positions: [5, 6, 7], slots: [1, 1, 0], fused: false },
-    { nHeads: 2, nKv: 2, headSize: 64, positions: [0], fused: false },
-    { nHeads: 4, nKv: 2, headSize: 8, positions: [5, 6, 7], slots: [1, 1, 0], fused: true, style: 'interleaved' as const },
-    { nHeads: 4, nKv: 4, headSize: 16, positions: [0, 1, 300], slots: [0, 0, 2], nSlots: 3, fused: true, style: 'rotate_half' as const },
+    { nHeads: 4, nKv: 2, headSize: 8, positions: [5, 6, 7], slots: [1, 1, 0], style: 'interleaved' as const },
+    { nHeads: 4, nKv: 4, headSize: 16, positions: [0, 1, 300], slots: [0, 0, 2], nSlots: 3, style: 'rotate_half' as const },
   ];
   expectWithin(await each(harness.page, 'testKvWrite', cases), cases);
 });

@@ -36,12 +36,10 @@ function expectWithin(results: Check[], cases: unknown[]): void {
 
 test.describe.configure({ mode: 'serial' });
 
-test('f16 cache kernels: kv write (plain, rope interleaved and rotate_half) holds k, v rounded to nearest even', async ({ harness }) => {
+test('f16 cache kernels: kv write (rope interleaved and rotate_half) holds k, v rounded to nearest even', async ({ harness }) => {
   const cases = [
-    { nHeads: 4, nKv: 2, headSize: 8, positions: [5, 6, 7], slots: [1, 1, 0], fused: false, kvDtype: 'f16' as const },
-    { nHeads: 2, nKv: 2, headSize: 64, positions: [0], fused: false, kvDtype: 'f16' as const },
-    { nHeads: 4, nKv: 2, headSize: 8, positions: [5, 6, 7], slots: [1, 1, 0], fused: true, style: 'interleaved' as const, kvDtype: 'f16' as const },
-    { nHeads: 4, nKv: 4, headSize: 16, positions: [0, 1, 300], slots: [0, 0, 2], nSlots: 3, fused: true, style: 'rotate_half' as const, kvDtype: 'f16' as const },
+    { nHeads: 4, nKv: 2, headSize: 8, positions: [5, 6, 7], slots: [1, 1, 0], style: 'interleaved' as const, kvDtype: 'f16' as const },
+    { nHeads: 4, nKv: 4, headSize: 16, positions: [0, 1, 300], slots: [0, 0, 2], nSlots: 3, style: 'rotate_half' as const, kvDtype: 'f16' as const },
   ];
   const r = await harness.page.evaluate(async (cs) => {
     const out = [];

@@ -1,6 +1,6 @@
-// The parameters and bindings the attention kernels share (src/gpu/attention.ts fills them).
+// The parameters and bindings the attention kernels share (src/gpu/kernels/attention.ts fills them).
 // The caches, KC (binding 3) and VC (binding 4), and their readers kAt/vAt come from
-// src/gpu/kv-format.ts, for the cache's format.
+// src/gpu/kernels/kv-format.ts, for the cache's format.
 struct AttnParams {
   nHeads: u32,
   nKv: u32,

@@ -1,4 +1,4 @@
-// Row-wise elementwise ops over m rows of n values, one invocation per value.
+// The residual add over m rows of n values, one invocation per value.
 struct EwParams {
   n: u32,
   aStride: u32,
@@ -12,7 +12,6 @@ struct EwParams {
 
 @group(0) @binding(1) var<uniform> P: EwParams;
 @group(0) @binding(2) var<storage, read> A: array<f32>;
-@group(0) @binding(3) var<storage, read> B: array<f32>;
 @group(0) @binding(4) var<storage, read_write> Y: array<f32>;
 
 const WG = 64u;
@@ -20,17 +19,6 @@ const WG = 64u;
 fn element(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> vec2<u32> {
   let i = linearWg(wid, nwg) * WG + lid;
   return vec2<u32>(i / P.n, i % P.n);
-}
-
-// y = silu(a) · b (run.c: a · 1/(1 + e^−a), then · b).
-@compute @workgroup_size(WG)
-fn silu_mul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-            @builtin(local_invocation_index) lid: u32) {
-  let e = element(wid, nwg, lid);
-  if (e.x >= stepM()) { return; }
-  let a = A[P.aOff + e.x * P.aStride + e.y];
-  let b = B[P.bOff + e.x * P.bStride + e.y];
-  Y[P.yOff + e.x * P.yStride + e.y] = a * (1.0 / (1.0 + exp(-a))) * b;
 }
 
 // y += a (the residual add).

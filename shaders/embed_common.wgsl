@@ -7,7 +7,7 @@ struct EmbedParams {
   rowWords: u32,  // u32/f32 words per table row (f32: dim padded to a multiple of 4; Q8_0: dim/4; Q4_0: dim/8)
   rowStart: u32,
   rows: u32,
-  tokStride: u32, // u32s between rows' token ids (2 reads argmax's (index, value) pairs)
+  tokStride: u32, // u32s between rows' token ids
   tokOff: u32,
   yStride: u32,
   groupSize: u32, // values per scale of a quantised table

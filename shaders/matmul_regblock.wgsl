@@ -1,6 +1,6 @@
 // Prefill matmul (m > 1), register-blocked: each invocation computes a 4×4 block of y (4 rows
 // of x × 4 rows of W) from 8 vec4 loads per 4 k, with no workgroup memory or barrier.
-// SwiftShader runs this ~1.8× faster than shared-memory tiles. W's vec4s come from wLoad:
+// SwiftShader runs this faster than shared-memory tiles. W's vec4s come from wLoad:
 // f32 (matmul_w_f32.wgsl) or f16 halves (matmul_w_f16.wgsl, matmul_w_f16_native.wgsl), each
 // load widened once for the four rows of x.
 override WGX: u32 = 8u;

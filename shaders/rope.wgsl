@@ -1,13 +1,13 @@
-// Rotary position embedding with cos/sin tables computed on the CPU in f32 (never WGSL sin/cos,
+// Rotary position embedding (the helpers rope_kv.wgsl's entry point uses) with cos/sin tables computed on the CPU in f32 (never WGSL sin/cos,
 // which are only ~2^-11 accurate). TAB[pos·hs/2 + i] = (cos, sin) of frequency i at pos.
 // STYLE 0 (interleaved, llama2.c) rotates pairs (2i, 2i+1); STYLE 1 (rotate_half, HF) rotates
 // (i, i + hs/2); both use table entry i.
 struct RopeParams {
-  nHeads: u32,    // query heads (or the heads to rotate, for `rope`)
+  nHeads: u32,    // query heads
   nKv: u32,
   hs: u32,
   rowStride: u32, // floats between rows of the activation buffer
-  qOff: u32,      // first float of the q heads in a row (of the heads, for `rope`)
+  qOff: u32,      // first float of the q heads in a row
   kOff: u32,
   vOff: u32,
   maxSeq: u32,
@@ -28,23 +28,4 @@ fn pairOf(i: u32) -> vec2<u32> {
 
 fn rotate(v: vec2<f32>, cs: vec2<f32>) -> vec2<f32> {
   return vec2<f32>(v.x * cs.x - v.y * cs.y, v.x * cs.y + v.y * cs.x);
-}
-
-// In place: nHeads heads starting at qOff of each row, row r at position stepPos(r).
-@compute @workgroup_size(WG)
-fn rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let half = P.hs / 2u;
-  let idx = linearWg(wid, nwg) * WG + lid;
-  let perRow = P.nHeads * half;
-  let r = idx / perRow;
-  if (r >= stepM()) { return; }
-  let h = (idx % perRow) / half;
-  let i = idx % half;
-  let pr = pairOf(i);
-  let base = r * P.rowStride + P.qOff + h * P.hs;
-  let cs = TAB[stepPos(r) * half + i];
-  let v = rotate(vec2<f32>(X[base + pr.x], X[base + pr.y]), cs);
-  X[base + pr.x] = v.x;
-  X[base + pr.y] = v.y;
 }

@@ -1,7 +1,7 @@
 // Fused with rope.wgsl (whose parameters, bindings and helpers it uses): rotate q in place,
 // rotate k into the cache, copy v into the cache, for rows holding [q heads | k heads | v heads]
 // at qOff, kOff, vOff. A k or v invocation writes values 2i and 2i + 1 of its head, one word of
-// an f16 cache, whichever elements the style pairs. KC, VC, kPut2, vPut2: src/gpu/kv-format.ts.
+// an f16 cache, whichever elements the style pairs. KC, VC, kPut2, vPut2: src/gpu/kernels/kv-format.ts.
 
 // Cache layout (per layer): [slot][kvHead][pos][hs].
 fn cacheIndex(slot: u32, h: u32, pos: u32) -> u32 {

@@ -33,9 +33,9 @@ export type {
   GenerateOptions, GenerateChunk, GenerationStats, FinishReason, EngineStats, RankStats, StepBreakdown, KernelTiming, DevicePlacement,
   RankPrecision,
 } from './engine/types.js';
-export type { KvCacheOption } from './gpu/kv-format.js';
+export type { KvCacheOption } from './gpu/kernels/kv-format.js';
 export type { DevicesOption } from './engine/placement.js';
-export type { DeviceSpec, AdapterFilter } from './gpu/adapter.js';
+export type { DeviceSpec, AdapterFilter } from './gpu/core/adapter.js';
 export type { ModelConfig } from './model/config.js';
 export {
   WebGpuTpError, WebGpuUnavailableError, NotIsolatedError, ModelFormatError, ModelFetchError, TokenizerFormatError, PlanError,

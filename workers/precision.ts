@@ -1,9 +1,9 @@
 /** The weights' part of a rank's `stats().precision` (src/engine/types.ts): what they are stored as, and which f16 kernels its device runs. */
 import type { RankPrecision } from '../src/engine/types.js';
-import type { GpuContext } from '../src/gpu/device.js';
-import { f16KernelsFor } from '../src/gpu/f16-kernels.js';
-import { isHalfMatrix } from '../src/gpu/f16.js';
-import { isQuantMatrix } from '../src/gpu/q8.js';
+import type { GpuContext } from '../src/gpu/core/device.js';
+import { f16KernelsFor } from '../src/gpu/kernels/f16-shaders.js';
+import { isHalfMatrix } from '../src/gpu/core/half-matrix.js';
+import { isQuantMatrix } from '../src/gpu/core/quant-matrix.js';
 import type { ShardWeights, Weight } from './rank.js';
 
 function dtypeOf(w: Weight): RankPrecision['weights'] {

@@ -12,25 +12,25 @@
 import type { ModelConfig } from '../src/model/config.js';
 import type { RankPlan } from '../src/parallel/plan.js';
 import { ropeTables } from '../src/model/reference.js';
-import type { GpuContext } from '../src/gpu/device.js';
+import type { GpuContext } from '../src/gpu/core/device.js';
 import {
   createMatrix, destroyMatrix, createStorageBuffer, createStepParams, destroyStepParams, writeMatrixRows,
   type Matrix, type StepParams,
-} from '../src/gpu/buffers.js';
-import { createMatmul } from '../src/gpu/matmul.js';
-import { createQuantMatrix, destroyQuantMatrix, isQuantMatrix, writeQuantRows, type QuantMatrix } from '../src/gpu/q8.js';
-import { createEmbedQ8, type Q8Activations } from '../src/gpu/matmul-q8.js';
-import { createEmbedQ4 } from '../src/gpu/matmul-q4.js';
-import { createEmbedF16, createHalfMatrix, destroyHalfMatrix, isHalfMatrix, writeHalfRows, type HalfMatrix } from '../src/gpu/f16.js';
+} from '../src/gpu/core/buffers.js';
+import { createMatmul } from '../src/gpu/kernels/matmul.js';
+import { createQuantMatrix, destroyQuantMatrix, isQuantMatrix, writeQuantRows, type QuantMatrix } from '../src/gpu/core/quant-matrix.js';
+import type { Q8Activations } from '../src/gpu/kernels/matmul-base.js';
+import { createEmbedding } from '../src/gpu/kernels/embed.js';
+import { createHalfMatrix, destroyHalfMatrix, isHalfMatrix, writeHalfRows, type HalfMatrix } from '../src/gpu/core/half-matrix.js';
 import { commonForm, sliceViews, type SliceView } from './slice-views.js';
-import { createRopeTables, destroyRopeTables, createRopeKv, type RopeTables } from '../src/gpu/rope.js';
-import { createKvCache, destroyKvCache, kvLayerBytes, type KvCache } from '../src/gpu/kv-cache.js';
-import type { KvCacheDtype } from '../src/gpu/kv-format.js';
-import { createAttention } from '../src/gpu/attention.js';
-import { createAdd, createEmbed } from '../src/gpu/elementwise.js';
-import { createReadback, destroyReadback, type Readback, type ReadTicket } from '../src/gpu/readback.js';
-import type { BoundOp } from '../src/gpu/op.js';
-import type { KernelProfiler } from '../src/gpu/profiler.js';
+import { createRopeTables, destroyRopeTables, createRopeKv, type RopeTables } from '../src/gpu/kernels/rope.js';
+import { createKvCache, destroyKvCache, kvLayerBytes, type KvCache } from '../src/gpu/kernels/kv-cache.js';
+import type { KvCacheDtype } from '../src/gpu/kernels/kv-format.js';
+import { createAttention } from '../src/gpu/kernels/attention.js';
+import { createAdd } from '../src/gpu/kernels/elementwise.js';
+import { createReadback, destroyReadback, type Readback, type ReadTicket } from '../src/gpu/core/readback.js';
+import type { BoundOp } from '../src/gpu/core/op.js';
+import type { KernelProfiler } from '../src/gpu/core/profiler.js';
 import { InvalidArgumentError, ModelFormatError } from '../src/errors.js';
 
 /** A weight matrix as the file stores it: f32, f16 kept in f16, or Q8_0 / Q4_0 kept quantised. */
@@ -323,13 +323,7 @@ export function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: 
   }
   const head = createMatmul(ctx, headStep, { activations, x: s.xsel, w: w.output, y: s.logits, maxM: o.maxLogitRows, input: { kind: 'rmsnorm', weight: w.norm, eps } });
   const ops: StepOps = {
-    embed: isHalfMatrix(w.tokEmbeddings)
-      ? createEmbedF16(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM })
-      : !isQuantMatrix(w.tokEmbeddings)
-      ? createEmbed(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM })
-      : w.tokEmbeddings.kind === 'q4_0'
-        ? createEmbedQ4(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM })
-        : createEmbedQ8(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM }),
+    embed: createEmbedding(ctx, step, { table: w.tokEmbeddings, tokens: s.tokens, y: s.x, maxM }),
     stages,
     ...(chain && { chain: { links, rank: r.rank, world: o.world } }),
     head,

@@ -12,7 +12,8 @@
  */
 import * as Comlink from 'comlink';
 import { installErrorTransfer } from '../src/engine/protocol.js';
-import { createGpuContext, destroyGpuContext, type GpuContext, type ChosenKernels } from '../src/gpu/device.js';
+import { destroyGpuContext, type GpuContext, type ChosenKernels } from '../src/gpu/core/device.js';
+import { createGpuContext } from '../src/gpu/tune.js';
 import { attachCommunicator, ControlBlock, type CollectiveBuffer, STATUS_FAILED, STATUS_OK, STATUS_PARKED, type Communicator } from '../src/collective/index.js';
 import { broadcastLinks, MessageCommunicator } from '../src/collective/message-transport.js';
 import { channelEndpoint } from '../src/engine/tab-link.js';
@@ -29,11 +30,11 @@ import {
 } from './rank.js';
 import type { RankStats } from '../src/engine/types.js';
 import { rankPrecision } from './precision.js';
-import { createKernelProfiler, type KernelProfiler } from '../src/gpu/profiler.js';
-import { adapterName, type DeviceSpec } from '../src/gpu/adapter.js';
-import type { Q8Activations } from '../src/gpu/matmul-q8.js';
-import { cacheAccess } from '../src/gpu/kv-cache.js';
-import { resolveKvCache, type KvCacheOption } from '../src/gpu/kv-format.js';
+import { createKernelProfiler, type KernelProfiler } from '../src/gpu/core/profiler.js';
+import { adapterName, type DeviceSpec } from '../src/gpu/core/adapter.js';
+import type { Q8Activations } from '../src/gpu/kernels/matmul-base.js';
+import { cacheAccess } from '../src/gpu/kernels/kv-cache.js';
+import { resolveKvCache, type KvCacheOption } from '../src/gpu/kernels/kv-format.js';
 
 installErrorTransfer();
 

@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { WebGpuTpError } from '../errors.js';
-import { checkKvCacheOption as checkKvCache, type KvCacheOption } from '../gpu/kv-format.js';
+import { checkKvCacheOption as checkKvCache, type KvCacheOption } from '../gpu/kernels/kv-format.js';
 import type { SynthShape } from '../model/synth.js';
 
 const USAGE = `webgpu-tp — tensor-parallel LLM inference over WebGPU, in headless Chromium

@@ -6,7 +6,7 @@ import { Scheduler, type StepBackend, type SamplerFactory } from './scheduler.js
 import { WorkerGroup, type LoadProgress, type TabRanksOptions } from './worker-group.js';
 import type { DevicePlacement, EngineStats, GenerateChunk, GenerateOptions } from './types.js';
 import { browserProbe, placeRanks, type DevicesOption } from './placement.js';
-import { describeSpec } from '../gpu/adapter.js';
+import { describeSpec } from '../gpu/core/adapter.js';
 import { openSource, type ModelSource } from '../loader/source.js';
 import { detectFormat, MODEL_HEADER_BYTES, parseModelHeader, type ModelLayout } from '../model/formats/detect.js';
 import { Tokenizer } from '../model/tokenizer/tokenizer.js';
@@ -23,7 +23,7 @@ import { createCompletions, type Completions } from './completions.js';
 import { createChatCompletions, type ChatCompletions, type ChatMessage } from './chat-completions.js';
 import { clearShardCache } from '../cache/shard-cache.js';
 import { registerFaultTarget } from './fault-injection.js';
-import { checkKvCacheOption, type KvCacheOption } from '../gpu/kv-format.js';
+import { checkKvCacheOption, type KvCacheOption } from '../gpu/kernels/kv-format.js';
 import { InvalidArgumentError, TokenizerFormatError, NotIsolatedError, WebGpuUnavailableError, DisposedError, AbortedError } from '../errors.js';
 
 export interface EngineOptions {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { headsFromTimes, largestBuffer, placeRanks, type AdapterProbe, type ProbedAdapter } from './placement.js';
 import { AdapterNotFoundError, InvalidArgumentError, PlanError } from '../errors.js';
-import { describeSpec, type DeviceSpec } from '../gpu/adapter.js';
+import { describeSpec, type DeviceSpec } from '../gpu/core/adapter.js';
 import { llama2cConfig } from '../model/synth.js';
 
 // stories260K's shape: 8 heads, 4 KV heads.

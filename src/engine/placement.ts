@@ -22,7 +22,7 @@ import { InvalidArgumentError, PlanError, WebGpuUnavailableError } from '../erro
 import {
   adapterKey, adapterName, checkDeviceSpec, describeSpec, identityOf, requestAdapterFor,
   type AdapterIdentity, type DeviceSpec,
-} from '../gpu/adapter.js';
+} from '../gpu/core/adapter.js';
 import type { ModelConfig } from '../model/config.js';
 import { degreeError, makePlan } from '../parallel/plan.js';
 import { proportionalSizes } from '../parallel/split.js';

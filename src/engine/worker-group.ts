@@ -31,9 +31,9 @@ import type { ShardWorker, ShardInitResult } from '../../workers/shard.worker.js
 import { loadShards } from './load-shards.js';
 import { acceptTabs, TAB_REMEDY, type TabHost, type TabPeer } from './tab-host.js';
 import { collectiveGroup } from './tab-link.js';
-import type { DeviceSpec } from '../gpu/adapter.js';
-import type { Q8Activations } from '../gpu/matmul-q8.js';
-import type { KvCacheOption } from '../gpu/kv-format.js';
+import type { DeviceSpec } from '../gpu/core/adapter.js';
+import type { Q8Activations } from '../gpu/kernels/matmul-base.js';
+import type { KvCacheOption } from '../gpu/kernels/kv-format.js';
 // The shard worker is bundled inline (Vite `?worker&inline`): its code, dependencies included,
 // is a string in the built module and starts as a module worker from a Blob URL. A
 // `new URL('…worker.ts', import.meta.url)` worker would be a second file beside the library,

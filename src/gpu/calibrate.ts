@@ -4,10 +4,10 @@
  * measured in interleaved rounds and each one's best round counts, so a burst of load from
  * another process (or a first-use cost) does not decide the split.
  */
-import { createGpuContext, destroyGpuContext, type GpuContext } from './device.js';
-import type { DeviceSpec } from './adapter.js';
-import { createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams } from './buffers.js';
-import { createMatmul } from './matmul.js';
+import { openGpuContext, destroyGpuContext, type GpuContext } from './core/device.js';
+import type { DeviceSpec } from './core/adapter.js';
+import { createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams } from './core/buffers.js';
+import { createMatmul } from './kernels/matmul.js';
 import { timeOp } from './tune.js';
 
 const N = 1024;
@@ -46,7 +46,7 @@ export async function measureMatmulMs(ctxs: readonly GpuContext[], rounds = 6, r
 export async function calibrateAdapters(specs: (DeviceSpec | undefined)[]): Promise<number[]> {
   const ctxs: GpuContext[] = [];
   try {
-    for (const spec of specs) ctxs.push(await createGpuContext({ device: spec, tune: false, label: 'calibrate' }));
+    for (const spec of specs) ctxs.push(await openGpuContext({ device: spec, label: 'calibrate' }));
     return await measureMatmulMs(ctxs);
   } finally {
     for (const c of ctxs) destroyGpuContext(c);

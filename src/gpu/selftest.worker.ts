@@ -3,10 +3,10 @@
  * run a matmul, read it back through the readback helper. The kernel tests check it against
  * the oracle in the page; the benchmark uses it to time readbacks where the engine runs them.
  */
-import { createGpuContext, destroyGpuContext } from './device.js';
-import { createMatrix, createStepParams, createStorageBuffer } from './buffers.js';
-import { createMatmul } from './matmul.js';
-import { createReadback, createSleeper } from './readback.js';
+import { openGpuContext, destroyGpuContext } from './core/device.js';
+import { createMatrix, createStepParams, createStorageBuffer } from './core/buffers.js';
+import { createMatmul } from './kernels/matmul.js';
+import { createReadback, createSleeper } from './core/readback.js';
 
 export interface SelfTestRequest {
   m: number;
@@ -28,7 +28,7 @@ export interface SelfTestReply {
 }
 
 async function run(req: SelfTestRequest): Promise<SelfTestReply> {
-  const ctx = await createGpuContext({ tune: false });
+  const ctx = await openGpuContext();
   try {
     const step = createStepParams(ctx, req.m);
     step.write(req.m, new Uint32Array(req.m));

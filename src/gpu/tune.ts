@@ -4,10 +4,23 @@
  * barriers) and real GPUs (shared-memory tiles). Candidates run in interleaved rounds and the
  * fastest round counts, so a burst of load from other processes does not decide the choice.
  */
-import type { GemmKind, GemvKind, GpuContext, SmallGemmKind } from './device.js';
-import { createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams } from './buffers.js';
-import { availableGemm, availableGemv, availableSmall, createMatmul, SMALL_M } from './matmul.js';
-import type { BoundOp } from './op.js';
+import { isCpuAdapter, openGpuContext, type GemmKind, type GemvKind, type GpuContext, type GpuContextOptions, type SmallGemmKind } from './core/device.js';
+import { createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams } from './core/buffers.js';
+import type { BoundOp } from './core/op.js';
+import { createMatmul } from './kernels/matmul.js';
+import { availableGemm, availableGemv, availableSmall, SMALL_M } from './kernels/matmul-f32.js';
+
+export interface TunedContextOptions extends GpuContextOptions {
+  /** Pick kernel variants by measuring them now (default true, unless `choices` are given); else use heuristics. */
+  tune?: boolean;
+}
+
+/** A context whose kernel choices were measured on its adapter (or handed in as `choices`). */
+export async function createGpuContext(opts: TunedContextOptions = {}): Promise<GpuContext> {
+  const ctx = await openGpuContext(opts);
+  if (!opts.choices && (opts.tune ?? true)) await tuneGpuContext(ctx);
+  return ctx;
+}
 
 /** Wall-clock ms per encode of `op`, `reps` encodes in one submit (after one warm-up submit). */
 export async function timeOp(ctx: GpuContext, op: BoundOp, m: number, reps: number): Promise<number> {
@@ -39,15 +52,12 @@ async function fastest<T extends string>(ctx: GpuContext, ops: [T, BoundOp][], m
 }
 
 /**
- * The variants worth timing (each costs a pipeline compile, ~0.3–1 s on SwiftShader). Never
- * measured fastest, so left out (still selectable explicitly): 'sequential' anywhere, and on CPU
- * adapters the workgroup-memory ones ('tree', 'tiled': barriers are slow there, 2–10× behind).
- * 'subgroup8' is within noise of 'subgroup' on SwiftShader (±15% either way), so not worth a compile.
+ * The variants worth timing (each costs a pipeline compile, slow on CPU adapters). On CPU
+ * adapters the workgroup-memory ones ('tree', 'tiled') are left out: barriers are slow there, so
+ * they never win (still selectable explicitly).
  */
 export function tuneCandidates(ctx: GpuContext): { gemv: GemvKind[]; gemm: GemmKind[]; small: SmallGemmKind[] } {
-  const i = ctx.adapterInfo;
-  const cpu = /swiftshader|llvmpipe|lavapipe|warp|cpu/i.test(`${i.vendor} ${i.architecture} ${i.description}`);
-  const skip = new Set<string>(cpu ? ['sequential', 'tree', 'tiled', 'subgroup8'] : ['sequential', 'subgroup8']);
+  const skip = new Set<string>(isCpuAdapter(ctx.adapterInfo) ? ['tree', 'tiled'] : []);
   const gemv = availableGemv(ctx).filter((v) => !skip.has(v));
   const gemm = availableGemm(ctx).filter((v) => !skip.has(v));
   return { gemv: gemv.length ? gemv : availableGemv(ctx), gemm: gemm.length ? gemm : availableGemm(ctx), small: availableSmall(ctx) };

@@ -6,8 +6,9 @@
  */
 import * as ref from '../model/reference.js';
 import { dequantize, quantize } from '../model/formats/gguf-blocks.js';
-import { createEmbedF16, createHalfMatrix, destroyHalfMatrix, f16KernelsOf, writeHalfRows } from '../gpu/f16.js';
-import type { F16Kernels } from '../gpu/f16-kernels.js';
+import { createHalfMatrix, destroyHalfMatrix, writeHalfRows } from '../gpu/core/half-matrix.js';
+import { f16KernelsOf, type F16Kernels } from '../gpu/kernels/f16-shaders.js';
+import { createEmbedding } from '../gpu/kernels/embed.js';
 import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, randn, rng, runEmbedCase, runMatmulCase, withCtx, type Check } from './kernels.js';
 
 export interface F16MatmulCase {
@@ -67,7 +68,7 @@ export async function testF16Embed(c: { vocab: number; dim: number; tokens: numb
     const table = createHalfMatrix(ctx, c.vocab, c.dim, 'embedding');
     writeHalfRows(ctx, table, 0, t.h);
     const chunks = table.chunks.length;
-    const got = await runEmbedCase(ctx, c.tokens, c.dim, (step, tokens, y) => createEmbedF16(ctx, step, { table, tokens, y, maxM: m }))
+    const got = await runEmbedCase(ctx, c.tokens, c.dim, (step, tokens, y) => createEmbedding(ctx, step, { table, tokens, y, maxM: m }))
       .finally(() => destroyHalfMatrix(table));
     return { ...compare(got, want, 0, 0, 0), chunks, kernels: f16KernelsOf(ctx), shaderF16: ctx.features.shaderF16 };
   });

@@ -7,9 +7,9 @@
 import * as ref from '../model/reference.js';
 import { dequantizeQ4, q4ToQ8, quantizeQ4 } from '../model/reference-q4.js';
 import { dequantizeQ8, matmulQ8, quantizeQ8 } from '../model/reference-q8.js';
-import type { Q8Activations } from '../gpu/matmul-q8.js';
-import { createEmbedQ4 } from '../gpu/matmul-q4.js';
-import { createQuantMatrix, destroyQuantMatrix, writeQuantRows } from '../gpu/q8.js';
+import type { Q8Activations } from '../gpu/kernels/matmul-base.js';
+import { createEmbedding } from '../gpu/kernels/embed.js';
+import { createQuantMatrix, destroyQuantMatrix, writeQuantRows } from '../gpu/core/quant-matrix.js';
 import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, randn, rng, runMatmulCase, withCtx, type Check } from './kernels.js';
 import { siluMulRunq, testQuantEmbed } from './kernels-q8.js';
 
@@ -92,5 +92,5 @@ export async function testQ4Embed(c: { vocab: number; dim: number; tokens: numbe
   return testQuantEmbed(c, 32, 'q4_0', (x) => {
     const tq = quantizeQ4(x);
     return { ...tq, dequantized: dequantizeQ4(tq, x.length) };
-  }, createEmbedQ4);
+  }, createEmbedding);
 }

@@ -5,10 +5,11 @@
  */
 import * as ref from '../model/reference.js';
 import { dequantizeQ8, matmulQ8, quantizeQ8, type Q8Tensor } from '../model/reference-q8.js';
-import { createStepParams, createStorageBuffer, destroyStepParams } from '../gpu/buffers.js';
-import { createMatmul, type MatmulInput } from '../gpu/matmul.js';
-import { createEmbedQ8, type Q8Activations } from '../gpu/matmul-q8.js';
-import { createQuantMatrix, destroyQuantMatrix, writeQuantRows, type QuantMatrix } from '../gpu/q8.js';
+import { createStepParams, createStorageBuffer, destroyStepParams } from '../gpu/core/buffers.js';
+import { createMatmul } from '../gpu/kernels/matmul.js';
+import type { MatmulInput, Q8Activations } from '../gpu/kernels/matmul-base.js';
+import { createEmbedding } from '../gpu/kernels/embed.js';
+import { createQuantMatrix, destroyQuantMatrix, writeQuantRows, type QuantMatrix } from '../gpu/core/quant-matrix.js';
 import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, randn, readFloats, rng, runEmbedCase, runMatmulCase, runOps, withCtx, type Check } from './kernels.js';
 
 export interface Q8MatmulCase {
@@ -84,7 +85,7 @@ export async function testQ8Embed(c: { vocab: number; dim: number; groupSize: nu
   return testQuantEmbed(c, c.groupSize, 'q8_0', (x) => {
     const tq = quantizeQ8(x, x.length, c.groupSize);
     return { ...tq, dequantized: dequantizeQ8(tq, x.length, c.groupSize) };
-  }, createEmbedQ8);
+  }, createEmbedding);
 }
 
 /**
@@ -96,7 +97,7 @@ export async function testQuantEmbed(
   c: { vocab: number; dim: number; tokens: number[]; bindingLimit?: number; seed?: number },
   groupSize: number, kind: QuantMatrix['kind'],
   quantize: (x: Float32Array) => { q: Int8Array | Uint8Array; s: Float32Array; dequantized: Float32Array },
-  createEmbed: typeof createEmbedQ8,
+  createEmbed: typeof createEmbedding,
 ): Promise<Check & { chunks: number }> {
   return withCtx(c.bindingLimit, async (ctx) => {
     const rand = rng(c.seed ?? 5);

@@ -6,30 +6,32 @@
  */
 import * as ref from '../model/reference.js';
 import {
-  createGpuContext, destroyGpuContext, type GemmKind, type GemvKind, type SmallGemmKind, type GpuContext,
-} from '../gpu/device.js';
+  destroyGpuContext, type GemmKind, type GemvKind, type SmallGemmKind, type GpuContext,
+} from '../gpu/core/device.js';
+import { createGpuContext } from '../gpu/tune.js';
 import {
   createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams, type Matrix, type StepParams,
-} from '../gpu/buffers.js';
-import type { Q8Activations } from '../gpu/matmul-q8.js';
-import { createMatmul, type MatmulInput, type MatmulOptions } from '../gpu/matmul.js';
-import { createQuantMatrix, destroyQuantMatrix, isQuantMatrix, writeQuantRows, type QuantMatrix } from '../gpu/q8.js';
+} from '../gpu/core/buffers.js';
+import type { MatmulInput, Q8Activations } from '../gpu/kernels/matmul-base.js';
+import { createMatmul, type MatmulOptions } from '../gpu/kernels/matmul.js';
+import { createQuantMatrix, destroyQuantMatrix, isQuantMatrix, writeQuantRows, type QuantMatrix } from '../gpu/core/quant-matrix.js';
 import { quantizeQ8 } from '../model/reference-q8.js';
 import { quantizeQ4 } from '../model/reference-q4.js';
-import { createHalfMatrix, destroyHalfMatrix, isHalfMatrix, writeHalfRows, type HalfMatrix } from '../gpu/f16.js';
+import { createHalfMatrix, destroyHalfMatrix, isHalfMatrix, writeHalfRows, type HalfMatrix } from '../gpu/core/half-matrix.js';
 import { quantize } from '../model/formats/gguf-blocks.js';
-import type { BoundOp } from '../gpu/op.js';
-import { createRmsnorm } from '../gpu/norm.js';
-import { createAdd, createArgmax, createEmbed, createSiluMul } from '../gpu/elementwise.js';
-import { createKvCache, createKvWrite, destroyKvCache, kvIndex, type KvCache } from '../gpu/kv-cache.js';
-import type { KvCacheDtype } from '../gpu/kv-format.js';
+import type { BoundOp } from '../gpu/core/op.js';
+import { createAdd } from '../gpu/kernels/elementwise.js';
+import { createEmbedding } from '../gpu/kernels/embed.js';
+import { createKvCache, destroyKvCache, kvIndex, type KvCache } from '../gpu/kernels/kv-cache.js';
+import type { KvCacheDtype } from '../gpu/kernels/kv-format.js';
 import { f32ToF16 } from '../model/formats/gguf-blocks.js';
 import { f16ToF32 } from '../model/formats/safetensors.js';
-import { createRope, createRopeKv, createRopeTables, destroyRopeTables, type RopeStyle } from '../gpu/rope.js';
-import { createAttention, attentionKinds, type AttentionKind } from '../gpu/attention.js';
-import { createReadback, destroyReadback } from '../gpu/readback.js';
+import { createRopeKv, createRopeTables, destroyRopeTables, type RopeStyle } from '../gpu/kernels/rope.js';
+import { createAttention, attentionKinds } from '../gpu/kernels/attention.js';
+import type { AttentionKind } from '../gpu/kernels/kv-shaders.js';
+import { createReadback, destroyReadback } from '../gpu/core/readback.js';
 import type { KernelBenchReport, KernelBenchRow } from '../cli/bench-kernels.js';
-import { availableGemm, availableGemv, availableSmall } from '../gpu/matmul.js';
+import { availableGemm, availableGemv, availableSmall } from '../gpu/kernels/matmul-f32.js';
 import type { SelfTestReply, SelfTestRequest } from '../gpu/selftest.worker.js';
 import { WebGpuTpError } from '../errors.js';
 import { benchRoofline } from './roofline.js';
@@ -383,50 +385,6 @@ export function stepFor(ctx: GpuContext, m: number, positions: ArrayLike<number>
   return step;
 }
 
-export async function testRmsnorm(c: { m: number; dim: number; seed?: number }): Promise<Check> {
-  return withCtx(undefined, async (ctx) => {
-    const rand = rng(c.seed ?? 2);
-    const x = randn(c.m * c.dim, rand, 3);
-    const g = randn(c.dim, rand);
-    const want = new Float32Array(c.m * c.dim);
-    ref.rmsnorm(want, x, g, c.m, c.dim, 1e-5);
-    const step = stepFor(ctx, c.m, new Uint32Array(c.m));
-    const [xb, gb, yb] = [createStorageBuffer(ctx, x), createStorageBuffer(ctx, g), createStorageBuffer(ctx, c.m * c.dim * 4)];
-    const op = createRmsnorm(ctx, step, { x: xb, weight: gb, y: yb, dim: c.dim, eps: 1e-5, maxM: c.m });
-    await runOps(ctx, [op], c.m);
-    const got = await readFloats(ctx, yb, c.m * c.dim);
-    op.destroy();
-    [xb, gb, yb, step.buffer].forEach((b) => b.destroy());
-    return compare(got, want, abs(want));
-  });
-}
-
-export async function testSiluMul(c: { m: number; n: number; seed?: number }): Promise<Check> {
-  return withCtx(undefined, async (ctx) => {
-    const rand = rng(c.seed ?? 3);
-    // a and b as two halves of each row of one buffer, as the engine's packed w1|w3 output is.
-    const h = randn(c.m * 2 * c.n, rand, 4);
-    const want = new Float32Array(c.m * c.n);
-    const mag = new Float32Array(c.m * c.n);
-    for (let r = 0; r < c.m; r++) {
-      const a = h.subarray(r * 2 * c.n, r * 2 * c.n + c.n);
-      const out = new Float32Array(c.n);
-      ref.siluMul(out, a, h.subarray(r * 2 * c.n + c.n, (r + 1) * 2 * c.n), c.n);
-      want.set(out, r * c.n);
-      for (let i = 0; i < c.n; i++) mag[r * c.n + i] = Math.abs(out[i]!) * (1 + Math.abs(a[i]!));
-    }
-    const step = stepFor(ctx, c.m, new Uint32Array(c.m));
-    const hb = createStorageBuffer(ctx, h);
-    const yb = createStorageBuffer(ctx, c.m * c.n * 4);
-    const op = createSiluMul(ctx, step, { a: { buffer: hb, stride: 2 * c.n }, b: { buffer: hb, stride: 2 * c.n, offset: c.n }, y: { buffer: yb }, n: c.n, maxM: c.m });
-    await runOps(ctx, [op], c.m);
-    const got = await readFloats(ctx, yb, c.m * c.n);
-    op.destroy();
-    [hb, yb, step.buffer].forEach((b) => b.destroy());
-    return compare(got, want, mag);
-  });
-}
-
 export async function testAdd(c: { m: number; n: number; seed?: number }): Promise<Check> {
   return withCtx(undefined, async (ctx) => {
     const rand = rng(c.seed ?? 4);
@@ -454,7 +412,7 @@ export async function testEmbed(c: { vocab: number; dim: number; tokens: number[
     ref.embed(want, table, c.tokens, c.dim);
     const t = createMatrix(ctx, c.vocab, c.dim, 'embedding', table);
     const chunks = t.chunks.length;
-    const got = await runEmbedCase(ctx, c.tokens, c.dim, (step, tokens, y) => createEmbed(ctx, step, { table: t, tokens, y, maxM: m }))
+    const got = await runEmbedCase(ctx, c.tokens, c.dim, (step, tokens, y) => createEmbedding(ctx, step, { table: t, tokens, y, maxM: m }))
       .finally(() => destroyMatrix(t));
     return { ...compare(got, want, 0, 0, 0), chunks };
   });
@@ -479,69 +437,6 @@ export async function runEmbedCase(
     op.destroy();
     [tok, y, step.buffer].forEach((b) => b.destroy());
   }
-}
-
-/** Argmax over rows of n values; `ties` plants the maximum at several indices of each row. */
-export async function testArgmax(c: { m: number; n: number; ties?: number[]; seed?: number }): Promise<{ ok: boolean; got: number[]; want: number[]; values: boolean }> {
-  return withCtx(undefined, async (ctx) => {
-    const rand = rng(c.seed ?? 6);
-    const x = randn(c.m * c.n, rand);
-    for (let r = 0; r < c.m; r++) for (const i of c.ties ?? []) if (i < c.n) x[r * c.n + i] = 7 + r;
-    const want = Array.from({ length: c.m }, (_, r) => ref.argmax(x.subarray(r * c.n, (r + 1) * c.n), c.n));
-    const step = stepFor(ctx, c.m, new Uint32Array(c.m));
-    const xb = createStorageBuffer(ctx, x);
-    const ob = createStorageBuffer(ctx, c.m * 8);
-    const op = createArgmax(ctx, step, { x: xb, n: c.n, out: ob, maxM: c.m });
-    await runOps(ctx, [op], c.m);
-    const raw = await readFloats(ctx, ob, c.m * 2);
-    const u = new Uint32Array(raw.buffer);
-    const got = Array.from({ length: c.m }, (_, r) => u[2 * r]!);
-    const values = want.every((w, r) => raw[2 * r + 1] === x[r * c.n + w]);
-    op.destroy();
-    [xb, ob, step.buffer].forEach((b) => b.destroy());
-    return { ok: got.every((g, r) => g === want[r]) && values, got, want, values };
-  });
-}
-
-export async function testRope(c: { m: number; nHeads: number; headSize: number; positions: number[]; style: RopeStyle; seed?: number }): Promise<Check> {
-  return withCtx(undefined, async (ctx) => {
-    const rand = rng(c.seed ?? 7);
-    const seqLen = Math.max(...c.positions) + 1;
-    const tables = ref.ropeTables(c.headSize, seqLen, 10000);
-    // Heads sit after 3 floats of other data in rows of stride width + 5, to exercise offsets.
-    const width = c.nHeads * c.headSize;
-    const stride = width + 5;
-    const x = randn(c.m * stride, rand);
-    const plain = new Float32Array(c.m * width);
-    for (let r = 0; r < c.m; r++) plain.set(x.subarray(r * stride + 3, r * stride + 3 + width), r * width);
-    const want = plain.slice();
-    const pos = Uint32Array.from(c.positions);
-    ref.rope(want, c.m, c.nHeads, c.headSize, pos, tables, c.style);
-    const step = stepFor(ctx, c.m, pos);
-    const xb = createStorageBuffer(ctx, x);
-    const tb = createRopeTables(ctx, c.headSize, tables);
-    const op = createRope(ctx, step, { x: xb, rowStride: stride, offset: 3, nHeads: c.nHeads, tables: tb, style: c.style, maxM: c.m });
-    await runOps(ctx, [op], c.m);
-    const all = await readFloats(ctx, xb, c.m * stride);
-    const got = new Float32Array(c.m * width);
-    for (let r = 0; r < c.m; r++) got.set(all.subarray(r * stride + 3, r * stride + 3 + width), r * width);
-    op.destroy();
-    destroyRopeTables(tb);
-    [xb, step.buffer].forEach((b) => b.destroy());
-    // |x0·c| + |x1·s| bounds both outputs of a pair; use the pair's |x0| + |x1|.
-    const mag = new Float32Array(c.m * width);
-    const half = c.headSize / 2;
-    for (let r = 0; r < c.m; r++) {
-      for (let h = 0; h < c.nHeads; h++) {
-        for (let i = 0; i < half; i++) {
-          const b = r * width + h * c.headSize;
-          const [a0, a1] = c.style === 'interleaved' ? [b + 2 * i, b + 2 * i + 1] : [b + i, b + i + half];
-          mag[a0] = mag[a1] = Math.abs(plain[a0]!) + Math.abs(plain[a1]!);
-        }
-      }
-    }
-    return compare(got, want, mag);
-  });
 }
 
 interface KvCase {
@@ -584,8 +479,8 @@ async function cacheAsRef(ctx: GpuContext, cache: KvCache, buf: GPUBuffer, slot:
   return out;
 }
 
-/** kvWrite (fused: false) or ropeKv (fused: true): q, k rotated and k, v in the cache at (slot, pos). */
-export async function testKvWrite(c: KvCase & { fused: boolean; style?: RopeStyle }): Promise<Check> {
+/** ropeKv: q, k rotated and k, v in the cache at (slot, pos). */
+export async function testKvWrite(c: KvCase & { style?: RopeStyle }): Promise<Check> {
   return withCtx(undefined, async (ctx) => {
     const rand = rng(c.seed ?? 8);
     const m = c.positions.length;
@@ -611,10 +506,8 @@ export async function testKvWrite(c: KvCase & { fused: boolean; style?: RopeStyl
     }
     const qIn = q.slice();
     const kIn = k.slice();
-    if (c.fused) {
-      ref.rope(q, m, c.nHeads, hs, pos, tables, style);
-      ref.rope(k, m, c.nKv, hs, pos, tables, style);
-    }
+    ref.rope(q, m, c.nHeads, hs, pos, tables, style);
+    ref.rope(k, m, c.nKv, hs, pos, tables, style);
     // An f16 cache holds k and v rounded to nearest even: v (copied) must be exactly that; a
     // rotated k may round the other way when the GPU's f32 rotation is an ulp off the oracle's.
     const f16 = c.kvDtype === 'f16';
@@ -627,9 +520,7 @@ export async function testKvWrite(c: KvCase & { fused: boolean; style?: RopeStyl
     const cache = createKvCache(ctx, { nLayers: 2, nKvHeadsLocal: c.nKv, headSize: hs, maxSeq, nSlots, dtype: c.kvDtype });
     const qkvb = createStorageBuffer(ctx, qkv);
     const tb = createRopeTables(ctx, hs, tables);
-    const op = c.fused
-      ? createRopeKv(ctx, step, { qkv: qkvb, rowStride: stride, nHeads: c.nHeads, cache, layer: 1, tables: tb, style, maxM: m })
-      : createKvWrite(ctx, step, { cache, layer: 1, k: qkvb, kStride: stride, kOffset: qDim, v: qkvb, vStride: stride, vOffset: qDim + kvDim, maxM: m });
+    const op = createRopeKv(ctx, step, { qkv: qkvb, rowStride: stride, nHeads: c.nHeads, cache, layer: 1, tables: tb, style, maxM: m });
     await runOps(ctx, [op], m);
     const got: number[] = [];
     const want: number[] = [];
@@ -646,17 +537,15 @@ export async function testKvWrite(c: KvCase & { fused: boolean; style?: RopeStyl
       for (let i = 0; i < kvDim; i++) {
         got.push(kc[pos[r]! * kvDim + i]!, vc[pos[r]! * kvDim + i]!);
         want.push(k[r * kvDim + i]!, v[r * kvDim + i]!);
-        mag.push(c.fused ? kRound * pairMag(kIn, r * kvDim + i) : 0, 0);
+        mag.push(kRound * pairMag(kIn, r * kvDim + i), 0);
       }
     }
-    if (c.fused) {
-      const all = await readFloats(ctx, qkvb, m * stride);
-      for (let r = 0; r < m; r++) {
-        for (let i = 0; i < qDim; i++) {
-          got.push(all[r * stride + i]!);
-          want.push(q[r * qDim + i]!);
-          mag.push(pairMag(qIn, r * qDim + i));
-        }
+    const all = await readFloats(ctx, qkvb, m * stride);
+    for (let r = 0; r < m; r++) {
+      for (let i = 0; i < qDim; i++) {
+        got.push(all[r * stride + i]!);
+        want.push(q[r * qDim + i]!);
+        mag.push(pairMag(qIn, r * qDim + i));
       }
     }
     op.destroy();

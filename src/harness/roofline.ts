@@ -5,8 +5,8 @@
  * two reads bound the best gemv-vs-JS ratio a kernel could reach.
  */
 import readSrc from '../../shaders/roofline_read.wgsl?raw';
-import { createStorageBuffer } from '../gpu/buffers.js';
-import type { GpuContext } from '../gpu/device.js';
+import { createStorageBuffer } from '../gpu/core/buffers.js';
+import type { GpuContext } from '../gpu/core/device.js';
 import type { RooflineFigures } from '../cli/bench-kernels.js';
 import { median } from './median.js';
 

@@ -4,7 +4,8 @@
  * against the ranks' shards (column: n/tp × k, row: n × k/tp) on tp devices submitted at once.
  * On a CPU adapter both take the same cores, so a ratio above 1 is what sharding itself costs.
  */
-import { createGpuContext, type GpuContext } from '../gpu/device.js';
+import type { GpuContext } from '../gpu/core/device.js';
+import { createGpuContext } from '../gpu/tune.js';
 import type { ShardBenchRow } from '../cli/bench-kernels.js';
 import { benchMatmulOp, context, runOps, type BenchMatmulCase } from './kernels.js';
 import { median } from './median.js';

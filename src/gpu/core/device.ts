@@ -2,12 +2,12 @@
  * Adapter and device acquisition. One `GpuContext` per device: the engine makes one in each shard
  * worker, tests and benchmarks make one in the page. It asks for the adapter's real limits (the
  * defaults cap storage bindings at 128 MiB, far below what large vocabularies need) and for the
- * optional features the kernels can use.
+ * optional features the kernels can use. The context carries the kernel variants to use; this
+ * module only names them and guesses from the features: measuring them is ../tune.ts's job.
  */
-import { WebGpuUnavailableError } from '../errors.js';
+import { WebGpuUnavailableError } from '../../errors.js';
 import { createBufferPool, destroyBufferPool, type BufferPool } from './pool.js';
 import { createPipelineCache, type PipelineCache } from './pipelines.js';
-import { tuneGpuContext } from './tune.js';
 import { requestAdapterFor, type DeviceSpec } from './adapter.js';
 
 /** The limits the kernels plan against, as granted to the device. */
@@ -34,7 +34,7 @@ export interface GpuFeatures {
   /** WGSL's subgroup_id / num_subgroups builtins. */
   subgroupId: boolean;
   timestampQuery: boolean;
-  /** WGSL `enable f16`: f16 weights then load as halves (src/gpu/f16-kernels.ts); without it they are unpacked from u32 words. */
+  /** WGSL `enable f16`: f16 weights then load as halves (kernels/f16-shaders.ts); without it they are unpacked from u32 words. */
   shaderF16: boolean;
 }
 
@@ -46,17 +46,14 @@ export interface GpuAdapterInfo {
   isFallbackAdapter: boolean;
 }
 
+/** m = 1 matmul: vec4 loads reduced through workgroup memory ('tree') or within one subgroup ('subgroup'). */
+export type GemvKind = 'tree' | 'subgroup';
 /**
- * m = 1 matmul: vec4 loads reduced through workgroup memory ('tree') or one subgroup, 4 rows
- * ('subgroup') or 8 rows ('subgroup8') per x load, or scalar loads with lanes along K ('sequential').
+ * m > 1 matmul: 4×4 register blocks per invocation, shared-memory tiles, or an 8×16
+ * ('broadcast') or 16×16 ('broadcast16') block per 4-lane subgroup sharing x through
+ * subgroupBroadcast.
  */
-export type GemvKind = 'tree' | 'subgroup' | 'subgroup8' | 'sequential';
-/**
- * m > 1 matmul: 4×4 register blocks per invocation, shared-memory tiles, a 4×4 block per
- * subgroup with lanes along K ('sequential'), or an 8×16 ('broadcast') or 16×16 ('broadcast16')
- * block per 4-lane subgroup sharing x through subgroupBroadcast.
- */
-export type GemmKind = 'regblock' | 'tiled' | 'sequential' | 'broadcast' | 'broadcast16';
+export type GemmKind = 'regblock' | 'tiled' | 'broadcast' | 'broadcast16';
 /**
  * 2 ≤ m ≤ 8 (a decode batch): the m > 1 choice ('gemm'), an 8×16 ('broadcast') or 8×32
  * ('broadcast32') block per 4-lane subgroup with the fused input (RMSNorm, SiLU·mul) done in its
@@ -72,7 +69,7 @@ export interface KernelChoices {
   gemm: GemmKind;
   gemv: GemvKind;
   small: SmallGemmKind;
-  /** Median ms of each candidate when measured (empty until `tuneGpuContext`). */
+  /** Median ms of each candidate when measured (empty unless tuned, ../tune.ts). */
   measured: Record<string, number>;
 }
 
@@ -96,11 +93,9 @@ export interface GpuContextOptions {
   device?: DeviceSpec;
   /** Test seam: plan as if maxStorageBufferBindingSize were this many bytes. */
   bindingLimit?: number;
-  /** Pick kernel variants by measuring them now (default true); else use heuristics. */
-  tune?: boolean;
   /**
    * Variants chosen earlier (e.g. by one rank's `ctx.choices`, passed to the others so that N
-   * workers do not each spend ~0.5 s measuring on a shared machine); skips tuning.
+   * workers do not each spend time measuring on a shared machine); else the heuristic defaults.
    */
   choices?: ChosenKernels;
   label?: string;
@@ -126,7 +121,8 @@ function gpuApi(): GPU | undefined {
   return nav && 'gpu' in nav ? (nav.gpu as GPU | undefined) : undefined;
 }
 
-export async function createGpuContext(opts: GpuContextOptions = {}): Promise<GpuContext> {
+/** A context with the given kernel choices, or the heuristic defaults (no measuring). */
+export async function openGpuContext(opts: GpuContextOptions = {}): Promise<GpuContext> {
   const gpu = gpuApi();
   if (!gpu) throw new WebGpuUnavailableError('navigator.gpu is missing');
   const adapter = opts.device ? await requestAdapterFor(gpu, opts.device) : await gpu.requestAdapter(opts.adapter);
@@ -190,19 +186,23 @@ export async function createGpuContext(opts: GpuContextOptions = {}): Promise<Gp
     lost: device.lost,
   };
   if (opts.choices) ctx.choices = { gemm: opts.choices.gemm, gemv: opts.choices.gemv, small: opts.choices.small ?? ctx.choices.small, measured: {} };
-  else if (opts.tune ?? true) await tuneGpuContext(ctx);
   return ctx;
+}
+
+/** A rasterizer on the CPU (SwiftShader, llvmpipe, WARP …): no workgroup memory worth having, slow barriers. */
+export function isCpuAdapter(info: GpuAdapterInfo): boolean {
+  return /swiftshader|llvmpipe|lavapipe|warp|cpu/i.test(`${info.vendor} ${info.architecture} ${info.description}`);
 }
 
 /**
  * Before measuring: subgroup reductions when a workgroup can be exactly one subgroup; register
- * blocking on CPU adapters (SwiftShader measured 1.8× faster than tiles), tiles on real GPUs.
+ * blocking on CPU adapters (faster than tiles there), tiles on real GPUs.
  */
 export function defaultChoices(f: GpuFeatures, info: GpuAdapterInfo): KernelChoices {
-  const cpu = /swiftshader|llvmpipe|lavapipe|warp|cpu/i.test(`${info.vendor} ${info.architecture} ${info.description}`);
+  const cpu = isCpuAdapter(info);
   const sg4 = f.subgroups && f.subgroupMinSize === 4 && f.subgroupMaxSize === 4;
   return {
-    // 4-lane subgroups on a CPU (SwiftShader): x shared by subgroupBroadcast, ~2× regblock.
+    // 4-lane subgroups on a CPU (SwiftShader): x shared by subgroupBroadcast beats regblock.
     gemm: cpu ? (sg4 ? 'broadcast16' : 'regblock') : 'tiled',
     gemv: f.subgroups && f.subgroupMinSize >= 4 && f.subgroupMinSize <= 128 ? 'subgroup' : 'tree',
     small: cpu && sg4 ? 'broadcast' : 'gemm',

@@ -1,17 +1,14 @@
 /**
- * Rotary embeddings from CPU-computed f32 tables (the oracle's `ropeTables`), never WGSL sin/cos.
- * `createRope` rotates heads in place; `createRopeKv` is the fused step used by the engine:
- * rotate q in place and write rotated k and plain v into the KV cache, in one dispatch.
+ * Rotary embeddings from CPU-computed f32 tables (the oracle's `ropeTables`), never WGSL sin/cos,
+ * fused with the KV-cache write: rotate q in place and write rotated k and plain v into the
+ * cache, in one dispatch.
  */
-import commonSrc from '../../shaders/common.wgsl?raw';
-import ropeSrc from '../../shaders/rope.wgsl?raw';
-import { InvalidArgumentError } from '../errors.js';
-import type { GpuContext } from './device.js';
-import { createParamBlock, createStorageBuffer, type StepParams } from './buffers.js';
+import { InvalidArgumentError } from '../../errors.js';
+import type { GpuContext } from '../core/device.js';
+import { createParamBlock, createStorageBuffer, type StepParams } from '../core/buffers.js';
 import { cacheAccess, type KvCache } from './kv-cache.js';
 import { ropeKvWgsl } from './kv-shaders.js';
-import { wgsl } from './layout.js';
-import { bindGroup, dispatchLinear, makeOp, type BoundOp } from './op.js';
+import { bindGroup, dispatchLinear, makeOp, type BoundOp } from '../core/op.js';
 
 export type RopeStyle = 'interleaved' | 'rotate_half';
 
@@ -41,30 +38,6 @@ export function destroyRopeTables(t: RopeTables): void {
 }
 
 const styleId = (s: RopeStyle) => (s === 'interleaved' ? 0 : 1);
-
-export interface RopeOptions {
-  /** Activations, rotated in place: row r's heads at offset + r·rowStride (floats). */
-  x: GPUBuffer;
-  rowStride: number;
-  offset?: number;
-  nHeads: number;
-  tables: RopeTables;
-  style: RopeStyle;
-  maxM: number;
-}
-
-export function createRope(ctx: GpuContext, step: StepParams, o: RopeOptions): BoundOp {
-  const hs = o.tables.headSize;
-  const pipeline = ctx.pipelines.get(wgsl(commonSrc, ropeSrc), 'rope', { STYLE: styleId(o.style) }, 'rope');
-  const p = createParamBlock(ctx, [o.nHeads, 0, hs, o.rowStride, o.offset ?? 0, 0, 0, 0], [], 'rope');
-  const bg = bindGroup(ctx, pipeline, [step.buffer, p, o.x, o.tables.buffer], 'rope');
-  const perRow = (o.nHeads * hs) / 2;
-  return makeOp(ctx, 'rope', o.maxM, [p], (pass, m) => {
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(0, bg);
-    dispatchLinear(pass, Math.ceil((m * perRow) / 64));
-  });
-}
 
 export interface RopeKvOptions {
   /** Rows of [q (nHeads·hs) | k (nKv·hs) | v (nKv·hs)] at the given offsets; q is rotated in place. */

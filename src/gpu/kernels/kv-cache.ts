@@ -3,12 +3,9 @@
  * (f32 or f16 values, see kv-format.ts), so one (slot, kv head) is a contiguous (maxSeq, hs)
  * matrix that attention streams.
  */
-import { InvalidArgumentError } from '../errors.js';
-import type { GpuContext } from './device.js';
+import { InvalidArgumentError } from '../../errors.js';
+import type { GpuContext } from '../core/device.js';
 import { kvBytesPerValue, kvCacheAccess, type KvCacheAccess, type KvCacheDtype } from './kv-format.js';
-import { kvWriteWgsl } from './kv-shaders.js';
-import { createParamBlock, type StepParams } from './buffers.js';
-import { bindGroup, dispatchLinear, makeOp, type BoundOp } from './op.js';
 
 export interface KvCacheShape {
   nLayers: number;
@@ -66,31 +63,4 @@ export function destroyKvCache(cache: KvCache): void {
   for (const b of [...cache.k, ...cache.v]) b.destroy();
   cache.k = [];
   cache.v = [];
-}
-
-export interface KvWriteOptions {
-  cache: KvCache;
-  layer: number;
-  /** k rows: row r's kv heads at kOffset + r·kStride (floats; strides and offsets even for an f16 cache). */
-  k: GPUBuffer;
-  kStride: number;
-  kOffset?: number;
-  v: GPUBuffer;
-  vStride: number;
-  vOffset?: number;
-  maxM: number;
-}
-
-/** Writes row r's k and v into the layer's cache at (slots[r], positions[r]). */
-export function createKvWrite(ctx: GpuContext, step: StepParams, o: KvWriteOptions): BoundOp {
-  const c = o.cache;
-  const pipeline = ctx.pipelines.get(kvWriteWgsl(cacheAccess(ctx, c)), 'kv_write', {}, 'kv_write');
-  const p = createParamBlock(ctx, [c.nKvHeadsLocal, c.headSize, c.maxSeq, o.kStride, o.kOffset ?? 0, o.vStride, o.vOffset ?? 0, 0], [], 'kv_write');
-  const bg = bindGroup(ctx, pipeline, [step.buffer, p, o.k, o.v, c.k[o.layer]!, c.v[o.layer]!], 'kv_write');
-  const perRow = (c.nKvHeadsLocal * c.headSize) / 2;
-  return makeOp(ctx, 'kv_write', o.maxM, [p], (pass, m) => {
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(0, bg);
-    dispatchLinear(pass, Math.ceil((m * perRow) / 64));
-  });
 }

@@ -5,7 +5,7 @@
  * nibbles and 16+4w..16+4w+3 in its high ones). Both have one f32 scale per group of
  * `groupSize` values along a row. Like `Matrix`, split into row chunks that each fit one binding.
  */
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError } from '../../errors.js';
 import type { GpuContext } from './device.js';
 
 const STORAGE = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { adapterKey, adapterName, checkDeviceSpec, identityOf, matchesFilter, requestAdapterFor } from './adapter.js';
-import { AdapterNotFoundError, InvalidArgumentError } from '../errors.js';
+import { AdapterNotFoundError, InvalidArgumentError } from '../../errors.js';
 
 const fakeAdapter = (vendor: string, architecture: string, isFallbackAdapter = false) =>
   ({ info: { vendor, architecture, device: '', description: '', isFallbackAdapter } }) as unknown as GPUAdapter;

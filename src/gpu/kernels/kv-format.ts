@@ -11,7 +11,7 @@
  * - `native`: `enable f16;` and an `array<f16>` binding; only on a device with `shader-f16`.
  * Arithmetic stays f32 in both: attention loads a half and computes in f32, as with an f32 cache.
  */
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError } from '../../errors.js';
 
 /** The engine option: `auto` is f16 where the device has `shader-f16`, f32 elsewhere. */
 export type KvCacheOption = 'auto' | 'f16' | 'f32';
@@ -73,7 +73,7 @@ export function kvCacheWgsl(access: KvCacheAccess, b: KvCacheBindings): string {
   const elem = access === 'f32' ? 'f32' : access === 'packed' ? 'u32' : 'f16';
   const lines = [
     ...(access === 'native' ? ['enable f16;'] : []),
-    `// KV cache (${access === 'f32' ? 'f32' : access === 'packed' ? 'f16 halves packed two per u32' : 'native f16'}), from src/gpu/kv-format.ts.`,
+    `// KV cache (${access === 'f32' ? 'f32' : access === 'packed' ? 'f16 halves packed two per u32' : 'native f16'}), from src/gpu/kernels/kv-format.ts.`,
     decl('KC', b.k, elem),
     decl('VC', b.v, elem),
   ];

@@ -3,7 +3,7 @@
  * matrices (split across bindings when larger than one binding may be), and the per-step
  * parameters every op reads.
  */
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError } from '../../errors.js';
 import type { GpuContext } from './device.js';
 import { padRows, paddedStride, planMatrixChunks } from './layout.js';
 import { acquireBuffer, releaseBuffer } from './pool.js';

@@ -1,9 +1,9 @@
 /**
  * GPU → CPU reads with low latency. Chromium resolves a `mapAsync` only when the GPU process
- * next polls for finished work, ~2.3 ms after a dispatch here even when the work took 50 µs.
+ * next polls for finished work, which can be milliseconds after short work has ended.
  * Any call that reaches the GPU process (an empty `queue.submit`) makes it poll at once, so the
  * helper "pokes" the device — but only around the time the work should be done: poking while
- * a long dispatch still runs takes CPU from it (2 cores), and poking on every event-loop hop
+ * a long dispatch still runs takes CPU from it, and poking on every event-loop hop
  * floods the GPU process. Sleeps use `Atomics.waitAsync` timeouts, precise to ~0.1 ms and
  * free of spinning (setTimeout is clamped to 4 ms; MessageChannel hops spin a core); where
  * SharedArrayBuffer is missing it falls back to MessageChannel hops.
@@ -11,7 +11,7 @@
  * Usage, per read: `t = encodeCopy(enc, src, off, bytes)` in the same command buffer as the
  * compute, `queue.submit`, then `await read(t, {expectedMs})`.
  */
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError } from '../../errors.js';
 import type { GpuContext } from './device.js';
 import { acquireBuffer, releaseBuffer } from './pool.js';
 
@@ -38,8 +38,8 @@ export interface ReadOptions {
   /**
    * Reads expected (learnt per `key`) to take at least this long (ms) are left to Chromium's own
    * polling: no pokes. Default: always poke. Where ranks share a CPU adapter, a long stage's
-   * pokes (~14 per read at batch 8, each a trip through the GPU process) take more of the
-   * cores than the ≤ 2.3 ms of latency they save.
+   * many pokes (each a trip through the GPU process) take more of the cores than the
+   * latency they save (at most one of Chromium's poll intervals).
    */
   quietOverMs?: number;
 }
@@ -189,7 +189,7 @@ export function createReadback(ctx: GpuContext, opts: ReadbackOptions): Readback
         await mapped;
         if (quiet && !o.plain && o.expectedMs === undefined) {
           // Unpoked, the read ends at Chromium's next poll: an upper bound of the work's time,
-          // at most ~2.3 ms late, which keeps a stage that got short again from staying quiet.
+          // at most one poll interval late, which keeps a stage that got short again from staying quiet.
           const est = learnt.get(key) ?? 0;
           learnt.set(key, est + 0.5 * (performance.now() - t0 - est));
         }

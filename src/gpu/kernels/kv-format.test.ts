@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { parseWgsl, validate } from 'naga-wasm';
 import { checkKvCacheOption, kvCacheAccess, kvCacheWgsl, resolveKvCache, type KvCacheAccess } from './kv-format.js';
-import { attentionWgsl, kvWriteWgsl, ropeKvWgsl } from './kv-shaders.js';
-import { InvalidArgumentError } from '../errors.js';
+import { attentionWgsl, ropeKvWgsl } from './kv-shaders.js';
+import { InvalidArgumentError } from '../../errors.js';
 
 /**
  * naga (wgpu's WGSL front end and validator, as WebAssembly) checks every kernel variant that
@@ -79,10 +79,10 @@ describe('KV cache WGSL, validated by naga', () => {
   });
 
   for (const access of ACCESSES) {
-    it(`${access}: attention (workgroup, subgroup, exact), rope + kv write, kv write`, () => {
+    it(`${access}: attention (workgroup, subgroup, exact), rope + kv write`, () => {
       const sources = [
         attentionWgsl('workgroup', access), attentionWgsl('subgroup', access), attentionWgsl('exact', access),
-        ropeKvWgsl(access), kvWriteWgsl(access),
+        ropeKvWgsl(access),
       ];
       for (const src of sources) {
         expect(src.includes('enable f16;')).toBe(access === 'native');

@@ -5,7 +5,7 @@
  * asking. Adapters and devices cannot be transferred between workers, so each shard worker
  * resolves its own spec; the main thread resolves the same specs to decide placement.
  */
-import { AdapterNotFoundError, InvalidArgumentError } from '../errors.js';
+import { AdapterNotFoundError, InvalidArgumentError } from '../../errors.js';
 
 /** Case-insensitive substrings that `adapter.info`'s fields must contain. */
 export interface AdapterFilter {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { NagaError, parseWgsl, validate } from 'naga-wasm';
-import { f16EmbedWgsl, f16KernelsFor, f16MatmulWgsl, type F16Kernels } from './f16-kernels.js';
+import { f16EmbedWgsl, f16KernelsFor, f16MatmulWgsl, type F16Kernels } from './f16-shaders.js';
 
 /**
  * The f16 gate. SwiftShader, this repo's only adapter, has no shader-f16, so the native kernels

@@ -1,10 +1,10 @@
 /** Causal grouped-query attention over the KV cache (decode and prefill alike). */
-import { InvalidArgumentError } from '../errors.js';
-import type { GpuContext } from './device.js';
-import { createParamBlock, createStorageBuffer, type StepParams } from './buffers.js';
+import { InvalidArgumentError } from '../../errors.js';
+import type { GpuContext } from '../core/device.js';
+import { createParamBlock, createStorageBuffer, type StepParams } from '../core/buffers.js';
 import { cacheAccess, type KvCache } from './kv-cache.js';
-import { attentionWgsl } from './kv-shaders.js';
-import { bindGroup, dispatchLinear, makeOp, type BoundOp } from './op.js';
+import { attentionWgsl, type AttentionKind } from './kv-shaders.js';
+import { bindGroup, dispatchLinear, makeOp, type BoundOp } from '../core/op.js';
 
 export interface AttentionOptions {
   /** q: row r's nHeads heads at qOffset + r·qStride (floats), e.g. the q part of a qkv buffer. */
@@ -26,7 +26,7 @@ export interface AttentionOptions {
   outStride?: number;
   outOffset?: number;
   maxM: number;
-  /** Kernel variant; default: `subgroup` where it runs (see `attentionKinds`), else `workgroup`. */
+  /** Kernel variant (kv-shaders.ts); default: `subgroup` where it runs (see `attentionKinds`), else `workgroup`. */
   kind?: AttentionKind;
   /**
    * `exact` only: its scores, ≥ maxM·nHeads·cache.maxSeq floats. The ops of every layer can share
@@ -34,16 +34,6 @@ export interface AttentionOptions {
    */
   scores?: GPUBuffer;
 }
-
-/**
- * `workgroup`: 64 invocations per (row, head) sharing scores through workgroup memory.
- * `subgroup`: one subgroup per (row, head), no workgroup memory or barrier: 5–10× faster on
- * SwiftShader, where barriers are expensive; needs the subgroups feature.
- * `exact`: run.c's order and correctly rounded exp and divisions, bit for bit (the runq.c-exact
- * W8A8 path); one invocation per (row, head) and a scratch of maxM·nHeads·maxSeq scores. Never
- * the default: only asked for by name, so it is not among `attentionKinds`.
- */
-export type AttentionKind = 'workgroup' | 'subgroup' | 'exact';
 
 /** The variants this adapter can run for head size `hs`. */
 export function attentionKinds(ctx: GpuContext, hs: number): AttentionKind[] {
