@@ -30,6 +30,7 @@ export class SharedCommunicator implements Communicator {
   }
 
   slot(n: number): Float32Array {
+    this.group.checkLength(n, 'slot');
     return this.group.slot().subarray(0, n);
   }
 
