@@ -19,7 +19,7 @@ for (const world of [2, 4]) {
       (o) => (window as unknown as CollectivePage).tp.collective.checkAllReduce(o),
       { world, lens: [...new Set(lens)] },
     );
-    expect(checks.length).toBe(new Set(lens).size * 8);
+    expect(checks.length).toBe(new Set(lens).size * 6);
     for (const c of checks) {
       const label = `${c.algorithm}${c.zeroCopy ? ' zero-copy' : ''} len ${c.len}`;
       expect(c.exact, label).toBe(true);

@@ -21,14 +21,14 @@
  */
 export { createEngine, type Engine, type EngineOptions } from './engine/engine.js';
 export { joinEngine, type JoinOptions, type TabJoin, type TabJoinInfo } from './engine/tab-join.js';
-export type { TabRankState } from './engine/tab-link.js';
+export type { TabRankState } from './protocol.js';
 export type { HfModelOption } from './engine/hf-open.js';
 export type {
   ChatMessage, ChatCompletionParams, ChatCompletion, ChatCompletionChunk, ChatCompletions,
 } from './engine/chat-completions.js';
 export type { CompletionParams, CompletionChoice, Completion, CompletionChunk, Completions } from './engine/completions.js';
 export type { ModelSource } from './loader/source.js';
-export type { LoadProgress } from './engine/worker-group.js';
+export type { LoadProgress } from './engine/load-shards.js';
 export type {
   GenerateOptions, GenerateChunk, GenerationStats, FinishReason, EngineStats, RankStats, StepBreakdown, KernelTiming, DevicePlacement,
   RankPrecision,

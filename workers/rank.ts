@@ -32,6 +32,8 @@ import { createReadback, destroyReadback, type Readback, type ReadTicket } from 
 import type { BoundOp } from '../src/gpu/core/op.js';
 import type { KernelProfiler } from '../src/gpu/core/profiler.js';
 import { InvalidArgumentError, ModelFormatError } from '../src/errors.js';
+import type { Communicator } from '../src/collective/communicator.js';
+import type { StepInput } from '../src/protocol.js';
 
 /** A weight matrix as the file stores it: f32, f16 kept in f16, or Q8_0 / Q4_0 kept quantised. */
 export type Weight = Matrix | QuantMatrix | HalfMatrix;
@@ -349,16 +351,6 @@ export function destroyRunState(s: RunState, ctx: GpuContext): void {
   destroyReadback(ctx, s.readback);
 }
 
-/** The rows of one step, as the scheduler posted them. */
-export interface StepInput {
-  m: number;
-  tokens: Int32Array; // (m,)
-  positions: Int32Array; // (m,)
-  slots: Int32Array; // (m,)
-  /** Rows (indices < m) whose logits are wanted, in order. */
-  logitRows: Int32Array;
-}
-
 /** Where time goes in a step, accumulated (ms). */
 export interface StepTimes {
   compute: number;
@@ -367,22 +359,6 @@ export interface StepTimes {
   upload: number;
   /** Each sync point's readback start → upload done (ms), for the round-trip median. */
   roundtrips: number[];
-}
-
-/** The rank's side of the all-reduce at a sync point (the communicator, seen from the GPU code). */
-export interface Reducer {
-  /** Where a partial sum of n floats is read back to: this rank's slot of the collective buffer. */
-  slot(n: number): Float32Array;
-  /**
-   * All-reduces the slot's first n floats across ranks; the sum stays valid until the next call.
-   * Over shared memory it returns at once; over messages (ranks in other tabs) a promise.
-   */
-  reduce(n: number): Float32Array | Promise<Float32Array>;
-  /**
-   * Rank `root`'s first n slot floats on every rank: the root passes on what it read back into
-   * its slot; the others get a copy that stays valid until the next call.
-   */
-  broadcast(n: number, root: number): Float32Array | Promise<Float32Array>;
 }
 
 /**
@@ -411,11 +387,10 @@ function submitPartial(ctx: GpuContext, s: RunState, encoder: GPUCommandEncoder,
 }
 
 /** Reads the partial sum back into the slot, all-reduces it and uploads the sum (the new x). */
-async function finishSync(ctx: GpuContext, s: RunState, p: PendingSync, m: number, red: Reducer, times: StepTimes): Promise<void> {
+async function finishSync(ctx: GpuContext, s: RunState, p: PendingSync, m: number, red: Communicator, times: StepTimes): Promise<void> {
   await s.readback.read(p.ticket, { into: red.slot(p.n), key: `sync:${m}`, quietOverMs: QUIET_SYNC_MS });
   const t1 = performance.now();
-  const r = red.reduce(p.n);
-  const sum = r instanceof Float32Array ? r : await r;
+  const sum = await red.allReduce(p.n);
   const t2 = performance.now();
   // The sum is the new x: rank 0's partial carried the residual (never the exact chain's path).
   ctx.device.queue.writeBuffer(s.x, 0, sum.buffer, sum.byteOffset, p.n * 4);
@@ -433,7 +408,7 @@ async function finishSync(ctx: GpuContext, s: RunState, p: PendingSync, m: numbe
  * first, so only the matmuls and round trips are serial: world of them instead of one.
  */
 async function chainSync(
-  ctx: GpuContext, s: RunState, encoder: GPUCommandEncoder, link: BoundOp, m: number, dim: number, red: Reducer, rank: number, world: number,
+  ctx: GpuContext, s: RunState, encoder: GPUCommandEncoder, link: BoundOp, m: number, dim: number, red: Communicator, rank: number, world: number,
   times: StepTimes, prof?: KernelProfiler,
 ): Promise<void> {
   const n = m * dim;
@@ -447,8 +422,7 @@ async function chainSync(
   };
   const receive = async (root: number) => {
     const w = performance.now();
-    const b = red.broadcast(n, root);
-    const v = b instanceof Float32Array ? b : await b;
+    const v = await red.broadcast(n, root);
     waited += performance.now() - w;
     return v;
   };
@@ -487,7 +461,7 @@ function writeRows(ctx: GpuContext, s: RunState, input: StepInput, r0: number, m
  * rank's logits rows into `into`, which is exactly (logitRows.length, vocab/tp).
  */
 export async function forward(
-  ctx: GpuContext, s: RunState, dim: number, input: StepInput, red: Reducer, times: StepTimes, into: Float32Array, prof?: KernelProfiler,
+  ctx: GpuContext, s: RunState, dim: number, input: StepInput, red: Communicator, times: StepTimes, into: Float32Array, prof?: KernelProfiler,
 ): Promise<void> {
   const { device } = ctx;
   const { m } = input;
@@ -518,7 +492,7 @@ export async function forward(
  * straddle the halves: A's stage i (its KV writes included) is queued before B's stage i.
  */
 export async function forwardOverlapped(
-  ctx: GpuContext, A: RunState, B: RunState, dim: number, input: StepInput, red: Reducer, times: StepTimes, into: Float32Array,
+  ctx: GpuContext, A: RunState, B: RunState, dim: number, input: StepInput, red: Communicator, times: StepTimes, into: Float32Array,
 ): Promise<void> {
   const { device } = ctx;
   const { m } = input;

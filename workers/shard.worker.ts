@@ -1,96 +1,50 @@
 /**
  * A shard worker: one GPUDevice, one shard of every weight matrix, its part of every layer.
- * The main thread talks to it through Comlink for control only (init, load, stats, dispose);
+ * The main thread talks to it through Comlink for control (the `RankApi` of src/protocol.ts);
  * steps arrive through the SharedArrayBuffer control block, and partial sums leave through the
- * collectives. Between steps it waits with Atomics.waitAsync, so its event loop stays free for
+ * communicator. Between steps it waits with Atomics.waitAsync, so its event loop stays free for
  * mapAsync, device.lost and Comlink; it blocks only inside a collective.
  *
  * In an engine with a rank in another tab (`ShardInit.messages`), shared memory cannot reach
  * every rank: steps come as Comlink calls (`step`) that return the rank's logits, and partial
- * sums travel over the message transport. A tab rank's worker serves those calls to the host
- * over BroadcastChannels (`serve`) and loads its own shard from the model (`loadFrom`).
+ * sums travel over the message transport. Either way one step loop runs them (workers/transport.ts).
+ * A tab rank's worker serves the host's calls over BroadcastChannels (`serve`) and loads its own
+ * shard from the model (`loadFrom`).
  */
 import * as Comlink from 'comlink';
-import { installErrorTransfer } from '../src/engine/protocol.js';
-import { destroyGpuContext, type GpuContext, type ChosenKernels } from '../src/gpu/core/device.js';
+import {
+  decodeStep, installErrorTransfer, type RankApi, type ShardInit, type ShardInitResult, type StepInput,
+} from '../src/protocol.js';
+import { destroyGpuContext, type GpuContext } from '../src/gpu/core/device.js';
 import { createGpuContext } from '../src/gpu/tune.js';
-import { attachCommunicator, ControlBlock, type CollectiveBuffer, STATUS_FAILED, STATUS_OK, STATUS_PARKED, type Communicator } from '../src/collective/index.js';
-import { broadcastLinks, MessageCommunicator } from '../src/collective/message-transport.js';
+import type { Communicator } from '../src/collective/index.js';
 import { channelEndpoint } from '../src/engine/tab-link.js';
 import { loadShards } from '../src/engine/load-shards.js';
 import { openSource } from '../src/loader/source.js';
-import type { StepInput } from './rank.js';
-import { decodeStep } from '../src/engine/step-words.js';
-import { AbortedError, DeviceLostError, DisposedError, InvalidArgumentError, WebGpuTpError, serializeError, type SerializedError } from '../src/errors.js';
-import type { ModelConfig } from '../src/model/config.js';
-import type { RankPlan } from '../src/parallel/plan.js';
+import { DeviceLostError, InvalidArgumentError, WebGpuTpError, serializeError, type SerializedError } from '../src/errors.js';
 import {
   createShardWeights, destroyShardWeights, createRunState, destroyRunState, forward, forwardOverlapped, rankDims, opCount,
-  type ShardWeights, type RunState, type StepTimes, type Reducer,
+  type ShardWeights, type RunState, type StepTimes,
 } from './rank.js';
+import { openTransport, type RankTransport } from './transport.js';
 import type { RankStats } from '../src/engine/types.js';
 import { rankPrecision } from './precision.js';
 import { createKernelProfiler, type KernelProfiler } from '../src/gpu/core/profiler.js';
-import { adapterName, type DeviceSpec } from '../src/gpu/core/adapter.js';
-import type { Q8Activations } from '../src/gpu/kernels/matmul-base.js';
+import { adapterName } from '../src/gpu/core/adapter.js';
 import { cacheAccess } from '../src/gpu/kernels/kv-cache.js';
-import { resolveKvCache, type KvCacheOption } from '../src/gpu/kernels/kv-format.js';
+import { resolveKvCache } from '../src/gpu/kernels/kv-format.js';
 
 installErrorTransfer();
 
-export interface ShardInit {
-  rank: number;
-  world: number;
-  config: ModelConfig;
-  plan: RankPlan;
-  /** The collective buffer (control block + one slot per rank); absent with `messages`. */
-  collective?: CollectiveBuffer;
-  /** world regions of maxLogitRows·logitStride floats: each rank's logits rows; absent with `messages`. */
-  logits?: SharedArrayBuffer;
-  /** Steps by `step()` calls and collectives over this message-transport group, instead of shared memory. */
-  messages?: { group: string };
-  logitStride: number;
-  maxRows: number;
-  maxLogitRows: number;
-  contextLength: number;
-  slots: number;
-  spin: number;
-  timeoutMs: number;
-  /** The adapter this rank asks for (the default one when absent). */
-  device?: DeviceSpec;
-  /** Time every kernel on the GPU (timestamp queries; each op gets its own pass). */
-  profile?: boolean;
-  /** Run steps of ≥ 2 rows as two interleaved micro-batches (only with world > 1). */
-  overlap?: boolean;
-  /** Kernel variants measured earlier (by another rank or engine): skips tuning. */
-  choices?: ChosenKernels;
-  /** Inputs of Q8_0 matmuls: int8 per group (W8A8, runq.c) or f32 (weight-only). */
-  activations?: Q8Activations;
-  /** W8A8: runq.c's arithmetic bit for bit (see RunStateOptions.runqExact). */
-  runqExact?: boolean;
-  /** The KV cache's values; `auto` is f16 where this rank's device has `shader-f16`. */
-  kvCache?: KvCacheOption;
-}
-
-export interface ShardInitResult {
-  adapter: string;
-  kernels: string;
-  /** ms to get the device (and tune kernels). */
-  initMs: number;
-  choices: ChosenKernels;
-}
-
-export class ShardWorker {
+export class ShardWorker implements RankApi {
   private init_?: ShardInit;
   private ctx?: GpuContext;
   private comm?: Communicator;
-  private ctrl?: ControlBlock;
-  private mcomm?: MessageCommunicator;
+  private transport?: RankTransport;
   private weights?: ShardWeights;
   private state?: RunState;
   /** The second micro-batch's state (shares weights and KV cache with `state`). */
   private stateB?: RunState;
-  private reducer?: Reducer;
   private weightBytes = 0;
   private lastError: SerializedError | null = null;
   private times: StepTimes = { compute: 0, readback: 0, allreduce: 0, upload: 0, roundtrips: [] };
@@ -108,11 +62,8 @@ export class ShardWorker {
     void this.ctx.lost.then((info) => {
       if (!this.stopped) this.lostReason = info.message || info.reason || 'unknown';
     });
-    if (o.messages) this.mcomm = new MessageCommunicator(broadcastLinks(o.messages.group, o.rank, o.world), o.rank, o.world, { timeoutMs: o.timeoutMs });
-    else if (o.collective) {
-      this.comm = attachCommunicator(o.collective, o.rank, { spin: o.spin, timeoutMs: o.timeoutMs });
-      this.ctrl = new ControlBlock(o.collective);
-    } else throw new InvalidArgumentError('a shard worker needs a collective buffer or a message group');
+    this.transport = openTransport(o, o.maxRows * o.config.dim);
+    this.comm = this.transport.comm;
     const a = this.ctx.adapterInfo;
     return {
       adapter: adapterName(a),
@@ -147,58 +98,34 @@ export class ShardWorker {
     return { weightBytes: this.weightBytes, workBytes: this.workBytes(), uploadMs: t1 - t0, buildMs: performance.now() - t1 };
   }
 
-  /** Starts the step loop; it runs until dispose. (Message mode has no loop: steps are calls.) */
+  /** Starts the step loop; it runs until dispose. */
   start(): void {
-    if (this.mcomm) return;
     this.loopDone = this.loop();
   }
 
+  /**
+   * Every step, whichever way it came: run it, answer with this rank's logits, or with its
+   * typed error. A failed mapAsync or submit may be the first sign of a lost device, so an
+   * untyped error first gives the device's lost promise a moment, and the error names the real
+   * cause.
+   */
   private async loop(): Promise<void> {
     const { init_: o } = this.need();
-    const ctrl = this.ctrl!;
-    let last = ctrl.stepSeq;
-    let epoch = ctrl.epoch;
     const d = rankDims(o.config, o.plan);
-    const logitsAll = new Float32Array(o.logits!);
-    while (!this.stopped) {
-      let step;
-      try {
-        step = await ctrl.waitForStep(last);
-      } catch (e) {
-        if (e instanceof DisposedError) break;
-        if (e instanceof AbortedError) {
-          ctrl.park(o.rank);
-          const r = await ctrl.waitForReset(epoch).catch(() => null);
-          if (!r) break;
-          epoch = r.epoch;
-          last = r.stepSeq;
-          continue;
-        }
-        throw e;
-      }
-      if (!step) continue;
-      last = step.seq;
+    const steps = this.transport!.steps;
+    for (let step = await steps.next(); step; step = await steps.next()) {
       try {
         if (this.lostReason !== null) throw new DeviceLostError(o.rank, this.lostReason);
         const input = decodeStep(step.words, o.maxRows);
         if (input.m < 1 || input.m > o.maxRows) throw new InvalidArgumentError(`step of ${input.m} rows, expected 1..${o.maxRows}`);
-        const into = logitsAll.subarray(o.rank * o.maxLogitRows * o.logitStride, o.rank * o.maxLogitRows * o.logitStride + input.logitRows.length * d.vocab);
+        const into = step.logits(input.logitRows.length * d.vocab);
         await this.runForward(input, into);
-        ctrl.signalDone(o.rank, step.seq, STATUS_OK);
+        step.done(into);
       } catch (e) {
-        // A failed mapAsync or submit may be the first sign of a lost device: give its lost
-        // promise a moment, so the error names the real cause.
         if (!(e instanceof WebGpuTpError) && this.lostReason === null) await Promise.race([this.ctx!.lost, new Promise((r) => setTimeout(r, 100))]);
         const err = this.lostReason !== null && !(e instanceof DeviceLostError) ? new DeviceLostError(o.rank, this.lostReason) : e;
         this.lastError = serializeError(err);
-        // An aborted rank is out of every collective: it parks until the group is reset.
-        ctrl.signalDone(o.rank, step.seq, err instanceof AbortedError ? STATUS_PARKED : STATUS_FAILED);
-        if (err instanceof AbortedError) {
-          const r = await ctrl.waitForReset(epoch).catch(() => null);
-          if (!r) break;
-          epoch = r.epoch;
-          last = r.stepSeq;
-        }
+        await step.failed(err);
       }
     }
   }
@@ -213,35 +140,23 @@ export class ShardWorker {
     // uncounted, instead of its compute absorbing the old readback sums.
     const times = this.times;
     const before = times.readback + times.allreduce + times.upload;
-    const red = (this.reducer ??= this.mcomm ? this.makeMessageReducer(this.mcomm) : this.makeReducer());
-    if (this.stateB && input.m >= 2) await forwardOverlapped(ctx, this.state!, this.stateB, d.dim, input, red, times, into);
-    else await forward(ctx, this.state!, d.dim, input, red, times, into, this.profiler);
+    const comm = this.comm!;
+    if (this.stateB && input.m >= 2) await forwardOverlapped(ctx, this.state!, this.stateB, d.dim, input, comm, times, into);
+    else await forward(ctx, this.state!, d.dim, input, comm, times, into, this.profiler);
     times.compute += performance.now() - t0 - (times.readback + times.allreduce + times.upload - before);
     if (times === this.times) this.steps++;
   }
 
-  /**
-   * Message mode: runs one step (its command words) and returns this rank's logits rows. A
-   * failure rejects with the typed error; the group is then out of step (see `abortStep`).
-   */
-  async step(words: Int32Array): Promise<Float32Array> {
-    const { ctx, init_: o } = this.need();
-    try {
-      if (this.lostReason !== null) throw new DeviceLostError(o.rank, this.lostReason);
-      const input = decodeStep(words, o.maxRows);
-      if (input.m < 1 || input.m > o.maxRows) throw new InvalidArgumentError(`step of ${input.m} rows, expected 1..${o.maxRows}`);
-      const into = new Float32Array(input.logitRows.length * rankDims(o.config, o.plan).vocab);
-      await this.runForward(input, into);
-      return into;
-    } catch (e) {
-      if (!(e instanceof WebGpuTpError) && this.lostReason === null) await Promise.race([ctx.lost, new Promise((r) => setTimeout(r, 100))]);
-      throw this.lostReason !== null && !(e instanceof DeviceLostError) ? new DeviceLostError(o.rank, this.lostReason) : e;
-    }
+  /** Message mode: runs one step (its command words) and returns this rank's logits rows; a failure rejects with the typed error. */
+  step(words: Int32Array): Promise<Float32Array> {
+    const steps = this.transport?.steps;
+    if (!steps?.post) throw new InvalidArgumentError('steps come through the control block, not as calls, on this rank');
+    return steps.post(words);
   }
 
   /** Message mode: leaves the collective this rank may be waiting in; every later step fails. */
   abortStep(reason: string): void {
-    this.mcomm?.abort(reason);
+    this.transport?.abort(reason);
   }
 
   /**
@@ -261,56 +176,6 @@ export class ShardWorker {
    */
   serve(toWorker: string, toHost: string): void {
     Comlink.expose(this, channelEndpoint(toHost, toWorker));
-  }
-
-  /** Message mode: the all-reduce of a sync point over the message transport (no shared slot, so one buffer). */
-  private makeMessageReducer(comm: MessageCommunicator): Reducer {
-    const { init_: o } = this.need();
-    const buf = new Float32Array(o.maxRows * o.config.dim);
-    return {
-      slot: (n) => buf.subarray(0, n),
-      reduce: async (n) => {
-        const v = buf.subarray(0, n);
-        await comm.allReduce(v, 'auto', v);
-        return v;
-      },
-      // A sum in which every other rank adds −0: x + (−0) is x to the bit (+0 and −0 included),
-      // so the root's floats arrive exactly, with no second kind of message.
-      broadcast: async (n, root) => {
-        const v = buf.subarray(0, n);
-        if (o.rank !== root) v.fill(-0);
-        await comm.allReduce(v, 'auto', v);
-        return v;
-      },
-    };
-  }
-
-  /**
-   * The all-reduce of a sync point over this rank's collective slot. The sum must not land in
-   * the shared slot: other ranks may still be reading it.
-   */
-  private makeReducer(): Reducer {
-    const { init_: o } = this.need();
-    const comm = this.comm!;
-    const sum = new Float32Array(o.maxRows * o.config.dim);
-    return {
-      slot: (n) => comm.slot().subarray(0, n),
-      reduce: (n) => {
-        const out = sum.subarray(0, n);
-        comm.allReduce(comm.slot().subarray(0, n), 'auto', out);
-        return out;
-      },
-      broadcast: (n, root) => {
-        if (root === comm.rank) {
-          const mine = comm.slot().subarray(0, n);
-          comm.broadcast(mine, root);
-          return mine;
-        }
-        const out = sum.subarray(0, n);
-        comm.broadcast(out, root);
-        return out;
-      },
-    };
   }
 
   private workBytes(): number {
@@ -370,7 +235,7 @@ export class ShardWorker {
 
   async dispose(): Promise<void> {
     this.stopped = true;
-    this.mcomm?.close();
+    this.transport?.close();
     await Promise.race([this.loopDone.catch(() => {}), new Promise((r) => setTimeout(r, 1000))]);
     if (this.ctx) {
       this.profiler?.destroy();

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../errors.js';
 import { createCollectiveBuffer } from './layout.js';
-import { RankPool } from './testing/pool.js';
-import { firstBitDifference, randomFloats } from './testing/data.js';
+import { RankPool } from '../../test-support/collective/pool.js';
+import { firstBitDifference, randomFloats } from '../../test-support/collective/data.js';
 
 let pool: RankPool;
 beforeAll(async () => {

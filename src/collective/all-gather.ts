@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../errors.js';
-import type { Communicator } from './communicator.js';
+import type { SharedGroup } from './shared-group.js';
 
 /**
  * All-gather: `out` on every rank becomes the concatenation, in rank order, of every rank's
@@ -7,7 +7,7 @@ import type { Communicator } from './communicator.js';
  * for uneven splits such as a vocabulary of 512 rows over 3 ranks (171/171/170). Each rank writes
  * its slot (no copy when `local` is its `comm.slot()` view), one barrier, then copies every slot.
  */
-export function allGather(comm: Communicator, local: Float32Array, out: Float32Array, counts?: readonly number[]): void {
+export function allGather(comm: SharedGroup, local: Float32Array, out: Float32Array, counts?: readonly number[]): void {
   if (comm.world === 1) {
     if (out !== local) out.set(local);
     return;

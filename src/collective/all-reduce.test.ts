@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCollectiveBuffer, createCollectiveMemory, isMemory, type CollectiveBuffer } from './layout.js';
-import { DIRECT_BLOCK_FLOATS, DIRECT_BLOCKED_MIN, DIRECT_LAG, pickAllReduce, type AllReduceChoice } from './all-reduce.js';
-import { RankPool } from './testing/pool.js';
-import { firstBitDifference, randomFloats, rankOrderSum, referenceSum } from './testing/data.js';
-import type { RankOp } from './testing/ops.js';
+import { pickAllReduce, type AllReduceChoice } from './all-reduce.js';
+import { RankPool } from '../../test-support/collective/pool.js';
+import { firstBitDifference, randomFloats, rankOrderSum, referenceSum } from '../../test-support/collective/data.js';
+import type { RankOp } from '../../test-support/collective/ops.js';
 
 const WORLDS = [1, 2, 3, 4, 8];
-const ALGORITHMS: AllReduceChoice[] = ['one-shot', 'ring', 'direct', 'auto'];
+const ALGORITHMS: AllReduceChoice[] = ['one-shot', 'direct', 'auto'];
 const MAX = 2 ** 20;
 
 let pool: RankPool;
@@ -38,7 +38,7 @@ describe.each(BUFFERS.flatMap(([kind, make, worlds]) => worlds.map((world) => [w
     // The same algorithms again back to back, through the zero-copy slot and into a separate output.
     if (len < MAX) {
       for (const algorithm of ALGORITHMS) ops.push({ kind: 'allReduce', len, algorithm, seed, zeroCopy: true });
-      ops.push({ kind: 'allReduce', len, algorithm: 'ring', seed, outOfPlace: true });
+      ops.push({ kind: 'allReduce', len, algorithm: 'direct', seed, outOfPlace: true });
     }
     const results = await pool.runAll(sab, world, ops, { timeoutMs: 30_000 });
     const expected = referenceSum(Array.from({ length: world }, (_, r) => randomFloats(len, seed, r)));
@@ -49,46 +49,6 @@ describe.each(BUFFERS.flatMap(([kind, make, worlds]) => worlds.map((world) => [w
         expect(got.algorithm, `op ${k} rank ${r}`).toBe(want);
         expect(firstBitDifference(got.data!, expected), `op ${k} (${JSON.stringify(op)}) rank ${r} vs reference`).toBe(-1);
         expect(firstBitDifference(got.data!, results[0][k].data!), `op ${k} rank ${r} vs rank 0`).toBe(-1);
-      }
-    });
-  });
-});
-
-// A long vector outside the slot runs `direct` in pipelined blocks, with a lag (and so a ring of
-// block areas) that grows with the length: lengths just around the shortest such vector, around
-// whole blocks, with a short last block (uneven chunks at N = 3), at each of the smallest lags and
-// at the largest with a block count that is not a multiple of the ring; in place and into a
-// separate output, back to back with collectives that use the whole slot, and with one rank
-// entering late.
-// The scalar sums' pipeline is the SIMD one's, so 2 and 3 ranks (3: uneven chunks) cover it; the
-// SIMD sums add 4 for add4.
-const BLOCKED_WORLDS: Record<(typeof BUFFERS)[number][0], number[]> = { 'a SharedArrayBuffer': [2, 3], 'a WebAssembly.Memory': [2, 3, 4] };
-describe.each(BUFFERS.flatMap(([kind, make]) => BLOCKED_WORLDS[kind].map((world) => [world, kind, make] as const)))('direct in blocks over %i ranks, %s', (world, kind, make) => {
-  const B = DIRECT_BLOCK_FLOATS;
-  const MIN = DIRECT_BLOCKED_MIN;
-  // Lag 2 up to 12 blocks, 3 up to 16, DIRECT_LAG from 4·DIRECT_LAG blocks.
-  const lengths = [MIN - 1, MIN, MIN + 33, 12 * B - 32, 12 * B + B / 2 + 7, 4 * DIRECT_LAG * B + 5 * B + 7];
-  let sab: CollectiveBuffer;
-  beforeAll(() => {
-    sab = make({ world, slotFloats: Math.max(...lengths) });
-  });
-
-  it.each(lengths)('%i floats: the documented-order sum, bitwise on every rank', async (len) => {
-    const seed = world * 7919 + len;
-    const ops: RankOp[] = [
-      { kind: 'allReduce', len, algorithm: 'direct', seed },
-      { kind: 'allReduce', len, algorithm: 'direct', seed, outOfPlace: true },
-      { kind: 'allReduce', len, algorithm: 'one-shot', seed },
-      { kind: 'allReduce', len, algorithm: 'auto', seed, outOfPlace: true, lateRank: world - 1 },
-      { kind: 'allReduce', len, algorithm: 'direct', seed, zeroCopy: true },
-      { kind: 'allReduce', len, algorithm: 'direct', seed, lateRank: 0 },
-    ];
-    const results = await pool.runAll(sab, world, ops, { timeoutMs: 30_000 });
-    const expected = referenceSum(Array.from({ length: world }, (_, r) => randomFloats(len, seed, r)));
-    ops.forEach((op, k) => {
-      for (let r = 0; r < world; r++) {
-        expect(results[r][k].simd, `rank ${r}`).toBe(kind === 'a WebAssembly.Memory');
-        expect(firstBitDifference(results[r][k].data!, expected), `op ${k} (${JSON.stringify(op)}) rank ${r} vs reference`).toBe(-1);
       }
     });
   });

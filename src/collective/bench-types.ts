@@ -6,7 +6,7 @@ export interface AllReduceBenchOptions {
   workers: number[];
   /** Vector lengths in floats, e.g. [2048, 65536, 4194304]. */
   sizes: number[];
-  /** Algorithms to time; default all three and `auto`. */
+  /** Algorithms to time; default both and `auto`. */
   algorithms?: AllReduceChoice[];
   /** Timed samples per case (median reported); default 20. */
   samples?: number;

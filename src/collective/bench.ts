@@ -4,9 +4,16 @@
  * batch of back-to-back all-reduces between two barriers, because performance.now() in an
  * isolated page is clamped to 5 µs.
  */
-import type { Communicator } from './communicator.js';
-import { DIRECT_BLOCK_FLOATS, DIRECT_BLOCKED_MIN, directBlockedLag, type AllReduceAlgorithm, type AllReduceChoice } from './all-reduce.js';
-import { randomFloats } from './testing/data.js';
+import type { SharedGroup } from './shared-group.js';
+import { allReduce, type AllReduceAlgorithm, type AllReduceChoice } from './all-reduce.js';
+import { barrier } from './barrier.js';
+
+/** Rank `rank`'s input: any finite floats do (float adds take the same time for every value). */
+function benchFloats(len: number, rank: number): Float32Array {
+  const out = new Float32Array(len);
+  for (let i = 0; i < len; i++) out[i] = (((i * 7919 + rank * 104729) % 2001) - 1000) / 256;
+  return out;
+}
 
 /**
  * Times `samples` batches of `batch` all-reduces after `warmup` untimed ones; µs per all-reduce.
@@ -15,20 +22,20 @@ import { randomFloats } from './testing/data.js';
  * the result is never read.
  */
 export function timeAllReduce(
-  comm: Communicator, floats: number, algorithm: AllReduceChoice, batch: number, samples: number, warmup = 2, inPlace = false,
+  comm: SharedGroup, floats: number, algorithm: AllReduceChoice, batch: number, samples: number, warmup = 2, inPlace = false,
 ): { timesUs: number[]; picked: AllReduceAlgorithm } {
-  const input = randomFloats(floats, 1, comm.rank);
+  const input = benchFloats(floats, comm.rank);
   const out = inPlace ? input : new Float32Array(floats);
-  let picked = comm.allReduce(input, algorithm, out);
-  const timesUs = timeBatches(comm, batch, samples, warmup, () => (picked = comm.allReduce(input, algorithm, out)));
+  let picked = allReduce(comm, input, algorithm, out);
+  const timesUs = timeBatches(comm, batch, samples, warmup, () => (picked = allReduce(comm, input, algorithm, out)));
   return { timesUs, picked };
 }
 
 /** µs per call of `op`: `samples` batches of `batch` calls after `warmup` untimed ones, each after a barrier. */
-function timeBatches(comm: Communicator, batch: number, samples: number, warmup: number, op: () => void): number[] {
+function timeBatches(comm: SharedGroup, batch: number, samples: number, warmup: number, op: () => void): number[] {
   const timesUs: number[] = [];
   for (let s = 0; s < warmup + samples; s++) {
-    comm.barrier();
+    barrier(comm);
     const t0 = performance.now();
     for (let b = 0; b < batch; b++) op();
     const t1 = performance.now();
@@ -43,49 +50,24 @@ function timeBatches(comm: Communicator, batch: number, samples: number, warmup:
  * waits between ranks. So an all-reduce of `floats` from and to ordinary arrays (the same array
  * in place) can be no faster here; µs per pass.
  */
-export function timeCopyFloor(comm: Communicator, floats: number, batch: number, samples: number, warmup = 2, inPlace = false): number[] {
-  const input = randomFloats(floats, 1, comm.rank);
+export function timeCopyFloor(comm: SharedGroup, floats: number, batch: number, samples: number, warmup = 2, inPlace = false): number[] {
+  const input = benchFloats(floats, comm.rank);
   const out = inPlace ? input : new Float32Array(floats);
   const slot = comm.slot().subarray(0, floats);
   return timeBatches(comm, batch, samples, warmup, () => copyThroughSlot(input, slot, out));
 }
 
-/**
- * `out` = `input`, by way of `slot`, on `directBlocked`'s schedule without its sums and waits:
- * blocks of `DIRECT_BLOCK_FLOATS`, block j copied in at step j − m and out at step j + m (m the
- * lag), through a ring of 4m areas, the slot footprint of its input and result areas (one piece
- * below its minimum length). It copies out of its own areas, where `directBlocked` reads every
- * rank's result areas (lines other cores wrote): a lower bound, not a model of the sums' traffic.
- * `out` may be `input`.
- */
+/** `out` = `input`, by way of `slot`: the copy in and the copy out of an all-reduce of a caller's arrays. `out` may be `input`. */
 export function copyThroughSlot(input: Float32Array, slot: Float32Array, out: Float32Array): void {
-  const floats = input.length;
-  if (floats < DIRECT_BLOCKED_MIN) {
-    slot.set(input);
-    out.set(slot.subarray(0, floats));
-    return;
-  }
-  const B = DIRECT_BLOCK_FLOATS;
-  const m = directBlockedLag(floats);
-  const areas = 4 * m;
-  const nb = Math.ceil(floats / B);
-  const area = (j: number) => (j % areas) * B;
-  const copyIn = (j: number) => slot.set(input.subarray(j * B, Math.min((j + 1) * B, floats)), area(j));
-  for (let j = 0; j < Math.min(m, nb); j++) copyIn(j);
-  for (let k = 0; k < nb + m; k++) {
-    if (k >= m) {
-      const j = k - m;
-      out.set(slot.subarray(area(j), area(j) + Math.min(B, floats - j * B)), j * B);
-    }
-    if (k + m < nb) copyIn(k + m);
-  }
+  slot.set(input);
+  out.set(slot.subarray(0, input.length));
 }
 
 /** Single-thread SAB → SAB copy bandwidth in GB/s (median of `samples`). */
 export function timeMemcpy(floats: number, reps: number, samples: number): number {
   const src = new Float32Array(new SharedArrayBuffer(floats * 4));
   const dst = new Float32Array(new SharedArrayBuffer(floats * 4));
-  src.set(randomFloats(floats, 2, 0));
+  src.set(benchFloats(floats, 2));
   const gbs: number[] = [];
   for (let s = 0; s < samples + 1; s++) {
     const t0 = performance.now();
@@ -121,10 +103,10 @@ class Inbox {
  * copies every message.
  */
 export async function timePostMessageAllReduce(
-  comm: Communicator, ports: MessagePort[], floats: number, batch: number, samples: number, warmup = 2,
+  comm: SharedGroup, ports: MessagePort[], floats: number, batch: number, samples: number, warmup = 2,
 ): Promise<number[]> {
   const inboxes = ports.map((p) => new Inbox(p));
-  const input = randomFloats(floats, 1, comm.rank);
+  const input = benchFloats(floats, comm.rank);
   const out = new Float32Array(floats);
   const once = async () => {
     if (comm.rank === 0) {
@@ -139,7 +121,7 @@ export async function timePostMessageAllReduce(
   };
   const timesUs: number[] = [];
   for (let s = 0; s < warmup + samples; s++) {
-    comm.barrier();
+    barrier(comm);
     const t0 = performance.now();
     for (let b = 0; b < batch; b++) await once();
     const t1 = performance.now();

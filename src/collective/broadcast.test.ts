@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCollectiveBuffer } from './layout.js';
-import { RankPool } from './testing/pool.js';
-import { firstBitDifference, randomFloats } from './testing/data.js';
-import type { RankOp } from './testing/ops.js';
+import { RankPool } from '../../test-support/collective/pool.js';
+import { firstBitDifference, randomFloats } from '../../test-support/collective/data.js';
+import type { RankOp } from '../../test-support/collective/ops.js';
 
 let pool: RankPool;
 beforeAll(async () => {

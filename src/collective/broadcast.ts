@@ -1,11 +1,11 @@
 import { InvalidArgumentError } from '../errors.js';
-import type { Communicator } from './communicator.js';
+import type { SharedGroup } from './shared-group.js';
 
 /**
  * Broadcast: after it returns, `buf` on every rank holds rank `root`'s `buf`. The root writes its
  * slot (no copy when `buf` is its `comm.slot()` view) and every other rank copies from it.
  */
-export function broadcast(comm: Communicator, buf: Float32Array, root: number): void {
+export function broadcast(comm: SharedGroup, buf: Float32Array, root: number): void {
   if (comm.world === 1) return;
   if (!Number.isInteger(root) || root < 0 || root >= comm.world) {
     throw new InvalidArgumentError(`broadcast: root must be a rank in [0, ${comm.world}), got ${root}`);

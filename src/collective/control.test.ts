@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AbortedError, CollectiveTimeoutError, DisposedError, InvalidArgumentError } from '../errors.js';
 import { createCollectiveBuffer } from './layout.js';
-import { ControlBlock, STATUS_FAILED, STATUS_OK, STATUS_PARKED } from './control.js';
-import { RankPool } from './testing/pool.js';
+import { ControlBlock } from './control.js';
+import { STATUS_FAILED, STATUS_OK, STATUS_PARKED } from '../protocol.js';
+import { RankPool } from '../../test-support/collective/pool.js';
 
 let pool: RankPool;
 beforeAll(async () => {

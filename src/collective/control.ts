@@ -20,16 +20,12 @@ import {
   ABORT, CMD_BASE, DISPOSE, DONE_SEQ, DONE_STATUS, DOORBELL, EPOCH, LINE_WORDS, PROGRESS, REPLY_BASE, REPLY_WORDS,
   STEP_SEQ, readLayout, type Layout, collectiveBytes, type CollectiveBuffer,
 } from './layout.js';
-import { DEFAULT_TIMEOUT_MS } from './communicator.js';
+import { DEFAULT_TIMEOUT_MS } from './shared-group.js';
+import { STATUS_OK, STATUS_PARKED } from '../protocol.js';
 
 /** Step sequence number at the last reset, kept in the flag line. */
 const RESET_SEQ = 2 * LINE_WORDS + 3;
 
-/** `signalDone` statuses: the step ran; it failed (the rank's error says why); the rank is parked. */
-export const STATUS_OK = 0;
-export const STATUS_FAILED = 1;
-/** The rank saw the abort and waits for `resetGroup()`: it is outside every collective. */
-export const STATUS_PARKED = 2;
 /** How often a wait for several ranks re-checks the ones it is not sleeping on (ms). */
 const POLL_MS = 20;
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../errors.js';
 import { LINE_WORDS, chunkBounds, createCollectiveBuffer, readLayout, summationOrder } from './layout.js';
 import { ringOwnedChunk, ringSchedule } from './ring-schedule.js';
-import { firstBitDifference, randomFloats, referenceSum } from './testing/data.js';
+import { firstBitDifference, randomFloats, referenceSum } from '../../test-support/collective/data.js';
 
 describe('layout', () => {
   it('keeps slots 128-byte aligned and every rank’s flags on its own line', () => {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { broadcastLinks, MessageCommunicator, type MessageCommunicatorOptions } from './message-transport.js';
-import { firstBitDifference, randomFloats, rankOrderSum, referenceSum } from './testing/data.js';
+import { firstBitDifference, randomFloats, rankOrderSum, referenceSum } from '../../test-support/collective/data.js';
 import { AbortedError, CollectiveTimeoutError, WorkerFailedError } from '../errors.js';
 
 let groups = 0;
@@ -28,7 +28,7 @@ describe('message all-reduce', () => {
         for (const [k, len] of [1, 31, 100, 4097, 70_001].entries()) {
           const inputs = ranks.map((_, r) => randomFloats(len, 40 + k, r));
           const outs = ranks.map(() => new Float32Array(len));
-          await Promise.all(ranks.map((c, r) => c.allReduce(inputs[r]!, algorithm, outs[r])));
+          await Promise.all(ranks.map((c, r) => c.allReduceArray(inputs[r]!, algorithm, outs[r])));
           const want = referenceSum(inputs);
           for (const out of outs) expect(firstBitDifference(out, want), `len ${len}`).toBe(-1);
           // The inputs are left as they were (out was separate).
@@ -48,7 +48,7 @@ describe('message all-reduce', () => {
     for (const [len, algo] of [[64, 'one-shot'], [65, 'ring']] as const) {
       const inputs = ranks.map((_, r) => randomFloats(len, 7, r));
       const bufs = inputs.map((x) => Float32Array.from(x));
-      const picked = await Promise.all(ranks.map((c, r) => c.allReduce(bufs[r]!)));
+      const picked = await Promise.all(ranks.map((c, r) => c.allReduceArray(bufs[r]!)));
       expect(picked).toEqual([algo, algo, algo]);
       for (const b of bufs) expect(firstBitDifference(b, referenceSum(inputs))).toBe(-1);
     }
@@ -57,11 +57,29 @@ describe('message all-reduce', () => {
   });
 });
 
+describe('the Communicator interface over messages', () => {
+  it('allReduce(n) sums every slot, broadcast(n, root) gives the root’s slot bit for bit (−0 included)', async () => {
+    const ranks = group(3) as MessageCommunicator[];
+    const len = 5000;
+    const inputs = ranks.map((_, r) => randomFloats(len, 11, r));
+    for (const [r, c] of ranks.entries()) c.slot(len).set(inputs[r]!);
+    const sums = await Promise.all(ranks.map((c) => c.allReduce(len)));
+    for (const s of sums) expect(firstBitDifference(s, referenceSum(inputs))).toBe(-1);
+    for (let root = 0; root < 3; root++) {
+      const want = randomFloats(len, 20 + root, root);
+      want[0] = -0;
+      for (const [r, c] of ranks.entries()) c.slot(len).set(r === root ? want : randomFloats(len, 30, r));
+      const got = await Promise.all(ranks.map((c) => c.broadcast(len, root)));
+      for (const g of got) expect(firstBitDifference(g, want)).toBe(-1);
+    }
+  });
+});
+
 describe('liveness', () => {
   it('a silent rank (frozen or gone, no heartbeats) fails the others\' wait with a timeout naming it', async () => {
     const ranks = group(3, { timeoutMs: 300, heartbeatMs: 50 }, [2]);
     const t0 = performance.now();
-    const errs = [0, 1].map((r) => ranks[r]!.allReduce(randomFloats(1000, 1, r), 'ring').catch((e: unknown) => e));
+    const errs = [0, 1].map((r) => ranks[r]!.allReduceArray(randomFloats(1000, 1, r), 'ring').catch((e: unknown) => e));
     // Rank 0 waits for its left neighbour, rank 2; rank 1 waits for rank 0, which is stuck too but alive.
     const e0 = await errs[0];
     expect(e0).toBeInstanceOf(CollectiveTimeoutError);
@@ -79,10 +97,10 @@ describe('liveness', () => {
     // The silence limit (timeoutMs) is 20 heartbeats, so a test process stalled for a few
     // hundred ms (CI runs browsers beside it) does not read as a silent peer.
     const ranks = group(2, { timeoutMs: 800, heartbeatMs: 40 }) as MessageCommunicator[];
-    const early = ranks[0]!.allReduce(randomFloats(100, 2, 0), 'one-shot', new Float32Array(100)).catch((e: unknown) => e);
+    const early = ranks[0]!.allReduceArray(randomFloats(100, 2, 0), 'one-shot', new Float32Array(100)).catch((e: unknown) => e);
     await new Promise((r) => setTimeout(r, 1600));
     const out = new Float32Array(100);
-    await ranks[1]!.allReduce(randomFloats(100, 2, 1), 'one-shot', out);
+    await ranks[1]!.allReduceArray(randomFloats(100, 2, 1), 'one-shot', out);
     expect(await early).toBe('one-shot');
     expect(firstBitDifference(out, referenceSum([0, 1].map((r) => randomFloats(100, 2, r))))).toBe(-1);
   });
@@ -91,7 +109,7 @@ describe('liveness', () => {
     // As above: a silence limit of 20 heartbeats, so only the stall can end the wait.
     const ranks = group(2, { timeoutMs: 800, heartbeatMs: 40, stallMs: 1600 }) as MessageCommunicator[];
     const t0 = performance.now();
-    const e = await ranks[0]!.allReduce(randomFloats(10, 1, 0), 'one-shot').catch((x: unknown) => x);
+    const e = await ranks[0]!.allReduceArray(randomFloats(10, 1, 0), 'one-shot').catch((x: unknown) => x);
     expect(e).toBeInstanceOf(CollectiveTimeoutError);
     expect((e as Error).message).toContain('timed out after 1600 ms waiting for rank 1');
     expect(performance.now() - t0).toBeGreaterThanOrEqual(1550);
@@ -99,7 +117,7 @@ describe('liveness', () => {
 
   it('a rank that closes (its tab goes away) fails a peer\'s wait at once with WorkerFailedError naming it', async () => {
     const ranks = group(2, { timeoutMs: 20_000 }) as MessageCommunicator[];
-    const waiting = ranks[0]!.allReduce(randomFloats(10, 1, 0), 'one-shot').catch((e: unknown) => e);
+    const waiting = ranks[0]!.allReduceArray(randomFloats(10, 1, 0), 'one-shot').catch((e: unknown) => e);
     await new Promise((r) => setTimeout(r, 50));
     ranks[1]!.close();
     const e = await waiting;
@@ -111,12 +129,12 @@ describe('liveness', () => {
 describe('message abort', () => {
   it('abort() fails the pending wait and every later collective with AbortedError, without telling the peers it left', async () => {
     const [a, b] = group(2, { timeoutMs: 5000 }) as MessageCommunicator[];
-    const pending = a!.allReduce(new Float32Array(8));
+    const pending = a!.allReduceArray(new Float32Array(8));
     a!.abort('the step failed');
     await expect(pending).rejects.toBeInstanceOf(AbortedError);
-    await expect(a!.allReduce(new Float32Array(8))).rejects.toThrow(/the step failed/);
+    await expect(a!.allReduceArray(new Float32Array(8))).rejects.toThrow(/the step failed/);
     // The peer is told nothing: its wait does not end as if rank 0 had gone.
-    const other = b!.allReduce(new Float32Array(8));
+    const other = b!.allReduceArray(new Float32Array(8));
     b!.abort();
     await expect(other).rejects.toBeInstanceOf(AbortedError);
   });

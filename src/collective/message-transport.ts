@@ -21,6 +21,7 @@
 import { AbortedError, CollectiveTimeoutError, InvalidArgumentError, WorkerFailedError } from '../errors.js';
 import { chunkBounds, summationOrders } from './layout.js';
 import { ringSchedule } from './ring-schedule.js';
+import type { Communicator } from './communicator.js';
 
 export type MessageAllReduceAlgorithm = 'one-shot' | 'ring';
 
@@ -68,6 +69,8 @@ export interface MessageCommunicatorOptions {
   stallMs?: number;
   /** Largest vector `auto` sends one-shot (floats, default 4096); above it, the ring. */
   oneShotMaxFloats?: number;
+  /** Floats of the staging slot allocated up front (default 0: it grows on first use). */
+  slotFloats?: number;
 }
 
 interface Waiter {
@@ -80,8 +83,11 @@ interface Waiter {
   reject(e: Error): void;
 }
 
-/** A rank's handle on a message-passing group. All ranks call the same collectives in the same order. */
-export class MessageCommunicator {
+/**
+ * A rank's handle on a message-passing group. All ranks call the same collectives in the same
+ * order. Its slot is this rank's own memory, so a sum may land in it.
+ */
+export class MessageCommunicator implements Communicator {
   readonly rank: number;
   readonly world: number;
   readonly timeoutMs: number;
@@ -95,6 +101,7 @@ export class MessageCommunicator {
   private readonly waiting = new Map<string, Waiter>();
   private readonly timer: ReturnType<typeof setInterval>;
   private seq = 0;
+  private buf: Float32Array;
   private closed = false;
   private aborted: string | null = null;
 
@@ -108,6 +115,7 @@ export class MessageCommunicator {
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.stallMs = opts.stallMs ?? 4 * this.timeoutMs;
     this.oneShotMax = opts.oneShotMaxFloats ?? 4096;
+    this.buf = new Float32Array(opts.slotFloats ?? 0);
     const now = performance.now();
     this.lastHeard = Array.from({ length: world }, () => now);
     this.gone = Array.from({ length: world }, () => null);
@@ -126,12 +134,38 @@ export class MessageCommunicator {
     return this.seq;
   }
 
+  slot(n: number): Float32Array {
+    if (this.buf.length < n) this.buf = new Float32Array(n);
+    return this.buf.subarray(0, n);
+  }
+
+  /** The sum of every rank's slot[0, n), into this rank's slot. */
+  async allReduce(n: number): Promise<Float32Array> {
+    const v = this.slot(n);
+    await this.allReduceArray(v, 'auto', v);
+    return v;
+  }
+
+  /**
+   * Rank root's slot[0, n), as a sum in which every other rank adds −0: x + (−0) is x to the
+   * bit (+0 and −0 included), so the root's floats arrive exactly, with no second kind of message.
+   */
+  async broadcast(n: number, root: number): Promise<Float32Array> {
+    if (!Number.isInteger(root) || root < 0 || root >= this.world) {
+      throw new InvalidArgumentError(`broadcast: root must be a rank in [0, ${this.world}), got ${root}`);
+    }
+    const v = this.slot(n);
+    if (this.rank !== root) v.fill(-0);
+    await this.allReduceArray(v, 'auto', v);
+    return v;
+  }
+
   /**
    * Sums `input` over all ranks into `out` (default in place), bitwise-identical on every rank
    * and to the SharedArrayBuffer algorithms. `auto` sends small vectors one-shot, large ones
    * round the ring.
    */
-  async allReduce(input: Float32Array, algorithm: MessageAllReduceAlgorithm | 'auto' = 'auto', out: Float32Array = input): Promise<MessageAllReduceAlgorithm> {
+  async allReduceArray(input: Float32Array, algorithm: MessageAllReduceAlgorithm | 'auto' = 'auto', out: Float32Array = input): Promise<MessageAllReduceAlgorithm> {
     const algo = algorithm === 'auto' ? (input.length <= this.oneShotMax ? 'one-shot' : 'ring') : algorithm;
     if (algo !== 'one-shot' && algo !== 'ring') throw new InvalidArgumentError(`allReduce: expected auto, one-shot or ring; got ${String(algorithm)}`);
     if (out.length < input.length) throw new InvalidArgumentError(`allReduce: expected an output of at least ${input.length} floats, got ${out.length}`);

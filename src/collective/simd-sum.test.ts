@@ -4,9 +4,9 @@ import { fileURLToPath } from 'node:url';
 import { compileWat } from '../../scripts/build-wasm.mjs';
 import { SIMD_SUM_WASM_BASE64 } from './simd-sum-wasm.js';
 import { SimdSum, simdSumAvailable } from './simd-sum.js';
-import { attachCommunicator } from './communicator.js';
+import { SharedGroup } from './shared-group.js';
 import { createCollectiveMemory, isMemory } from './layout.js';
-import { firstBitDifference, randomFloats } from './testing/data.js';
+import { firstBitDifference, randomFloats } from '../../test-support/collective/data.js';
 
 function memory(floats: number): { mem: WebAssembly.Memory; buf: SharedArrayBuffer } {
   const mem = new WebAssembly.Memory({ initial: Math.ceil((floats * 4) / 65536), maximum: 1024, shared: true });
@@ -81,6 +81,6 @@ describe('SIMD sums', () => {
   it('a communicator on createCollectiveMemory uses them', () => {
     const buf = createCollectiveMemory({ world: 2, slotFloats: 64 });
     expect(isMemory(buf)).toBe(true);
-    expect(attachCommunicator(buf, 1).simd).toBeDefined();
+    expect(new SharedGroup(buf, 1).simd).toBeDefined();
   });
 });

@@ -3,7 +3,9 @@
  * that turns prompts into streamed tokens. `createEngine` is the SDK's one entry point.
  */
 import { Scheduler, type StepBackend, type SamplerFactory } from './scheduler.js';
-import { WorkerGroup, type LoadProgress, type TabRanksOptions } from './worker-group.js';
+import { WorkerGroup, type TabRanksOptions } from './worker-group.js';
+import type { LoadProgress } from './load-shards.js';
+import type { RankOptions } from '../protocol.js';
 import type { DevicePlacement, EngineStats, GenerateChunk, GenerateOptions } from './types.js';
 import { browserProbe, placeRanks, type DevicesOption } from './placement.js';
 import { describeSpec } from '../gpu/core/adapter.js';
@@ -246,21 +248,25 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     ? makePlan(config, { fractions: placement.fractions }, tensors)
     : makePlan(config, { tensorParallel: placement.specs.length }, tensors);
 
-  const group = await WorkerGroup.create({
-    config, plan, source, maxRows, contextLength, maxSlots: maxBatch,
+  // The options as every rank runs them, resolved once.
+  const rank: RankOptions = {
+    maxRows, slots: maxBatch, contextLength,
     spin: options.spin ?? DEFAULT_SPIN,
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     profile: options.profile ?? false,
     overlap: options.overlap ?? false,
+    activations: (format === 'llama2c-v2' ? !options.weightOnly : !!options.int8Activations) ? 'int8' : 'f32',
+    // runq.c's order is llama2.c v2's contract; other int8 runs all-reduce (and Q4_0 cannot chain).
+    runqExact: format === 'llama2c-v2' && (options.runqExact ?? true),
+    kvCache,
+  };
+  const group = await WorkerGroup.create({
+    config, plan, source, rank,
     onProgress: options.onProgress,
     signal: options.signal,
     cache: options.cache ?? true,
     devices: placement.specs,
     adapterKeys: placement.keys,
-    activations: (format === 'llama2c-v2' ? !options.weightOnly : !!options.int8Activations) ? 'int8' : 'f32',
-    // runq.c's order is llama2.c v2's contract; other int8 runs all-reduce (and Q4_0 cannot chain).
-    runqExact: format === 'llama2c-v2' && (options.runqExact ?? true),
-    kvCache,
     tabs,
   });
   if (options.signal?.aborted) {

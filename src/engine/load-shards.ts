@@ -8,7 +8,13 @@ import { ByteRouter, type ByteRun } from '../loader/route.js';
 import type { ByteSource } from '../loader/source.js';
 import type { Plan } from '../parallel/plan.js';
 import { getShard, putShard, shardKey } from '../cache/shard-cache.js';
-import type { LoadProgress } from './worker-group.js';
+
+export interface LoadProgress {
+  rank: number;
+  loadedBytes: number;
+  totalBytes: number;
+  fromCache: boolean;
+}
 
 /** What loading needs to know: the plan, where the bytes come from, and whether to cache. */
 export interface ShardLoad {

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { acceptTabs, type TabHost } from './tab-host.js';
-import { joinChannelName, type JoinMessage } from './tab-link.js';
+import { joinChannelName } from './tab-link.js';
+import type { JoinMessage } from '../protocol.js';
 import { CollectiveTimeoutError, TabJoinTimeoutError, WorkerFailedError } from '../errors.js';
 
 let n = 0;

@@ -6,9 +6,8 @@
  */
 import type * as Comlink from 'comlink';
 import { AbortedError, CollectiveTimeoutError, TabJoinTimeoutError, WorkerFailedError } from '../errors.js';
-import {
-  channelEndpoint, joinChannelName, randomId, rpcChannels, TAB_HEARTBEAT_MS, type JoinMessage,
-} from './tab-link.js';
+import { channelEndpoint, joinChannelName, randomId, rpcChannels, TAB_HEARTBEAT_MS } from './tab-link.js';
+import type { JoinMessage } from '../protocol.js';
 
 /**
  * What every error of a rank in another tab tells the user: the engine does not rebuild it

@@ -6,12 +6,11 @@
  * goodbye on pagehide so the other ranks fail at once instead of after the timeout.
  */
 import * as Comlink from 'comlink';
-import { installErrorTransfer } from './protocol.js';
+import { installErrorTransfer, type JoinMessage, type RankApi, type TabRankState } from '../protocol.js';
 import { broadcastLinks } from '../collective/message-transport.js';
 import {
-  collectiveGroup, joinChannelName, randomId, rpcChannels, TAB_HEARTBEAT_MS, type JoinMessage, type TabRankState,
+  collectiveGroup, joinChannelName, randomId, rpcChannels, TAB_HEARTBEAT_MS,
 } from './tab-link.js';
-import type { ShardWorker } from '../../workers/shard.worker.js';
 // The same inline shard worker the host's local ranks run (see worker-group.ts).
 import ShardWorkerCtor from '../../workers/shard.worker.ts?worker&inline';
 
@@ -96,7 +95,7 @@ export function joinEngine(id: string, opts: JoinOptions = {}): TabJoin {
       set({ state: 'joined', rank: m.rank, world: m.world });
       worker = new ShardWorkerCtor({ name: `webgpu-tp tab rank ${m.rank}` });
       worker.addEventListener('error', (ev) => end('failed', `its worker failed: ${ev.message || 'uncaught error'}`, true));
-      const api = Comlink.wrap<ShardWorker>(worker);
+      const api = Comlink.wrap<RankApi>(worker);
       const names = rpcChannels(m.session, m.rank);
       try {
         await api.serve(names.toWorker, names.toHost);

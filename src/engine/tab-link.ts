@@ -3,9 +3,10 @@
  * BroadcastChannels reach across tabs and into their workers). Three kinds of channel:
  *
  * - the join channel `webgpu-tp/join/<id>`, shared by the host and every joining page:
- *   offers, the host's answer, heartbeats both ways, load/run state, and goodbyes;
+ *   offers, the host's answer, heartbeats both ways, load/run state, and goodbyes (the
+ *   messages are `JoinMessage` in src/protocol.ts);
  * - per tab rank, a pair of RPC channels between the host and that tab's shard worker, over
- *   which Comlink carries the same calls a local worker gets (init, load, step, stats, dispose);
+ *   which Comlink carries the same calls a local worker gets (`RankApi`: init, load, step…);
  * - the collective links of `src/collective/message-transport.ts` between all ranks.
  *
  *   joining page                         host (createEngine with tabs)
@@ -16,20 +17,6 @@
  *   tab-beat ⇄ host-beat, state {rank, state}, bye (pagehide / dispose)
  */
 import type * as Comlink from 'comlink';
-
-/** What the joining page shows: waiting for a host, joined, loading its shard, running steps; then the host gone, the rank failed, or the tab left. */
-export type TabRankState = 'waiting' | 'joined' | 'loading' | 'running' | 'host-gone' | 'failed' | 'left';
-
-export type JoinMessage =
-  | { kind: 'offer'; tab: string }
-  /** `timeoutMs`: the silence after which each side counts the other as gone. */
-  | { kind: 'accept'; tab: string; session: string; rank: number; world: number; timeoutMs: number }
-  | { kind: 'ready'; session: string; rank: number }
-  | { kind: 'state'; session: string; rank: number; state: 'loading' | 'running' }
-  | { kind: 'host-beat'; session: string }
-  | { kind: 'tab-beat'; session: string; rank: number }
-  /** From the host (rank absent): the engine is gone. From a tab: that rank's page is going away or its worker failed. */
-  | { kind: 'bye'; session: string; rank?: number; reason: string };
 
 /** How often host and tab pages tell each other they are alive (ms). */
 export const TAB_HEARTBEAT_MS = 250;

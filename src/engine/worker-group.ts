@@ -12,28 +12,25 @@
  *
  * Ranks in other tabs (`tabs`): shared memory cannot reach them, so the whole group runs in
  * message mode: every rank, local or not, gets each step as a Comlink call and all-reduces over
- * the message transport. A failed step there is not rebuilt: the engine reports the culprit and
- * stays broken (ARCHITECTURE.md, decision 19). Without tabs nothing of this runs.
+ * the message transport (group-steps.ts has both transports). A failed step there is not
+ * rebuilt: the engine reports the culprit and stays broken (ARCHITECTURE.md, decision 20), a
+ * `FailurePolicy` chosen once.
  */
 import * as Comlink from 'comlink';
-import { installErrorTransfer } from './protocol.js';
-import { ControlBlock, createCollectiveMemory, STATUS_OK, type CollectiveBuffer } from '../collective/index.js';
+import { commandWords, encodeStep, installErrorTransfer, type RankApi, type RankOptions, type ShardInitResult } from '../protocol.js';
 import type { ByteSource } from '../loader/source.js';
 import type { ModelConfig } from '../model/config.js';
 import type { Plan, RankPlan } from '../parallel/plan.js';
-import { commandWords, encodeStep } from './step-words.js';
 import type { StepBackend, StepRow } from './scheduler.js';
 import type { RankStats } from './types.js';
 import {
   reviveError, serializeError, WorkerFailedError, AbortedError, WebGpuTpError, DeviceLostError, CollectiveTimeoutError, DisposedError,
 } from '../errors.js';
-import type { ShardWorker, ShardInitResult } from '../../workers/shard.worker.js';
-import { loadShards } from './load-shards.js';
+import { loadShards, type LoadProgress } from './load-shards.js';
 import { acceptTabs, TAB_REMEDY, type TabHost, type TabPeer } from './tab-host.js';
 import { collectiveGroup } from './tab-link.js';
+import { alive, MessageSteps, SharedSteps, type GroupRank, type GroupSteps, type Released } from './group-steps.js';
 import type { DeviceSpec } from '../gpu/core/adapter.js';
-import type { Q8Activations } from '../gpu/kernels/matmul-base.js';
-import type { KvCacheOption } from '../gpu/kernels/kv-format.js';
 // The shard worker is bundled inline (Vite `?worker&inline`): its code, dependencies included,
 // is a string in the built module and starts as a module worker from a Blob URL. A
 // `new URL('…worker.ts', import.meta.url)` worker would be a second file beside the library,
@@ -52,29 +49,12 @@ const PARK_GRACE_MS = 5000;
 /** Kernel variants measured by the first rank that tuned on each adapter (by identity key). */
 const tunedChoices = new Map<string, ShardInitResult['choices']>();
 
-export interface LoadProgress {
-  rank: number;
-  loadedBytes: number;
-  totalBytes: number;
-  fromCache: boolean;
-}
-
 export interface WorkerGroupOptions {
   config: ModelConfig;
   plan: Plan;
   source: ByteSource;
-  /** Rows per step (prefill chunk). */
-  maxRows: number;
-  /** Sequences batched at once: KV-cache slots per rank. */
-  maxSlots: number;
-  contextLength: number;
-  spin: number;
-  /** Longest a rank may wait in a collective, and the main thread for a step (ms). */
-  timeoutMs: number;
-  /** Time kernels with timestamp queries (see EngineOptions.profile). */
-  profile?: boolean;
-  /** Two-batch overlap (see EngineOptions.overlap). */
-  overlap?: boolean;
+  /** How every rank runs: the engine's options, resolved once. */
+  rank: RankOptions;
   onProgress?: (p: LoadProgress) => void;
   signal?: AbortSignal;
   /** Keep each rank's packed shard in IndexedDB and reuse it (default true). */
@@ -83,12 +63,6 @@ export interface WorkerGroupOptions {
   devices?: (DeviceSpec | undefined)[];
   /** Per rank: its adapter's identity, so kernel tuning runs once per adapter. */
   adapterKeys?: string[];
-  /** Inputs of Q8_0 matmuls: int8 per group (W8A8) or f32 (default). */
-  activations?: Q8Activations;
-  /** W8A8: runq.c's arithmetic bit for bit (see EngineOptions.runqExact). */
-  runqExact?: boolean;
-  /** The KV cache's values (see EngineOptions.kvCache). */
-  kvCache?: KvCacheOption;
   /** The last `count` ranks run in other tabs that join on `id` (see EngineOptions.tabs). */
   tabs?: TabRanksOptions;
 }
@@ -102,55 +76,60 @@ export interface TabRanksOptions {
   model: string | Blob;
 }
 
-interface Rank {
-  /** Absent for a rank in another tab (its worker lives there). */
-  worker?: Worker;
+interface Rank extends GroupRank {
   /** The joined tab a tab rank runs in. */
   tab?: TabPeer;
-  api: Comlink.Remote<ShardWorker>;
   info: ShardInitResult;
-  /** Set when the worker raised an uncaught error, failed to load, or was terminated. */
-  dead?: string;
-  /** Settles when the worker dies: every control call races it, so none can hang. */
-  died: Promise<never>;
   /** Marks the rank dead and settles `died` (with `error`, default a WorkerFailedError). */
   kill(reason: string, error?: Error): void;
 }
+
+/** What a failed step leads to: chosen once per group, from where its ranks run. */
+interface FailurePolicy {
+  /** Replace the dead, hung and device-lost ranks (local workers); tabs cannot be re-opened from here, so their group stays broken. */
+  rebuild: boolean;
+  /** The remedy every error of a failed step carries (tabs: create a new engine). */
+  remedy?: string;
+  /**
+   * A rank's own collective error naming a peer (gone, or silent) names the step before the
+   * ranks that did not answer: a tab's worker is out of the host's sight, its peers are not.
+   */
+  peersBeforeHung: boolean;
+}
+
+const LOCAL: FailurePolicy = { rebuild: true, peersBeforeHung: false };
+const TABS: FailurePolicy = { rebuild: false, remedy: TAB_REMEDY, peersBeforeHung: true };
 
 export class WorkerGroup implements StepBackend {
   readonly maxRows: number;
   readonly contextLength: number;
   readonly maxSlots: number;
-  private readonly ctrl: ControlBlock;
   private readonly words: Int32Array;
-  private readonly logits: Float32Array;
   private readonly maxLogitRows: number;
   private readonly logitStride: number;
   private disposed = false;
   /** The rebuild after a failed step; the next step waits for it. */
   private recovery: Promise<void> = Promise.resolve();
-  /** Set when a rebuild failed: the group cannot run steps any more. */
+  /** Set when a rebuild failed, or a group of tab ranks failed a step: the group cannot run steps any more. */
   private broken?: Error;
   /** Load-time problems that did not stop the load (e.g. the cache was unavailable). */
   readonly warnings: string[] = [];
-  /** Message mode (some rank is in another tab): the joined tabs. */
+  /** The joined tabs, when some rank runs in another tab. */
   private tabHost?: TabHost;
-  private messageSeq = 0;
+  /** The transport: the control block, or (with tabs) messages; set before any rank spawns. */
+  private steps?: GroupSteps;
+  private policy: FailurePolicy = LOCAL;
 
   private constructor(
     private readonly o: WorkerGroupOptions,
     private readonly ranks: Rank[],
-    private readonly collective: CollectiveBuffer,
-    logits: SharedArrayBuffer,
     maxLogitRows: number,
     logitStride: number,
   ) {
-    this.maxRows = o.maxRows;
-    this.contextLength = o.contextLength;
-    this.maxSlots = o.maxSlots;
-    this.ctrl = new ControlBlock(collective);
-    this.words = new Int32Array(commandWords(o.maxRows));
-    this.logits = new Float32Array(logits);
+    this.maxRows = o.rank.maxRows;
+    this.contextLength = o.rank.contextLength;
+    this.maxSlots = o.rank.slots;
+    this.words = new Int32Array(commandWords(o.rank.maxRows));
     this.maxLogitRows = maxLogitRows;
     this.logitStride = logitStride;
   }
@@ -159,16 +138,19 @@ export class WorkerGroup implements StepBackend {
     const { config: c, plan } = o;
     const world = plan.world;
     // Every sequence of a full batch may want its logits in the same step.
-    const maxLogitRows = Math.min(o.maxSlots, o.maxRows);
+    const maxLogitRows = Math.min(o.rank.slots, o.rank.maxRows);
     const logitStride = Math.max(...plan.ranks.map((r) => r.vocab[1] - r.vocab[0]));
-    const collective = createCollectiveMemory({ world, slotFloats: o.maxRows * c.dim, commandWords: commandWords(o.maxRows) });
-    const logits = new SharedArrayBuffer(world * maxLogitRows * logitStride * 4);
     const ranks: Rank[] = [];
-    const group = new WorkerGroup(o, ranks, collective, logits, maxLogitRows, logitStride);
+    const group = new WorkerGroup(o, ranks, maxLogitRows, logitStride);
+    const stepTimeoutMs = o.rank.timeoutMs * 2;
     try {
       const tabRanks = o.tabs ? plan.ranks.slice(world - o.tabs.count).map((rp) => rp.rank) : [];
       if (o.tabs) {
-        group.tabHost = await acceptTabs({ id: o.tabs.id, ranks: tabRanks, world, joinTimeoutMs: o.tabs.joinTimeoutMs, silenceMs: o.timeoutMs, signal: o.signal });
+        group.tabHost = await acceptTabs({ id: o.tabs.id, ranks: tabRanks, world, joinTimeoutMs: o.tabs.joinTimeoutMs, silenceMs: o.rank.timeoutMs, signal: o.signal });
+        group.steps = new MessageSteps(collectiveGroup(group.tabHost.session), stepTimeoutMs);
+        group.policy = TABS;
+      } else {
+        group.steps = new SharedSteps(world, o.rank.maxRows * c.dim, o.rank.maxRows, maxLogitRows, logitStride, stepTimeoutMs);
       }
       const local = plan.ranks.filter((rp) => !tabRanks.includes(rp.rank));
       // Spawn and initialise every rank's device in parallel with the download. Kernel
@@ -221,7 +203,7 @@ export class WorkerGroup implements StepBackend {
     const died = new Promise<never>((_, reject) => (die = reject));
     died.catch(() => {});
     const rank: Rank = {
-      worker, tab, api: Comlink.wrap<ShardWorker>(tab ? tab.endpoint : worker!), died,
+      worker, tab, api: Comlink.wrap<RankApi>(tab ? tab.endpoint : worker!), died,
       info: { adapter: '', kernels: '', initMs: 0, choices: { gemm: 'regblock', gemv: 'tree' } },
       kill(reason, error) {
         if (rank.dead) return;
@@ -232,17 +214,11 @@ export class WorkerGroup implements StepBackend {
     worker?.addEventListener('error', (e) => rank.kill(e.message || 'the worker failed to start or raised an uncaught error'));
     tab?.died.catch((e: Error) => rank.kill(e.message, e));
     this.ranks[rp.rank] = rank;
-    // Message mode shares no memory: steps come as calls, sums go over the message transport.
-    const shared = this.tabHost
-      ? { messages: { group: collectiveGroup(this.tabHost.session) } }
-      : { collective: this.collective, logits: this.logits.buffer as SharedArrayBuffer };
     rank.info = await alive(rank, rank.api.init({
-      rank: rp.rank, world: plan.world, config: c, plan: rp, ...shared,
-      logitStride: this.logitStride, maxRows: o.maxRows, maxLogitRows: this.maxLogitRows,
-      contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs, profile: o.profile, overlap: o.overlap,
+      ...o.rank, ...this.steps!.init, rank: rp.rank, world: plan.world, config: c, plan: rp,
+      logitStride: this.logitStride, maxLogitRows: this.maxLogitRows,
       // A tab's adapter is its own: it measures its kernels itself.
-      choices: tab ? undefined : tunedChoices.get(key), device: o.devices?.[rp.rank], activations: o.activations,
-      runqExact: o.runqExact, kvCache: o.kvCache,
+      choices: tab ? undefined : tunedChoices.get(key), device: o.devices?.[rp.rank],
     }));
     if (!tab && !tunedChoices.has(key)) tunedChoices.set(key, rank.info.choices);
     return rank;
@@ -259,133 +235,78 @@ export class WorkerGroup implements StepBackend {
       slots: rows.map((r) => r.slot),
       logitRows: logitsFor,
     });
-    if (this.tabHost) return this.stepByMessages(this.words.slice(0, live), logitsFor.length);
-    const seq = this.ctrl.postStep(this.words.subarray(0, live));
-    // A dead worker fails the step at once, and a failed rank as soon as it reports, instead
-    // of after the others time out in the collective it never joined.
-    const outcome = await Promise.race([
-      this.ctrl.waitStep(seq, this.o.timeoutMs * 2),
-      ...this.ranks.map((r) => r.died.catch(() => 'dead' as const)),
-    ]);
-    if (outcome !== 'done' || this.ranks.some((_, r) => this.ctrl.status(r) !== STATUS_OK)) throw await this.fail(seq, outcome === 'timeout');
-    // Each rank's logits are its vocabulary slice; the full row is their concatenation. A rank
-    // writes its rows packed at its own slice width, from the start of its region.
+    const outcome = await this.steps!.run(this.words.subarray(0, live), this.ranks);
+    if (!outcome.ok) throw await this.fail(outcome.seq, outcome.timedOut);
+    // Each rank's logits are its vocabulary slice; the full row is their concatenation.
     const c = this.o.config;
     return logitsFor.map((_, j) => {
       const out = new Float32Array(c.vocabSize);
       for (const rp of this.o.plan.ranks) {
         const n = rp.vocab[1] - rp.vocab[0];
-        const base = rp.rank * this.maxLogitRows * this.logitStride + j * n;
-        out.set(this.logits.subarray(base, base + n), rp.vocab[0]);
+        out.set(outcome.rowsOf(rp.rank).subarray(j * n, (j + 1) * n), rp.vocab[0]);
       }
       return out;
     });
   }
 
   /**
-   * Message mode: every rank runs the step as a call and returns its logits rows. The first
-   * failure (a rank's error, a rank or tab gone, or the step timeout) fails the step.
+   * A step failed. Releases the other ranks from their collectives, waits until every live
+   * rank is out of them (parked, or its call settled), names the culprit, and then, by the
+   * group's policy, starts rebuilding the ranks that are dead, hung or lost their device (the
+   * next step waits for that), or leaves the group broken. Returns the error every sequence of
+   * the failed step gets.
    */
-  private async stepByMessages(words: Int32Array, nLogits: number): Promise<Float32Array[]> {
-    const seq = ++this.messageSeq;
-    const calls = this.ranks.map((r) => alive(r, r.api.step(words)));
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const outcome = await Promise.race([
-      Promise.all(calls).catch(() => 'failed' as const),
-      new Promise<'timeout'>((ok) => (timer = setTimeout(() => ok('timeout'), this.o.timeoutMs * 2))),
-    ]);
-    clearTimeout(timer);
-    if (typeof outcome === 'string') throw await this.failByMessages(calls, seq);
-    const c = this.o.config;
-    return Array.from({ length: nLogits }, (_, j) => {
-      const out = new Float32Array(c.vocabSize);
-      for (const rp of this.o.plan.ranks) {
-        const n = rp.vocab[1] - rp.vocab[0];
-        out.set(outcome[rp.rank]!.subarray(j * n, (j + 1) * n), rp.vocab[0]);
-      }
-      return out;
-    });
-  }
-
-  /**
-   * Message mode: a step failed. Aborts every live rank's collectives so none waits on, lets
-   * the calls settle, and names the culprit: a rank that died or whose tab left (the host saw
-   * it), else a rank's own error, else the peer a rank's collective named (gone or silent),
-   * else a timeout naming the ranks that never answered. The group is then broken: tab ranks
-   * are not rebuilt, so every later step fails at once, saying to create a new engine.
-   */
-  private async failByMessages(calls: Promise<Float32Array>[], seq: number): Promise<Error> {
+  private async fail(seq: number, timedOut: boolean): Promise<Error> {
     if (this.disposed) return new DisposedError();
-    for (const r of this.ranks) if (!r.dead) r.api.abortStep(`step ${seq} failed on another rank`).catch(() => {});
-    const settled = await Promise.all(calls.map((c) => Promise.race([
-      c.then(() => null, (e: unknown) => (e instanceof Error ? e : new Error(String(e)))),
-      new Promise<'hung'>((ok) => setTimeout(() => ok('hung'), Math.min(this.o.timeoutMs, PARK_GRACE_MS))),
-    ])));
-    const errors = settled.map((e, r) => (this.ranks[r]!.dead ? 'dead' : e));
-    const dead = this.ranks.findIndex((r) => r.dead);
-    const typed = (e: unknown): e is WebGpuTpError => e instanceof WebGpuTpError;
-    const own = errors.find((e) => typed(e) && !(e instanceof AbortedError) && !(e instanceof CollectiveTimeoutError) && !(e instanceof WorkerFailedError));
-    const gone = errors.find((e) => e instanceof WorkerFailedError);
-    const silent = errors.find((e) => e instanceof CollectiveTimeoutError);
-    const hung = errors.map((e, r) => (e === 'hung' ? r : -1)).filter((r) => r >= 0);
-    let error: Error;
-    if (dead >= 0) {
-      error = await this.ranks[dead]!.died.catch((e: Error) => e);
-    } else if (own || gone || silent) error = (own ?? gone ?? silent) as Error;
-    else if (hung.length) error = new CollectiveTimeoutError('step', seq, hung, this.o.timeoutMs * 2, undefined, TAB_REMEDY);
-    else error = (errors.find((e) => e instanceof Error) as Error | undefined) ?? new WorkerFailedError(0, `step #${seq} failed without an error`, TAB_REMEDY);
-    const culprit = typed(error) ? withRemedy(error, TAB_REMEDY) : error;
-    this.broken = new WorkerFailedError(
-      (culprit as { rank?: number }).rank ?? (culprit as { missingRanks?: number[] }).missingRanks?.[0] ?? 0,
-      `an earlier step failed, and ranks in other tabs are not rebuilt (${culprit.message})`, TAB_REMEDY,
-    );
-    return culprit;
-  }
-
-  /**
-   * A step failed. Releases the other ranks from their collectives (abort), waits until every
-   * live rank has parked, names the culprit, and starts rebuilding the ranks that are dead,
-   * hung or lost their device; the next step waits for that. Returns the error that every
-   * sequence of the failed step gets: the dead rank's `WorkerFailedError`, else the
-   * `DeviceLostError`, else the rank's own typed error, else a timeout naming the hung ranks.
-   */
-  private async fail(seq: number, timedOut = false): Promise<Error> {
+    const live = this.ranks.map((r, i) => (r.dead ? -1 : i)).filter((i) => i >= 0);
+    const released = await this.steps!.release(this.ranks, live, seq, Math.min(this.o.rank.timeoutMs, PARK_GRACE_MS));
     if (this.disposed) return new DisposedError();
-    this.ctrl.abort();
-    const world = this.ranks.length;
-    const dead = this.ranks.map((r, i) => (r.dead ? i : -1)).filter((i) => i >= 0);
-    const live = this.ranks.map((_, i) => i).filter((i) => !dead.includes(i));
-    // A live rank parks within one sleep slice of a collective, or when its current GPU work
-    // ends; one that has not after a few seconds is dead or hung, and is replaced.
-    const hung = await this.ctrl.waitParked(live, seq, Math.min(this.o.timeoutMs, PARK_GRACE_MS));
-    if (this.disposed) return new DisposedError();
-    const errors = new Map<number, Error>();
-    for (const r of live.filter((i) => !hung.includes(i))) {
-      const rank = this.ranks[r]!;
-      const s = await Promise.race([alive(rank, rank.api.takeError()), new Promise<null>((ok) => setTimeout(() => ok(null), 2000))]).catch(() => null);
-      if (!s) continue;
-      const e = reviveError(s);
-      errors.set(r, e instanceof WebGpuTpError ? e : new WorkerFailedError(r, e.message));
+    const error = await this.culprit(seq, timedOut, live, released);
+    const p = this.policy;
+    if (!p.rebuild) {
+      const culprit = error instanceof WebGpuTpError && p.remedy ? withRemedy(error, p.remedy) : error;
+      this.broken = new WorkerFailedError(
+        (culprit as { rank?: number }).rank ?? (culprit as { missingRanks?: number[] }).missingRanks?.[0] ?? 0,
+        `an earlier step failed, and ranks in other tabs are not rebuilt (${culprit.message})`, p.remedy,
+      );
+      return culprit;
     }
-    const lost = [...errors].filter(([, e]) => e instanceof DeviceLostError).map(([r]) => r);
-    const rebuild = [...new Set([...dead, ...hung, ...lost])].sort((a, b) => a - b);
-    const own = [...errors.values()].find((e) => !(e instanceof AbortedError) && !(e instanceof CollectiveTimeoutError) && !(e instanceof DeviceLostError));
-    const error =
-      dead.length ? new WorkerFailedError(dead[0]!, this.ranks[dead[0]!]!.dead!)
-      : lost.length ? errors.get(lost[0]!)!
-      : own ? own
-      : hung.length ? new CollectiveTimeoutError('step', seq, hung, this.o.timeoutMs * 2)
-      : [...errors.values()][0] ??
-        // Every rank finished in the end, without an error: the step was only slower than the timeout.
-        (timedOut
-          ? new CollectiveTimeoutError('step', seq, live, this.o.timeoutMs * 2, undefined, 'The step was still computing: on a slow adapter pass a larger timeoutMs to createEngine, or a smaller maxRows')
-          : new WorkerFailedError(0, `step #${seq} failed on ${world} rank(s) without an error`));
+    const dead = this.ranks.map((r, i) => (r.dead ? i : -1)).filter((i) => i >= 0);
+    const lost = [...released.errors].filter(([, e]) => e instanceof DeviceLostError).map(([r]) => r);
+    const rebuild = [...new Set([...dead, ...released.hung, ...lost])].sort((a, b) => a - b);
     this.recovery = this.recover(rebuild).catch((e: unknown) => {
       // Every later step fails with this, so "retry" is no remedy any more.
       const broken = e instanceof WebGpuTpError ? e : new WorkerFailedError(rebuild[0] ?? 0, `could not rebuild: ${(e as Error).message}`);
       this.broken = broken instanceof DisposedError ? broken : withRemedy(broken, 'The engine could not rebuild the failed rank: dispose() it and create a new engine');
     });
     return error;
+  }
+
+  /**
+   * The error that names a failed step, first match: a dead rank's (its worker's
+   * `WorkerFailedError`, or its tab's error), a `DeviceLostError`, a rank's own typed error, a
+   * peer a rank's collective named as gone (and, by policy, as silent), a timeout naming the
+   * ranks that never got out of the step, any error a rank gave; else the step was only slower
+   * than the timeout, or failed without a word.
+   */
+  private async culprit(seq: number, timedOut: boolean, live: number[], { hung, errors }: Released): Promise<Error> {
+    const dead = this.ranks.findIndex((r) => r.dead);
+    if (dead >= 0) return this.ranks[dead]!.died.catch((e: Error) => e);
+    const all = [...errors.values()];
+    const lost = all.find((e) => e instanceof DeviceLostError);
+    const own = all.find((e) => e instanceof WebGpuTpError && !(e instanceof AbortedError || e instanceof CollectiveTimeoutError || e instanceof DeviceLostError || e instanceof WorkerFailedError));
+    const gone = all.find((e) => e instanceof WorkerFailedError);
+    const silent = all.find((e) => e instanceof CollectiveTimeoutError);
+    const remedy = this.policy.remedy;
+    const stepTimeout = this.o.rank.timeoutMs * 2;
+    const named = lost ?? own ?? gone ?? (this.policy.peersBeforeHung ? silent : undefined);
+    if (named) return named;
+    if (hung.length) return new CollectiveTimeoutError('step', seq, hung, stepTimeout, undefined, remedy);
+    if (all.length) return all[0]!;
+    // Every rank finished in the end, without an error: the step was only slower than the timeout.
+    return timedOut
+      ? new CollectiveTimeoutError('step', seq, live, stepTimeout, undefined, remedy ?? 'The step was still computing: on a slow adapter pass a larger timeoutMs to createEngine, or a smaller maxRows')
+      : new WorkerFailedError(0, `step #${seq} failed on ${this.ranks.length} rank(s) without an error`, remedy);
   }
 
   /**
@@ -411,7 +332,7 @@ export class WorkerGroup implements StepBackend {
       }));
     }
     if (this.disposed) throw new DisposedError();
-    this.ctrl.resetGroup();
+    this.steps!.reset();
     for (const r of which) await alive(this.ranks[r]!, this.ranks[r]!.api.start());
   }
 
@@ -440,13 +361,13 @@ export class WorkerGroup implements StepBackend {
 
   async stats(): Promise<RankStats[]> {
     await this.recovery;
-    if (this.broken && this.tabHost) throw this.broken;
+    if (this.broken && !this.policy.rebuild) throw this.broken;
     return Promise.all(this.ranks.map((r) => alive(r, r.api.stats())));
   }
 
   async resetStats(): Promise<void> {
     await this.recovery;
-    if (this.broken && this.tabHost) throw this.broken;
+    if (this.broken && !this.policy.rebuild) throw this.broken;
     await Promise.all(this.ranks.map((r) => alive(r, r.api.resetStats())));
   }
 
@@ -454,7 +375,7 @@ export class WorkerGroup implements StepBackend {
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
-    this.ctrl.dispose();
+    this.steps?.dispose();
     await Promise.all(
       this.ranks.map(async (r) => {
         if (!r) return;
@@ -475,9 +396,4 @@ function withRemedy(e: WebGpuTpError, remedy: string): WebGpuTpError {
   const s = serializeError(e);
   const message = e.remedy && e.message.endsWith(`. ${e.remedy}`) ? e.message.slice(0, -e.remedy.length - 2) : e.message;
   return reviveError({ ...s, message: `${message}. ${remedy}`, extra: { ...s.extra, remedy } }) as WebGpuTpError;
-}
-
-/** `p`, unless the rank's worker dies first: then its WorkerFailedError. */
-function alive<T>(rank: Rank, p: Promise<T>): Promise<T> {
-  return Promise.race([p, rank.died]);
 }

@@ -6,10 +6,10 @@ import { reviveError, type SerializedError } from '../errors.js';
 import { createCollectiveBuffer, createCollectiveMemory, type CollectiveBuffer } from '../collective/layout.js';
 import { ControlBlock } from '../collective/control.js';
 import { simdSumAvailable } from '../collective/simd-sum.js';
-import { DEFAULT_SPIN } from '../collective/communicator.js';
+import { DEFAULT_SPIN } from '../collective/shared-group.js';
 import type { AllReduceAlgorithm, AllReduceChoice } from '../collective/all-reduce.js';
-import type { RankJob, RankOp, RankResult } from '../collective/testing/ops.js';
-import { firstBitDifference, randomFloats, referenceSum } from '../collective/testing/data.js';
+import type { RankJob, RankOp, RankResult } from '../../test-support/collective/ops.js';
+import { firstBitDifference, randomFloats, referenceSum } from '../../test-support/collective/data.js';
 import { median } from '../collective/bench.js';
 import type { AllReduceBenchOptions, AllReduceBenchReport, CopyFloorBaseline } from '../collective/bench-types.js';
 import type { RankRequest } from './collective.worker.js';
@@ -80,7 +80,7 @@ export interface AllReduceCheck {
 /** Runs every algorithm (and auto, and zero-copy input) at each length on `world` workers. */
 export async function checkAllReduce(opts: { world: number; lens: number[]; algorithms?: AllReduceChoice[] }): Promise<AllReduceCheck[]> {
   const { world, lens } = opts;
-  const algorithms = opts.algorithms ?? ['one-shot', 'ring', 'direct', 'auto'];
+  const algorithms = opts.algorithms ?? ['one-shot', 'direct', 'auto'];
   const ranks = Ranks.start(world);
   try {
     // A WebAssembly.Memory, as the engine uses: the SIMD sums must give the reference bits.
@@ -201,7 +201,7 @@ function slowestMedian(perRank: number[][]): number {
 export async function benchAllReduce(opts: AllReduceBenchOptions): Promise<AllReduceBenchReport> {
   const smoke = !!opts.smoke;
   const samples = smoke ? 3 : (opts.samples ?? 20);
-  const algorithms = opts.algorithms ?? ['one-shot', 'ring', 'direct', 'auto'];
+  const algorithms = opts.algorithms ?? ['one-shot', 'direct', 'auto'];
   // nccl-tests' in-place rows, for `auto` only: `[algorithm, inPlace]` in timing order.
   const cases: [AllReduceChoice, boolean][] = algorithms.map((a) => [a, false]);
   if ((opts.inPlace ?? true) && algorithms.includes('auto')) cases.push(['auto', true]);

@@ -3,10 +3,10 @@
  * Messages: a test job (the same `runJob` the Node tests use) or a benchmark loop.
  */
 import { serializeError } from '../errors.js';
-import { attachCommunicator, type Communicator } from '../collective/communicator.js';
+import { SharedGroup } from '../collective/shared-group.js';
 import type { AllReduceChoice } from '../collective/all-reduce.js';
 import type { CollectiveBuffer } from '../collective/layout.js';
-import { runJob, type RankJob } from '../collective/testing/ops.js';
+import { runJob, type RankJob } from '../../test-support/collective/ops.js';
 import { timeAllReduce, timeCopyFloor, timeMemcpy, timePostMessageAllReduce } from '../collective/bench.js';
 
 export type RankRequest =
@@ -18,14 +18,14 @@ export type RankRequest =
   | { kind: 'postmessage'; sab: CollectiveBuffer; group: number; rank: number; floats: number; batch: number; samples: number };
 
 let ports: MessagePort[] = [];
-let comm: { group: number; comm: Communicator } | undefined;
+let comm: { group: number; comm: SharedGroup } | undefined;
 
 /**
  * One communicator per group, kept across requests as a shard worker keeps it across steps
  * (every message brings a new SharedArrayBuffer object, so groups are told apart by id).
  */
-function communicator(sab: CollectiveBuffer, group: number, rank: number, spin?: number): Communicator {
-  if (!comm || comm.group !== group) comm = { group, comm: attachCommunicator(sab, rank) };
+function communicator(sab: CollectiveBuffer, group: number, rank: number, spin?: number): SharedGroup {
+  if (!comm || comm.group !== group) comm = { group, comm: new SharedGroup(sab, rank) };
   if (spin !== undefined) comm.comm.spin = spin;
   return comm.comm;
 }

@@ -41,8 +41,11 @@ async function open(o: Q4EngineOptions): Promise<{ engine: Engine; quantised: st
   const config = f32.config;
   const plan = makePlan(config, { tensorParallel: o.tp }, layout.tensors);
   const group = await WorkerGroup.create({
-    config, plan, source: openSource(layout.bytes), maxRows: 16, contextLength: config.seqLen, maxSlots: 2,
-    spin: DEFAULT_SPIN, timeoutMs: 30_000, cache: false, activations: 'f32',
+    config, plan, source: openSource(layout.bytes), cache: false,
+    rank: {
+      maxRows: 16, slots: 2, contextLength: config.seqLen, spin: DEFAULT_SPIN, timeoutMs: 30_000,
+      profile: false, overlap: false, activations: 'f32', runqExact: false, kvCache: 'auto',
+    },
   });
   const tokenizer = parseTokenizer(new Uint8Array(tok), config.vocabSize);
   current = assembleEngine(config, plan.world, group, tokenizer, async () => group.stats(), () => group.dispose(), () => group.resetStats(), 'q4_0 layout');

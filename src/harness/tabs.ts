@@ -5,7 +5,7 @@
  * their bits, so the test can see that every page holds the same bits.
  */
 import { broadcastLinks, MessageCommunicator, type MessageAllReduceAlgorithm } from '../collective/message-transport.js';
-import { firstBitDifference, randomFloats, referenceSum } from '../collective/testing/data.js';
+import { firstBitDifference, randomFloats, referenceSum } from '../../test-support/collective/data.js';
 import { fnv1a64 } from '../parallel/plan.js';
 import { serializeError, type SerializedError } from '../errors.js';
 
@@ -50,7 +50,7 @@ export async function allReduce(
     for (const [k, len] of lens.entries()) {
       const inputs = Array.from({ length: comm.world }, (_, r) => randomFloats(len, seed + k, r));
       const sum = new Float32Array(len);
-      const algo = await comm.allReduce(inputs[comm.rank]!, algorithm, sum);
+      const algo = await comm.allReduceArray(inputs[comm.rank]!, algorithm, sum);
       out.push({ len, algorithm: algo, firstDifference: firstBitDifference(sum, referenceSum(inputs)), hash: hashBits(sum) });
     }
     return out;
@@ -67,12 +67,12 @@ export async function bench(group: string, sizes: number[], iters: number): Prom
     const x = new Float32Array(floats).fill(1);
     const y = new Float32Array(floats);
     let algorithm = '';
-    for (let i = 0; i < 3; i++) algorithm = await comm.allReduce(x, 'auto', y);
+    for (let i = 0; i < 3; i++) algorithm = await comm.allReduceArray(x, 'auto', y);
     const times: number[] = [];
     for (let i = 0; i < iters; i++) {
       await comm.barrier();
       const t0 = performance.now();
-      await comm.allReduce(x, 'auto', y);
+      await comm.allReduceArray(x, 'auto', y);
       times.push((performance.now() - t0) * 1000);
     }
     times.sort((a, b) => a - b);

@@ -2,7 +2,7 @@
  * Test data for the collectives, shared by the Node (worker_threads) tests and the browser
  * harness: seeded inputs and the reference sums in the documented order.
  */
-import { chunkBounds, summationOrder } from '../layout.js';
+import { chunkBounds, summationOrder } from '../../src/collective/layout.js';
 
 /** mulberry32: a tiny seeded PRNG, so every rank and the checker make the same inputs. */
 function rng(seed: number): () => number {

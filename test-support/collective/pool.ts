@@ -1,7 +1,7 @@
 /** Test-only: a pool of worker_threads ranks that run jobs (ops.ts) for the Node tests. */
 import { Worker } from 'node:worker_threads';
-import { reviveError, type SerializedError } from '../../errors.js';
-import type { CollectiveBuffer } from '../layout.js';
+import { reviveError, type SerializedError } from '../../src/errors.js';
+import type { CollectiveBuffer } from '../../src/collective/layout.js';
 import type { RankJob, RankResult } from './ops.js';
 
 type Reply = { ready: true } | { ok: true; results: RankResult[] } | { ok: false; error: SerializedError };

@@ -3,18 +3,21 @@
  * back (no round trip between them, so slot reuse and skew between ranks get exercised). The Node
  * worker (rank.worker.ts) and the browser harness worker both run jobs with `runJob`.
  */
-import { DEFAULT_SPIN, DEFAULT_TIMEOUT_MS, attachCommunicator, type Communicator, type CommunicatorOptions } from '../communicator.js';
-import type { AllReduceAlgorithm, AllReduceChoice } from '../all-reduce.js';
-import { ControlBlock } from '../control.js';
+import { DEFAULT_SPIN, DEFAULT_TIMEOUT_MS, type SharedGroupOptions } from '../../src/collective/shared-group.js';
+import { attachCommunicator, type SharedCommunicator } from '../../src/collective/shared-communicator.js';
+import { allReduce, pickAllReduce, type AllReduceAlgorithm, type AllReduceChoice } from '../../src/collective/all-reduce.js';
+import { allGather } from '../../src/collective/all-gather.js';
+import { barrier } from '../../src/collective/barrier.js';
+import { ControlBlock } from '../../src/collective/control.js';
 import { randomFloats } from './data.js';
-import type { CollectiveBuffer } from '../layout.js';
+import type { CollectiveBuffer } from '../../src/collective/layout.js';
 
 export type RankOp =
   /**
-   * zeroCopy: write the input into comm.slot() and reduce from there into a separate out.
-   * lateRank: that rank enters 20 ms after the others, so they sleep in the collective's first wait.
+   * zeroCopy: write the input into the slot and reduce from there into a separate out (with
+   * `auto`, through the Communicator interface: `slot(n)`, then `allReduce(n)`).
    */
-  | { kind: 'allReduce'; len: number; algorithm: AllReduceChoice; seed: number; zeroCopy?: boolean; outOfPlace?: boolean; lateRank?: number }
+  | { kind: 'allReduce'; len: number; algorithm: AllReduceChoice; seed: number; zeroCopy?: boolean; outOfPlace?: boolean }
   | { kind: 'allGather'; counts: number[]; seed: number; zeroCopy?: boolean }
   | { kind: 'broadcast'; len: number; root: number; seed: number }
   | { kind: 'barrier'; delayMs?: number }
@@ -39,41 +42,47 @@ export interface RankJob {
   /** Identifies the group across jobs (each message delivers a new SharedArrayBuffer object). */
   group?: number;
   rank: number;
-  opts?: CommunicatorOptions;
+  opts?: SharedGroupOptions;
   ops: RankOp[];
 }
 
 /** A worker keeps its communicator across jobs, as a real shard worker would across steps. */
-let cached: { group: number | undefined; rank: number; comm: Communicator } | undefined;
+let cached: { group: number | undefined; rank: number; comm: SharedCommunicator } | undefined;
 
-function communicator(job: RankJob): Communicator {
+function communicator(job: RankJob): SharedCommunicator {
   if (!cached || job.group === undefined || cached.group !== job.group || cached.rank !== job.rank) {
     cached = { group: job.group, rank: job.rank, comm: attachCommunicator(job.sab, job.rank) };
   }
   const comm = cached.comm;
-  comm.spin = job.opts?.spin ?? DEFAULT_SPIN;
-  comm.timeoutMs = job.opts?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  comm.group.spin = job.opts?.spin ?? DEFAULT_SPIN;
+  comm.group.timeoutMs = job.opts?.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   return comm;
 }
 
 export async function runJob(job: RankJob): Promise<RankResult[]> {
   const comm = communicator(job);
+  const g = comm.group;
+  const simd = !!g.simd;
   const results: RankResult[] = [];
   for (const op of job.ops) {
     switch (op.kind) {
       case 'allReduce': {
         const input = randomFloats(op.len, op.seed, comm.rank);
-        if (op.lateRank === comm.rank) sleepMs(20);
-        if (op.zeroCopy) {
-          const slot = comm.slot().subarray(0, op.len);
+        if (op.zeroCopy && op.algorithm === 'auto') {
+          comm.slot(op.len).set(input);
+          // The sum is valid until the next collective: keep a copy.
+          const data = Float32Array.from(await comm.allReduce(op.len));
+          results.push({ kind: op.kind, algorithm: comm.world === 1 ? pickAllReduce(op.len, 1) : comm.picked, data, simd });
+        } else if (op.zeroCopy) {
+          const slot = comm.slot(op.len);
           slot.set(input);
           const out = new Float32Array(op.len);
-          results.push({ kind: op.kind, algorithm: comm.allReduce(slot, op.algorithm, out), data: out, simd: !!comm.simd });
+          results.push({ kind: op.kind, algorithm: allReduce(g, slot, op.algorithm, out), data: out, simd });
         } else if (op.outOfPlace) {
           const out = new Float32Array(op.len);
-          results.push({ kind: op.kind, algorithm: comm.allReduce(input, op.algorithm, out), data: out, simd: !!comm.simd });
+          results.push({ kind: op.kind, algorithm: allReduce(g, input, op.algorithm, out), data: out, simd });
         } else {
-          results.push({ kind: op.kind, algorithm: comm.allReduce(input, op.algorithm), data: input, simd: !!comm.simd });
+          results.push({ kind: op.kind, algorithm: allReduce(g, input, op.algorithm), data: input, simd });
         }
         break;
       }
@@ -81,25 +90,25 @@ export async function runJob(job: RankJob): Promise<RankResult[]> {
         const local = randomFloats(op.counts[comm.rank], op.seed, comm.rank);
         const out = new Float32Array(op.counts.reduce((a, b) => a + b, 0));
         if (op.zeroCopy) {
-          const slot = comm.slot().subarray(0, local.length);
+          const slot = comm.slot(local.length);
           slot.set(local);
-          comm.allGather(slot, out, op.counts);
+          allGather(g, slot, out, op.counts);
         } else {
-          comm.allGather(local, out, op.counts);
+          allGather(g, local, out, op.counts);
         }
         results.push({ kind: op.kind, data: out });
         break;
       }
       case 'broadcast': {
-        const buf = comm.rank === op.root ? randomFloats(op.len, op.seed, op.root) : new Float32Array(op.len);
-        comm.broadcast(buf, op.root);
-        results.push({ kind: op.kind, data: buf });
+        // Through the Communicator interface: the root's slot, on every rank.
+        if (comm.rank === op.root) comm.slot(op.len).set(randomFloats(op.len, op.seed, op.root));
+        results.push({ kind: op.kind, data: Float32Array.from(await comm.broadcast(op.len, op.root)) });
         break;
       }
       case 'barrier':
         if (op.delayMs) sleepMs(op.delayMs);
         const enter = performance.timeOrigin + performance.now();
-        comm.barrier();
+        barrier(g);
         results.push({ kind: op.kind, note: JSON.stringify({ enter, exit: performance.timeOrigin + performance.now() }) });
         break;
       case 'hang':

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AbortedError, CollectiveTimeoutError, DisposedError } from '../errors.js';
 import { createCollectiveBuffer } from './layout.js';
 import { ControlBlock } from './control.js';
-import { RankPool } from './testing/pool.js';
-import { firstBitDifference, randomFloats, referenceSum } from './testing/data.js';
-import { DIRECT_BLOCKED_MIN, type AllReduceAlgorithm } from './all-reduce.js';
-import type { RankOp } from './testing/ops.js';
+import { RankPool } from '../../test-support/collective/pool.js';
+import { firstBitDifference, randomFloats, referenceSum } from '../../test-support/collective/data.js';
+import type { AllReduceAlgorithm } from './all-reduce.js';
+import type { RankOp } from '../../test-support/collective/ops.js';
 
 let pool: RankPool;
 beforeAll(async () => {
@@ -16,7 +16,7 @@ afterAll(() => pool?.close());
 const after = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('a failed rank', () => {
-  it.each<AllReduceAlgorithm>(['one-shot', 'ring', 'direct'])(
+  it.each<AllReduceAlgorithm>(['one-shot', 'direct'])(
     '%s: a rank terminated mid-collective makes the others time out naming it; after a reset the rebuilt group works',
     async (algorithm) => {
       const world = 3;
@@ -63,38 +63,12 @@ describe('a failed rank', () => {
   });
 });
 
-describe('the waits of a long all-reduce (direct in blocks, which spins for a while before it sleeps)', () => {
-  const len = DIRECT_BLOCKED_MIN;
-
-  it('a rank that never arrives is named, and the others do not hang', async () => {
-    const sab = createCollectiveBuffer({ world: 3, slotFloats: len });
-    const op: RankOp = { kind: 'allReduce', len, algorithm: 'direct', seed: 3 };
-    const errs = await Promise.all([0, 2].map((r) => pool.run(r, { sab, rank: r, ops: [op], opts: { timeoutMs: 200 } }).catch((e: unknown) => e)));
-    for (const e of errs) {
-      expect(e).toBeInstanceOf(CollectiveTimeoutError);
-      expect((e as CollectiveTimeoutError).missingRanks).toEqual([1]);
-      expect((e as CollectiveTimeoutError).op).toBe('allReduce');
-    }
-  });
-
-  it('abort wakes a rank blocked in it, long before its timeout', async () => {
-    const sab = createCollectiveBuffer({ world: 2, slotFloats: len });
-    const ctrl = new ControlBlock(sab);
-    const t0 = performance.now();
-    const waiting = pool.run(0, { sab, rank: 0, ops: [{ kind: 'allReduce', len, algorithm: 'direct', seed: 4 }], opts: { timeoutMs: 20_000 } });
-    await after(150);
-    ctrl.abort();
-    await expect(waiting).rejects.toBeInstanceOf(AbortedError);
-    expect(performance.now() - t0).toBeLessThan(2000);
-  });
-});
-
 describe('abort and dispose', () => {
   it('abort wakes a rank blocked in a collective, long before its timeout', async () => {
     const sab = createCollectiveBuffer({ world: 2, slotFloats: 1024 });
     const ctrl = new ControlBlock(sab);
     const t0 = performance.now();
-    const waiting = pool.run(0, { sab, rank: 0, ops: [{ kind: 'allReduce', len: 1024, algorithm: 'ring', seed: 1 }], opts: { timeoutMs: 20_000 } });
+    const waiting = pool.run(0, { sab, rank: 0, ops: [{ kind: 'allReduce', len: 1024, algorithm: 'direct', seed: 1 }], opts: { timeoutMs: 20_000 } });
     await after(150);
     ctrl.abort();
     await expect(waiting).rejects.toBeInstanceOf(AbortedError);

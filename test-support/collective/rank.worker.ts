@@ -1,6 +1,6 @@
 // A rank for the Node tests: a worker_threads worker that runs jobs (see ops.ts) one at a time.
 import { parentPort } from 'node:worker_threads';
-import { serializeError } from '../../errors.js';
+import { serializeError } from '../../src/errors.js';
 import { runJob, type RankJob } from './ops.js';
 
 const port = parentPort;
