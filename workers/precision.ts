@@ -4,7 +4,7 @@ import type { GpuContext } from '../src/gpu/device.js';
 import { f16KernelsFor } from '../src/gpu/f16-kernels.js';
 import { isHalfMatrix } from '../src/gpu/f16.js';
 import { isQuantMatrix } from '../src/gpu/q8.js';
-import type { ShardWeights, Weight } from './rank.js';
+import type { ShardWeights, Weight } from './gpu-weights.js';
 
 function dtypeOf(w: Weight): RankPrecision['weights'] {
   return isHalfMatrix(w) ? 'f16' : isQuantMatrix(w) ? w.kind : 'f32';

@@ -18,18 +18,18 @@ import { broadcastLinks, MessageCommunicator } from '../src/collective/message-t
 import { channelEndpoint } from '../src/engine/tab-link.js';
 import { loadShards } from '../src/engine/load-shards.js';
 import { openSource } from '../src/loader/source.js';
-import type { StepInput } from './rank.js';
 import { decodeStep } from '../src/engine/step-words.js';
 import { AbortedError, DeviceLostError, DisposedError, InvalidArgumentError, WebGpuTpError, serializeError, type SerializedError } from '../src/errors.js';
 import type { ModelConfig } from '../src/model/config.js';
-import type { RankPlan } from '../src/parallel/plan.js';
-import {
-  createShardWeights, destroyShardWeights, createRunState, destroyRunState, forward, forwardOverlapped, rankDims, opCount,
-  type ShardWeights, type RunState, type StepTimes, type Reducer,
-} from './rank.js';
+import { rankDims, type RankPlan } from '../src/parallel/plan.js';
+import type { StepCommunicator, StepInput, StepTimes } from './backend.js';
+import { forward } from './forward.js';
+import { chooseRowSum, type RowSum } from './row-sum.js';
+import { createGpuBackend, type GpuBackend, type RunState } from './gpu-backend.js';
+import type { ShardWeights } from './gpu-weights.js';
 import type { RankStats } from '../src/engine/types.js';
 import { rankPrecision } from './precision.js';
-import { createKernelProfiler, type KernelProfiler } from '../src/gpu/profiler.js';
+import type { KernelProfiler } from '../src/gpu/profiler.js';
 import { adapterName, type DeviceSpec } from '../src/gpu/adapter.js';
 import type { Q8Activations } from '../src/gpu/matmul-q8.js';
 import { cacheAccess } from '../src/gpu/kv-cache.js';
@@ -59,8 +59,6 @@ export interface ShardInit {
   device?: DeviceSpec;
   /** Time every kernel on the GPU (timestamp queries; each op gets its own pass). */
   profile?: boolean;
-  /** Run steps of ≥ 2 rows as two interleaved micro-batches (only with world > 1). */
-  overlap?: boolean;
   /** Kernel variants measured earlier (by another rank or engine): skips tuning. */
   choices?: ChosenKernels;
   /** Inputs of Q8_0 matmuls: int8 per group (W8A8, runq.c) or f32 (weight-only). */
@@ -85,11 +83,12 @@ export class ShardWorker {
   private comm?: Communicator;
   private ctrl?: ControlBlock;
   private mcomm?: MessageCommunicator;
+  private backend?: GpuBackend;
   private weights?: ShardWeights;
   private state?: RunState;
-  /** The second micro-batch's state (shares weights and KV cache with `state`). */
-  private stateB?: RunState;
-  private reducer?: Reducer;
+  /** How this rank combines the row-parallel partial sums, chosen at load. */
+  private rowSum?: RowSum;
+  private reducer?: StepCommunicator;
   private weightBytes = 0;
   private lastError: SerializedError | null = null;
   private times: StepTimes = { compute: 0, readback: 0, allreduce: 0, upload: 0, roundtrips: [] };
@@ -125,23 +124,20 @@ export class ShardWorker {
   async load(packed: ArrayBuffer): Promise<{ weightBytes: number; workBytes: number; uploadMs: number; buildMs: number }> {
     const { ctx, init_: o } = this.need();
     const t0 = performance.now();
-    this.weights = createShardWeights(ctx, o.config, o.plan, packed);
+    const b = (this.backend = createGpuBackend(ctx));
+    this.weights = b.createWeights(o.config, o.plan, packed);
     this.weightBytes = packed.byteLength;
     const t1 = performance.now();
-    const so = {
-      maxM: o.maxRows, maxLogitRows: o.maxLogitRows, contextLength: o.contextLength, slots: o.slots, world: o.world, activations: o.activations,
-      runqExact: o.runqExact,
-      kvCache: resolveKvCache(o.kvCache ?? 'auto', ctx.device.features.has('shader-f16'), !!o.runqExact && o.activations === 'int8'),
-    };
-    this.state = createRunState(ctx, o.config, o.plan, this.weights, so);
-    if (this.state.ops.chain && o.overlap) this.warnings.push('overlap: off, runq.c-exact sums run one rank after another');
-    else if (o.overlap && o.world > 1 && o.maxRows >= 2 && !o.profile) {
-      this.stateB = createRunState(ctx, o.config, o.plan, this.weights, { ...so, maxM: Math.floor(o.maxRows / 2), share: this.state });
-    }
-    if (o.profile) {
-      this.profiler = createKernelProfiler(ctx, opCount(this.state));
-      if (!this.profiler) this.warnings.push('profile: the adapter has no timestamp-query feature, so kernels are not timed');
-    }
+    const activations = o.activations ?? 'f32';
+    // runq.c's arithmetic: exact attention, and at world > 1 the ranks' sums chained in its order.
+    const exact = !!o.runqExact && activations === 'int8';
+    this.rowSum = chooseRowSum(o.rank, o.world, exact);
+    this.state = b.createState(o.config, o.plan, this.weights, {
+      maxM: o.maxRows, maxLogitRows: o.maxLogitRows, contextLength: o.contextLength, slots: o.slots, rows: this.rowSum.binding, activations, exact,
+      kvCache: resolveKvCache(o.kvCache ?? 'auto', ctx.device.features.has('shader-f16'), exact), profile: !!o.profile,
+    });
+    this.profiler = this.state.profiler;
+    if (o.profile && !this.profiler) this.warnings.push('profile: the adapter has no timestamp-query feature, so kernels are not timed');
     await ctx.device.queue.onSubmittedWorkDone();
     return { weightBytes: this.weightBytes, workBytes: this.workBytes(), uploadMs: t1 - t0, buildMs: performance.now() - t1 };
   }
@@ -204,8 +200,6 @@ export class ShardWorker {
 
   /** One step's forward pass and its timings; this rank's logits rows go into `into`. */
   private async runForward(input: StepInput, into: Float32Array): Promise<void> {
-    const { ctx, init_: o } = this.need();
-    const d = rankDims(o.config, o.plan);
     const t0 = performance.now();
     // The totals of this step's start: a resetStats() arriving mid-step (a Comlink call between
     // the step's awaits) swaps in new totals, and this step's times go with the old ones,
@@ -213,8 +207,7 @@ export class ShardWorker {
     const times = this.times;
     const before = times.readback + times.allreduce + times.upload;
     const red = (this.reducer ??= this.mcomm ? this.makeMessageReducer(this.mcomm) : this.makeReducer());
-    if (this.stateB && input.m >= 2) await forwardOverlapped(ctx, this.state!, this.stateB, d.dim, input, red, times, into);
-    else await forward(ctx, this.state!, d.dim, input, red, times, into, this.profiler);
+    await forward(this.backend!, this.state!, this.rowSum!, red, input, into, times);
     times.compute += performance.now() - t0 - (times.readback + times.allreduce + times.upload - before);
     if (times === this.times) this.steps++;
   }
@@ -263,12 +256,14 @@ export class ShardWorker {
   }
 
   /** Message mode: the all-reduce of a sync point over the message transport (no shared slot, so one buffer). */
-  private makeMessageReducer(comm: MessageCommunicator): Reducer {
+  private makeMessageReducer(comm: MessageCommunicator): StepCommunicator {
     const { init_: o } = this.need();
     const buf = new Float32Array(o.maxRows * o.config.dim);
     return {
+      rank: o.rank,
+      world: o.world,
       slot: (n) => buf.subarray(0, n),
-      reduce: async (n) => {
+      allReduce: async (n) => {
         const v = buf.subarray(0, n);
         await comm.allReduce(v, 'auto', v);
         return v;
@@ -288,18 +283,20 @@ export class ShardWorker {
    * The all-reduce of a sync point over this rank's collective slot. The sum must not land in
    * the shared slot: other ranks may still be reading it.
    */
-  private makeReducer(): Reducer {
+  private makeReducer(): StepCommunicator {
     const { init_: o } = this.need();
     const comm = this.comm!;
     const sum = new Float32Array(o.maxRows * o.config.dim);
     return {
+      rank: o.rank,
+      world: o.world,
       slot: (n) => comm.slot().subarray(0, n),
-      reduce: (n) => {
+      allReduce: async (n) => {
         const out = sum.subarray(0, n);
         comm.allReduce(comm.slot().subarray(0, n), 'auto', out);
         return out;
       },
-      broadcast: (n, root) => {
+      broadcast: async (n, root) => {
         if (root === comm.rank) {
           const mine = comm.slot().subarray(0, n);
           comm.broadcast(mine, root);
@@ -313,7 +310,7 @@ export class ShardWorker {
   }
 
   private workBytes(): number {
-    return (this.state?.workBytes ?? 0) + (this.stateB?.workBytes ?? 0);
+    return this.state?.workBytes ?? 0;
   }
 
   stats(): RankStats {
@@ -372,14 +369,12 @@ export class ShardWorker {
     this.mcomm?.close();
     await Promise.race([this.loopDone.catch(() => {}), new Promise((r) => setTimeout(r, 1000))]);
     if (this.ctx) {
-      this.profiler?.destroy();
-      if (this.stateB) destroyRunState(this.stateB, this.ctx);
-      if (this.state) destroyRunState(this.state, this.ctx);
-      if (this.weights) destroyShardWeights(this.weights);
+      if (this.state) this.backend?.destroyState(this.state);
+      if (this.weights) this.backend?.destroyWeights(this.weights);
       destroyGpuContext(this.ctx);
     }
     this.state = undefined;
-    this.stateB = undefined;
+    this.profiler = undefined;
     this.weights = undefined;
     this.ctx = undefined;
   }

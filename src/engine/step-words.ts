@@ -5,7 +5,7 @@
  *   [2] kind         STEP_FORWARD (other kinds reserved)
  *   [4 ..)           tokens[maxRows], positions[maxRows], slots[maxRows], logitRows[maxRows]
  */
-import type { StepInput } from '../../workers/rank.js';
+import type { StepInput } from '../../workers/backend.js';
 
 export const STEP_FORWARD = 1;
 const HEADER = 4;

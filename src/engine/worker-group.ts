@@ -73,8 +73,6 @@ export interface WorkerGroupOptions {
   timeoutMs: number;
   /** Time kernels with timestamp queries (see EngineOptions.profile). */
   profile?: boolean;
-  /** Two-batch overlap (see EngineOptions.overlap). */
-  overlap?: boolean;
   onProgress?: (p: LoadProgress) => void;
   signal?: AbortSignal;
   /** Keep each rank's packed shard in IndexedDB and reuse it (default true). */
@@ -239,7 +237,7 @@ export class WorkerGroup implements StepBackend {
     rank.info = await alive(rank, rank.api.init({
       rank: rp.rank, world: plan.world, config: c, plan: rp, ...shared,
       logitStride: this.logitStride, maxRows: o.maxRows, maxLogitRows: this.maxLogitRows,
-      contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs, profile: o.profile, overlap: o.overlap,
+      contextLength: o.contextLength, slots: o.maxSlots, spin: o.spin, timeoutMs: o.timeoutMs, profile: o.profile,
       // A tab's adapter is its own: it measures its kernels itself.
       choices: tab ? undefined : tunedChoices.get(key), device: o.devices?.[rp.rank], activations: o.activations,
       runqExact: o.runqExact, kvCache: o.kvCache,
