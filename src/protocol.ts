@@ -35,8 +35,6 @@ export interface RankOptions {
   timeoutMs: number;
   /** Time every kernel on the GPU (timestamp queries; each op gets its own pass). */
   profile: boolean;
-  /** Run steps of ≥ 2 rows as two interleaved micro-batches (only with world > 1). */
-  overlap: boolean;
   /** Inputs of quantised matmuls: int8 per group (W8A8 / W4A8) or f32 (weight-only). */
   activations: 'int8' | 'f32';
   /** W8A8: runq.c's arithmetic bit for bit (ARCHITECTURE.md decision 19). */

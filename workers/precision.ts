@@ -4,7 +4,7 @@ import type { GpuContext } from '../src/gpu/core/device.js';
 import { f16KernelsFor } from '../src/gpu/kernels/f16-shaders.js';
 import { isHalfMatrix } from '../src/gpu/core/half-matrix.js';
 import { isQuantMatrix } from '../src/gpu/core/quant-matrix.js';
-import type { ShardWeights, Weight } from './rank.js';
+import type { ShardWeights, Weight } from './gpu-weights.js';
 
 function dtypeOf(w: Weight): RankPrecision['weights'] {
   return isHalfMatrix(w) ? 'f16' : isQuantMatrix(w) ? w.kind : 'f32';

@@ -22,14 +22,16 @@ import { channelEndpoint } from '../src/engine/tab-link.js';
 import { loadShards } from '../src/engine/load-shards.js';
 import { openSource } from '../src/loader/source.js';
 import { DeviceLostError, InvalidArgumentError, WebGpuTpError, serializeError, type SerializedError } from '../src/errors.js';
-import {
-  createShardWeights, destroyShardWeights, createRunState, destroyRunState, forward, forwardOverlapped, rankDims, opCount,
-  type ShardWeights, type RunState, type StepTimes,
-} from './rank.js';
+import { rankDims } from '../src/parallel/plan.js';
+import type { StepTimes } from './backend.js';
+import { forward } from './forward.js';
+import { chooseRowSum, type RowSum } from './row-sum.js';
+import { createGpuBackend, type GpuBackend, type RunState } from './gpu-backend.js';
+import type { ShardWeights } from './gpu-weights.js';
 import { openTransport, type RankTransport } from './transport.js';
 import type { RankStats } from '../src/engine/types.js';
 import { rankPrecision } from './precision.js';
-import { createKernelProfiler, type KernelProfiler } from '../src/gpu/core/profiler.js';
+import type { KernelProfiler } from '../src/gpu/core/profiler.js';
 import { adapterName } from '../src/gpu/core/adapter.js';
 import { cacheAccess } from '../src/gpu/kernels/kv-cache.js';
 import { resolveKvCache } from '../src/gpu/kernels/kv-format.js';
@@ -41,10 +43,11 @@ export class ShardWorker implements RankApi {
   private ctx?: GpuContext;
   private comm?: Communicator;
   private transport?: RankTransport;
+  private backend?: GpuBackend;
   private weights?: ShardWeights;
   private state?: RunState;
-  /** The second micro-batch's state (shares weights and KV cache with `state`). */
-  private stateB?: RunState;
+  /** How this rank combines the row-parallel partial sums, chosen at load. */
+  private rowSum?: RowSum;
   private weightBytes = 0;
   private lastError: SerializedError | null = null;
   private times: StepTimes = { compute: 0, readback: 0, allreduce: 0, upload: 0, roundtrips: [] };
@@ -77,23 +80,20 @@ export class ShardWorker implements RankApi {
   async load(packed: ArrayBuffer): Promise<{ weightBytes: number; workBytes: number; uploadMs: number; buildMs: number }> {
     const { ctx, init_: o } = this.need();
     const t0 = performance.now();
-    this.weights = createShardWeights(ctx, o.config, o.plan, packed);
+    const b = (this.backend = createGpuBackend(ctx));
+    this.weights = b.createWeights(o.config, o.plan, packed);
     this.weightBytes = packed.byteLength;
     const t1 = performance.now();
-    const so = {
-      maxM: o.maxRows, maxLogitRows: o.maxLogitRows, contextLength: o.contextLength, slots: o.slots, world: o.world, activations: o.activations,
-      runqExact: o.runqExact,
-      kvCache: resolveKvCache(o.kvCache ?? 'auto', ctx.device.features.has('shader-f16'), !!o.runqExact && o.activations === 'int8'),
-    };
-    this.state = createRunState(ctx, o.config, o.plan, this.weights, so);
-    if (this.state.ops.chain && o.overlap) this.warnings.push('overlap: off, runq.c-exact sums run one rank after another');
-    else if (o.overlap && o.world > 1 && o.maxRows >= 2 && !o.profile) {
-      this.stateB = createRunState(ctx, o.config, o.plan, this.weights, { ...so, maxM: Math.floor(o.maxRows / 2), share: this.state });
-    }
-    if (o.profile) {
-      this.profiler = createKernelProfiler(ctx, opCount(this.state));
-      if (!this.profiler) this.warnings.push('profile: the adapter has no timestamp-query feature, so kernels are not timed');
-    }
+    const activations = o.activations ?? 'f32';
+    // runq.c's arithmetic: exact attention, and at world > 1 the ranks' sums chained in its order.
+    const exact = !!o.runqExact && activations === 'int8';
+    this.rowSum = chooseRowSum(o.rank, o.world, exact);
+    this.state = b.createState(o.config, o.plan, this.weights, {
+      maxM: o.maxRows, maxLogitRows: o.maxLogitRows, contextLength: o.contextLength, slots: o.slots, rows: this.rowSum.binding, activations, exact,
+      kvCache: resolveKvCache(o.kvCache ?? 'auto', ctx.device.features.has('shader-f16'), exact), profile: !!o.profile,
+    });
+    this.profiler = this.state.profiler;
+    if (o.profile && !this.profiler) this.warnings.push('profile: the adapter has no timestamp-query feature, so kernels are not timed');
     await ctx.device.queue.onSubmittedWorkDone();
     return { weightBytes: this.weightBytes, workBytes: this.workBytes(), uploadMs: t1 - t0, buildMs: performance.now() - t1 };
   }
@@ -132,17 +132,13 @@ export class ShardWorker implements RankApi {
 
   /** One step's forward pass and its timings; this rank's logits rows go into `into`. */
   private async runForward(input: StepInput, into: Float32Array): Promise<void> {
-    const { ctx, init_: o } = this.need();
-    const d = rankDims(o.config, o.plan);
     const t0 = performance.now();
     // The totals of this step's start: a resetStats() arriving mid-step (a Comlink call between
     // the step's awaits) swaps in new totals, and this step's times go with the old ones,
     // uncounted, instead of its compute absorbing the old readback sums.
     const times = this.times;
     const before = times.readback + times.allreduce + times.upload;
-    const comm = this.comm!;
-    if (this.stateB && input.m >= 2) await forwardOverlapped(ctx, this.state!, this.stateB, d.dim, input, comm, times, into);
-    else await forward(ctx, this.state!, d.dim, input, comm, times, into, this.profiler);
+    await forward(this.backend!, this.state!, this.rowSum!, this.comm!, input, into, times);
     times.compute += performance.now() - t0 - (times.readback + times.allreduce + times.upload - before);
     if (times === this.times) this.steps++;
   }
@@ -179,7 +175,7 @@ export class ShardWorker implements RankApi {
   }
 
   private workBytes(): number {
-    return (this.state?.workBytes ?? 0) + (this.stateB?.workBytes ?? 0);
+    return this.state?.workBytes ?? 0;
   }
 
   stats(): RankStats {
@@ -238,14 +234,12 @@ export class ShardWorker implements RankApi {
     this.transport?.close();
     await Promise.race([this.loopDone.catch(() => {}), new Promise((r) => setTimeout(r, 1000))]);
     if (this.ctx) {
-      this.profiler?.destroy();
-      if (this.stateB) destroyRunState(this.stateB, this.ctx);
-      if (this.state) destroyRunState(this.state, this.ctx);
-      if (this.weights) destroyShardWeights(this.weights);
+      if (this.state) this.backend?.destroyState(this.state);
+      if (this.weights) this.backend?.destroyWeights(this.weights);
       destroyGpuContext(this.ctx);
     }
     this.state = undefined;
-    this.stateB = undefined;
+    this.profiler = undefined;
     this.weights = undefined;
     this.ctx = undefined;
   }

@@ -46,8 +46,6 @@ export interface BenchGenerateOptions {
   batch?: number[];
   /** Also run each case briefly with per-kernel GPU timing (timestamp queries). */
   profile?: boolean;
-  /** Two-batch overlap at TP > 1 (default: the engine's). */
-  overlap?: boolean;
   /**
    * Timed runs per case (default 1). Above 1 every degree's engine stays loaded and the cases
    * run in interleaved rounds; each result is the round of median rate, with every round's rate.
@@ -192,7 +190,7 @@ async function benchModel(
   // Interleaved rounds keep every degree's engine loaded, so a round measures them back to back.
   const keepEngines = rounds > 1 ? o.tp.length : 1;
   const common = (tp: number, profile: boolean): Omit<PageGenerateOptions, 'maxTokens'> => ({
-    model, tokenizer, tp, prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch, profile, overlap: o.overlap, runqExact: o.runqExact, int8Activations: o.int8Activations, kvCache: o.kvCache, keepEngines,
+    model, tokenizer, tp, prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch, profile, runqExact: o.runqExact, int8Activations: o.int8Activations, kvCache: o.kvCache, keepEngines,
     // A 64-row prefill step of a large model can take minutes on a CPU adapter.
     timeoutMs: 600_000,
   });

@@ -32,7 +32,7 @@ Usage:
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--transport sab|tab] [--json]
                      (--transport tab: one rank per tab over BroadcastChannel, beside SAB)
   webgpu-tp bench kernels [--json]
-  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--overlap] [--rounds N] [--no-runq-exact] [--int8-activations] [--kv-cache auto|f16|f32] [--json]
+  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--rounds N] [--no-runq-exact] [--int8-activations] [--kv-cache auto|f16|f32] [--json]
   webgpu-tp bench generate --quant f32,f16,q8_0,q4_0,q4_0+int8 [--shape stories110M] [--tp 1] ...
                      (one synth GGUF per quant; decode tok/s of each against f32;
                       QUANT+int8 runs that GGUF with int8 activations, W4A8 / W8A8)
@@ -151,7 +151,6 @@ async function main(argv: string[]): Promise<number> {
         spin: { type: 'string' },
         batch: { type: 'string' },
         profile: { type: 'boolean', default: false },
-        overlap: { type: 'boolean', default: false },
         rounds: { type: 'string', default: '1' },
         'no-runq-exact': { type: 'boolean', default: false },
         'kv-cache': { type: 'string', default: 'auto' },
@@ -196,7 +195,6 @@ async function main(argv: string[]): Promise<number> {
         spin: values.spin === undefined ? undefined : num('--spin', values.spin, { int: true, min: 0 }),
         batch: list('--batch', values.batch, [1]),
         profile: values.profile,
-        overlap: values.overlap,
         rounds: num('--rounds', values.rounds!, { int: true, min: 1 }),
         runqExact: !values['no-runq-exact'],
         kvCache: checkKvCacheOption(values['kv-cache']),

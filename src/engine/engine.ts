@@ -103,13 +103,6 @@ export interface EngineOptions {
    */
   profile?: boolean;
   /**
-   * Two-batch overlap (TP > 1): a step of two or more rows runs as two micro-batches, so one
-   * half's all-reduce round trip overlaps the other half's compute. Off by default: each half
-   * reads every weight again, and on a CPU adapter (no idle device to fill) that costs more
-   * than the hidden round trips (synth stories15M, TP=2, batch 8: 6.8 vs 7.5–9.7 tok/s).
-   */
-  overlap?: boolean;
-  /**
    * Quantised llama2.c v2 models: keep activations f32 and only dequantise the weights.
    * By default they are quantised to int8 per group before every matmul, as runq.c does (W8A8).
    * GGUF models run weight-only unless `int8Activations`.
@@ -132,7 +125,7 @@ export interface EngineOptions {
    * previous rank passed on: one round trip per rank per sync point instead of one all-reduce.
    * `false` runs the online-softmax attention and all-reduces the ranks' partial sums: faster,
    * but last bits differ, which W8A8's requantisation can grow into another token after many
-   * steps. Ignored for f32 activations. At TP > 1 it turns two-batch overlap off.
+   * steps. Ignored for f32 activations.
    */
   runqExact?: boolean;
   /**
@@ -254,7 +247,6 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     spin: options.spin ?? DEFAULT_SPIN,
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     profile: options.profile ?? false,
-    overlap: options.overlap ?? false,
     activations: (format === 'llama2c-v2' ? !options.weightOnly : !!options.int8Activations) ? 'int8' : 'f32',
     // runq.c's order is llama2.c v2's contract; other int8 runs all-reduce (and Q4_0 cannot chain).
     runqExact: format === 'llama2c-v2' && (options.runqExact ?? true),

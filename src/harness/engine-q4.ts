@@ -44,7 +44,7 @@ async function open(o: Q4EngineOptions): Promise<{ engine: Engine; quantised: st
     config, plan, source: openSource(layout.bytes), cache: false,
     rank: {
       maxRows: 16, slots: 2, contextLength: config.seqLen, spin: DEFAULT_SPIN, timeoutMs: 30_000,
-      profile: false, overlap: false, activations: 'f32', runqExact: false, kvCache: 'auto',
+      profile: false, activations: 'f32', runqExact: false, kvCache: 'auto',
     },
   });
   const tokenizer = parseTokenizer(new Uint8Array(tok), config.vocabSize);

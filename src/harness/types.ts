@@ -37,8 +37,6 @@ export interface PageGenerateOptions {
   spin?: number;
   /** Time kernels on the GPU (engine `profile`). */
   profile?: boolean;
-  /** Two-batch overlap (engine `overlap`). */
-  overlap?: boolean;
   /** Longest wait in a collective (engine timeoutMs; default the engine's). */
   timeoutMs?: number;
   /** Render the prompt as one user message through the model's chat template. */

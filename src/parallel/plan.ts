@@ -417,6 +417,31 @@ export function localKvHead(plan: Plan, rank: RankPlan, localHead: number): numb
   return Math.floor((rank.heads[0] + localHead) / plan.kvMul) - rank.kvHeads[0];
 }
 
+/** A rank's sizes, from its plan: what its weights and activations hold. */
+export interface RankDims {
+  dim: number;
+  headSize: number;
+  nHeads: number; // query heads on this rank
+  nKvHeads: number; // KV heads on this rank
+  hidden: number; // MLP units on this rank
+  vocab: number; // classifier rows on this rank
+  qkv: number; // (nHeads + 2·nKvHeads)·headSize
+}
+
+export function rankDims(c: ModelConfig, r: RankPlan): RankDims {
+  const nHeads = r.heads[1] - r.heads[0];
+  const nKvHeads = r.kvHeads[1] - r.kvHeads[0];
+  return {
+    dim: c.dim,
+    headSize: c.headSize,
+    nHeads,
+    nKvHeads,
+    hidden: r.hidden[1] - r.hidden[0],
+    vocab: r.vocab[1] - r.vocab[0],
+    qkv: (nHeads + 2 * nKvHeads) * c.headSize,
+  };
+}
+
 /**
  * Expected uploaded weight bytes for a rank under `llamaPlan`, from the config and the rank's
  * ranges alone (independent of the slice lists): the replicated embedding and norms, plus its
