@@ -10,7 +10,7 @@ import { loadGgufDequantized } from '../src/model/formats/gguf.js';
 import { encodeGguf } from '../src/model/formats/gguf-write.js';
 import { Tokenizer } from '../src/model/tokenizer/tokenizer.js';
 import { argmax, generate } from '../src/model/reference.js';
-import { modelsDir, readArrayBuffer } from '../src/model/fixtures/paths.js';
+import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
 import { makePlan, rankWeightBytes } from '../src/parallel/plan.js';
 
 /**

@@ -13,7 +13,7 @@ import type { PageGenerateOptions } from '../src/harness/types.js';
 import type { PageOutcome } from '../src/harness/engine.js';
 import { COUNTING_INIT, counts } from './counting.js';
 
-const greedy = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
+const greedy = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
 const story = greedy.tokens.slice(1);
 
 const test = base.extend<object, { counted: Harness }>({

@@ -11,7 +11,7 @@ import { join, resolve } from 'node:path';
 import { openHarness, type Harness } from '../src/cli/browser.js';
 import { llama2cConfig, SYNTH_SHAPES, writeSynthCheckpoint, writeSynthTokenizer } from '../src/model/synth.js';
 import { exportGroupSize, writeSynthCheckpointQ8 } from '../src/model/synth-q8.js';
-import { modelsDir, readArrayBuffer } from '../src/model/fixtures/paths.js';
+import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { encodeGguf } from '../src/model/formats/gguf-write.js';
 import { Tokenizer } from '../src/model/tokenizer/tokenizer.js';

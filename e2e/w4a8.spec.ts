@@ -13,7 +13,7 @@ import { Tokenizer } from '../src/model/tokenizer/tokenizer.js';
 import { argmax, generate } from '../src/model/reference.js';
 import { generateInt8, loadGgufInt8 } from '../src/model/reference-int8.js';
 import { makePlan } from '../src/parallel/plan.js';
-import { modelsDir, readArrayBuffer } from '../src/model/fixtures/paths.js';
+import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
 
 /**
  * W4A8 (Q4_0 weights, int8 activations): the kernels against runq.c's W8A8 arithmetic on the

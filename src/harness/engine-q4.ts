@@ -1,5 +1,5 @@
 /**
- * The engine on a q4_0 layout built in the page (src/model/q4-layout.ts) from stories260K's f32
+ * The engine on a q4_0 layout built in the page (test-support/model/q4-layout.ts) from stories260K's f32
  * weights, exposed as `window.tp.q4engine.*`. No file holds that layout (GGUF Q4_0 files go
  * through `createEngine` itself), so this goes the rest of `createEngine`'s way by hand: the plan
  * over the layout's tensor table, the worker group (byte router, shard packing, ranks) on the
@@ -11,7 +11,7 @@ import { parseTokenizer } from '../engine/tokenizers.js';
 import { DEFAULT_SPIN } from '../collective/index.js';
 import { openSource } from '../loader/source.js';
 import { loadLlama2c } from '../model/formats/llama2c.js';
-import { q4Layout } from '../model/q4-layout.js';
+import { q4Layout } from '../../test-support/model/q4-layout.js';
 import { makePlan } from '../parallel/plan.js';
 import { serializeError, type SerializedError } from '../errors.js';
 
