@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import type { Page } from '@playwright/test';
 import { test, expect } from './fixtures.js';
 import { runGenerate } from '../src/cli/generate.js';
-import type { F16Check, F16MatmulCase } from '../src/harness/kernels-f16.js';
+import type { F16Check, F16MatmulCase } from '../test-support/page/kernels-f16.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { loadGgufDequantized } from '../src/model/formats/gguf.js';
 import { encodeGguf } from '../src/model/formats/gguf-write.js';

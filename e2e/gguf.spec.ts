@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { test, expect } from './fixtures.js';
 import { runGenerate } from '../src/cli/generate.js';
 import { repoRoot, type Harness } from '../src/cli/browser.js';
-import type { PageGenerateOptions } from '../src/harness/types.js';
+import type { PageGenerateOptions } from '../src/cli/page/types.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { loadGgufDequantized } from '../src/model/formats/gguf.js';
 import { encodeGguf, type GgufQuant } from '../src/model/formats/gguf-write.js';

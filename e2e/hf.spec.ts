@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runGenerate } from '../src/cli/generate.js';
 import type { Harness } from '../src/cli/browser.js';
-import type { PageGenerateOptions } from '../src/harness/types.js';
+import type { PageGenerateOptions } from '../src/cli/page/types.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { exportHf } from '../test-support/model/hf-export.js';
 import { byteLevelTokenizer, randomWeights, stackWeights, TINY_QWEN2 } from '../test-support/model/hf-testing.js';

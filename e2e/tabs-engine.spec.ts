@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import type { Page } from '@playwright/test';
 import { test, expect } from './fixtures.js';
 import type { Harness } from '../src/cli/browser.js';
-import type { PageGenerateOptions, PageGenerateResult } from '../src/harness/types.js';
+import type { PageGenerateOptions, PageGenerateResult } from '../src/cli/page/types.js';
 import type { SerializedError } from '../src/errors.js';
 
 const greedy = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };

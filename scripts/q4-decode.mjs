@@ -9,7 +9,7 @@ if (!modelPath || !tokPath) {
   console.error('usage: node scripts/q4-decode.mjs MODEL.bin TOKENIZER.bin [rounds] [tokens]');
   process.exit(2);
 }
-const h = await openHarness({ bench: true });
+const h = await openHarness({ bench: true, path: '/test-support/page/index.html' });
 try {
   const model = h.server.mountFile('/files/q4-decode/model.bin', modelPath);
   const tokenizer = h.server.mountFile('/files/q4-decode/tok.bin', tokPath);

@@ -4,13 +4,14 @@
  * activations) against runq.c's W8A8 arithmetic (reference-q8.ts) on the weights' exact Q8_0
  * form (q4ToQ8), on random inputs. Returns `worst` as in kernels.ts (≤ 1 passes).
  */
-import * as ref from '../model/reference.js';
-import { dequantizeQ4, q4ToQ8, quantizeQ4 } from '../model/reference-q4.js';
-import { dequantizeQ8, matmulQ8, quantizeQ8 } from '../model/reference-q8.js';
-import type { Q8Activations } from '../gpu/matmul-q8.js';
-import { createEmbedQ4 } from '../gpu/matmul-q4.js';
-import { createQuantMatrix, destroyQuantMatrix, writeQuantRows } from '../gpu/q8.js';
-import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, randn, rng, runMatmulCase, withCtx, type Check } from './kernels.js';
+import * as ref from '../../src/model/reference.js';
+import { dequantizeQ4, q4ToQ8, quantizeQ4 } from '../../src/model/reference-q4.js';
+import { dequantizeQ8, matmulQ8, quantizeQ8 } from '../../src/model/reference-q8.js';
+import type { Q8Activations } from '../../src/gpu/matmul-q8.js';
+import { createEmbedQ4 } from '../../src/gpu/matmul-q4.js';
+import { createQuantMatrix, destroyQuantMatrix, writeQuantRows } from '../../src/gpu/q8.js';
+import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, runMatmulCase, withCtx, type Check } from './kernels.js';
+import { randn, rng } from '../../src/cli/page/gpu.js';
 import { siluMulRunq, testQuantEmbed } from './kernels-q8.js';
 
 export interface Q4MatmulCase {

@@ -4,11 +4,12 @@
  * an f32, so the tolerance is the f32 matmul's. Returns `worst` as in kernels.ts (≤ 1 passes),
  * and which variant ran (`packed` on an adapter without shader-f16).
  */
-import * as ref from '../model/reference.js';
-import { dequantize, quantize } from '../model/formats/gguf-blocks.js';
-import { createEmbedF16, createHalfMatrix, destroyHalfMatrix, f16KernelsOf, writeHalfRows } from '../gpu/f16.js';
-import type { F16Kernels } from '../gpu/f16-kernels.js';
-import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, randn, rng, runEmbedCase, runMatmulCase, withCtx, type Check } from './kernels.js';
+import * as ref from '../../src/model/reference.js';
+import { dequantize, quantize } from '../../src/model/formats/gguf-blocks.js';
+import { createEmbedF16, createHalfMatrix, destroyHalfMatrix, f16KernelsOf, writeHalfRows } from '../../src/gpu/f16.js';
+import type { F16Kernels } from '../../src/gpu/f16-kernels.js';
+import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, runEmbedCase, runMatmulCase, withCtx, type Check } from './kernels.js';
+import { randn, rng } from '../../src/cli/page/gpu.js';
 
 export interface F16MatmulCase {
   m: number;

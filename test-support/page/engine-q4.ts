@@ -5,15 +5,15 @@
  * over the layout's tensor table, the worker group (byte router, shard packing, ranks) on the
  * layout's bytes, the scheduler.
  */
-import { assembleEngine, type Engine } from '../engine/engine.js';
-import { WorkerGroup } from '../engine/worker-group.js';
-import { parseTokenizer } from '../engine/tokenizers.js';
-import { DEFAULT_SPIN } from '../collective/index.js';
-import { openSource } from '../loader/source.js';
-import { loadLlama2c } from '../model/formats/llama2c.js';
-import { q4Layout } from '../../test-support/model/q4-layout.js';
-import { makePlan } from '../parallel/plan.js';
-import { serializeError, type SerializedError } from '../errors.js';
+import { assembleEngine, type Engine } from '../../src/engine/engine.js';
+import { WorkerGroup } from '../../src/engine/worker-group.js';
+import { parseTokenizer } from '../../src/engine/tokenizers.js';
+import { DEFAULT_SPIN } from '../../src/collective/index.js';
+import { openSource } from '../../src/loader/source.js';
+import { loadLlama2c } from '../../src/model/formats/llama2c.js';
+import { q4Layout } from '../model/q4-layout.js';
+import { makePlan } from '../../src/parallel/plan.js';
+import { serializeError, type SerializedError } from '../../src/errors.js';
 
 export interface Q4EngineOptions {
   /** An f32 llama2.c checkpoint (URL); its matrices whose rows are whole groups of 32 become q4_0. */
