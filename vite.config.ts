@@ -54,9 +54,12 @@ export default defineConfig({
     outDir: 'dist/app',
     target: 'es2022',
     rollupOptions: {
+      // The demo, the page the CLI drives, and the test page the e2e specs drive (served from the
+      // same build so that both pages load the same engine; the lib build ships neither).
       input: {
         index: resolve(root, 'index.html'),
-        harness: resolve(root, 'harness.html'),
+        cli: resolve(root, 'src/cli/page/index.html'),
+        test: resolve(root, 'test-support/page/index.html'),
       },
       // As in vite.lib.config.ts: @huggingface/gguf's re-exports of @huggingface/tasks are unused.
       treeshake: { moduleSideEffects: (id: string) => !id.includes('@huggingface/tasks') },

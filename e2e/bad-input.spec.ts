@@ -7,6 +7,7 @@
  */
 import { test as base, expect } from '@playwright/test';
 import { openHarness, type Harness } from '../src/cli/browser.js';
+import { TEST_PAGE } from '../test-support/test-page.js';
 import type { SerializedError } from '../src/errors.js';
 
 const INIT = `
@@ -25,7 +26,7 @@ if (typeof window !== 'undefined') {
 const test = base.extend<object, { counted: Harness }>({
   counted: [
     async ({}, use) => {
-      const h = await openHarness({ initScript: INIT });
+      const h = await openHarness({ path: TEST_PAGE, initScript: INIT });
       try {
         await use(h);
       } finally {

@@ -1,5 +1,5 @@
 import { test, expect } from './fixtures.js';
-import type { PageGenerateOptions } from '../src/harness/types.js';
+import type { PageGenerateOptions } from '../src/cli/page/types.js';
 
 // `bench generate --batch B` reports the decode rate while all B streams decode. Prompts are
 // prefilled a chunk of rows per step in arrival order, so the streams start decoding steps

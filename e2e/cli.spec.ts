@@ -7,7 +7,7 @@ import { repoRoot, sharedModelsDir } from '../src/cli/browser.js';
 
 const run = promisify(execFile);
 const cli = resolve(repoRoot, 'dist/cli/main.js');
-const greedy = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
+const greedy = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
 const model = resolve(sharedModelsDir, 'stories260K.bin');
 const tokenizer = resolve(sharedModelsDir, 'tok512.bin');
 

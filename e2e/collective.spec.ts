@@ -1,5 +1,5 @@
 import { test, expect } from './fixtures.js';
-import type { AllReduceCheck } from '../src/harness/collective.js';
+import type { AllReduceCheck } from '../test-support/page/collective.js';
 
 // The collectives in real dedicated Web Workers (Atomics.wait in workers, waitAsync on the page).
 interface CollectivePage {

@@ -8,10 +8,11 @@
 import { test as base, expect } from './fixtures.js';
 import { readFileSync } from 'node:fs';
 import { openHarness, type Harness } from '../src/cli/browser.js';
+import { TEST_PAGE } from '../test-support/test-page.js';
 import { runGenerate } from '../src/cli/generate.js';
-import type { PageGenerateOptions } from '../src/harness/types.js';
+import type { PageGenerateOptions } from '../src/cli/page/types.js';
 
-const greedy = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
+const greedy = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
 const want = greedy.tokens.slice(1, 33);
 const base_: PageGenerateOptions = {
   model: '/models/stories260K.bin', tokenizer: '/models/tok512.bin', tp: 0, prompt: '', maxTokens: want.length, temperature: 0, topP: 0.9, seed: 1,
@@ -45,7 +46,7 @@ const FAKE_GPU = `
 const test = base.extend<object, { faked: Harness }>({
   faked: [
     async ({}, use) => {
-      const h = await openHarness({ initScript: FAKE_GPU });
+      const h = await openHarness({ path: TEST_PAGE, initScript: FAKE_GPU });
       try {
         await use(h);
       } finally {

@@ -1,11 +1,11 @@
 import { test, expect } from './fixtures.js';
 import { readFileSync } from 'node:fs';
 import { runGenerate } from '../src/cli/generate.js';
-import type { PageGenerateOptions } from '../src/harness/types.js';
+import type { PageGenerateOptions } from '../src/cli/page/types.js';
 
 // The oracle's tokens (src/model/reference.ts, checked against llama2.c's run.c): BOS first.
-const greedy = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
-const seeded = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-seeded.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
+const greedy = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
+const seeded = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-seeded.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
 
 const base: PageGenerateOptions = {
   model: '/models/stories260K.bin',

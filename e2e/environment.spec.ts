@@ -6,7 +6,8 @@
  */
 import { test, expect } from '@playwright/test';
 import { openHarness, type Harness, type HarnessOptions } from '../src/cli/browser.js';
-import type { PageGenerateOptions } from '../src/harness/types.js';
+import { TEST_PAGE } from '../test-support/test-page.js';
+import type { PageGenerateOptions } from '../src/cli/page/types.js';
 import { countingInit, counts } from './counting.js';
 
 const o: PageGenerateOptions = {
@@ -16,7 +17,7 @@ const o: PageGenerateOptions = {
 
 /** Opens the harness without its own WebGPU/isolation probe, runs `load`, returns the error. */
 async function loadError(opts: HarnessOptions) {
-  const h: Harness = await openHarness({ ...opts, probe: false });
+  const h: Harness = await openHarness({ path: TEST_PAGE, ...opts, probe: false });
   try {
     const r = await h.page.evaluate((x) => window.tp.engine.load(x), o);
     expect('error' in r).toBe(true);

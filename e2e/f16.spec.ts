@@ -4,13 +4,13 @@ import { join, resolve } from 'node:path';
 import type { Page } from '@playwright/test';
 import { test, expect } from './fixtures.js';
 import { runGenerate } from '../src/cli/generate.js';
-import type { F16Check, F16MatmulCase } from '../src/harness/kernels-f16.js';
+import type { F16Check, F16MatmulCase } from '../test-support/page/kernels-f16.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { loadGgufDequantized } from '../src/model/formats/gguf.js';
 import { encodeGguf } from '../src/model/formats/gguf-write.js';
 import { Tokenizer } from '../src/model/tokenizer/tokenizer.js';
 import { argmax, generate } from '../src/model/reference.js';
-import { modelsDir, readArrayBuffer } from '../src/model/fixtures/paths.js';
+import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
 import { makePlan, rankWeightBytes } from '../src/parallel/plan.js';
 
 /**

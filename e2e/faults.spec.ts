@@ -8,18 +8,19 @@
 import { test as base, expect } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { openHarness, type Harness } from '../src/cli/browser.js';
+import { TEST_PAGE } from '../test-support/test-page.js';
 import { runGenerate } from '../src/cli/generate.js';
-import type { PageGenerateOptions } from '../src/harness/types.js';
-import type { PageOutcome } from '../src/harness/engine.js';
+import type { PageGenerateOptions } from '../src/cli/page/types.js';
+import type { PageOutcome } from '../test-support/page/engine.js';
 import { COUNTING_INIT, counts } from './counting.js';
 
-const greedy = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
+const greedy = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
 const story = greedy.tokens.slice(1);
 
 const test = base.extend<object, { counted: Harness }>({
   counted: [
     async ({}, use) => {
-      const h = await openHarness({ initScript: COUNTING_INIT });
+      const h = await openHarness({ path: TEST_PAGE, initScript: COUNTING_INIT });
       try {
         await use(h);
       } finally {

@@ -1,5 +1,6 @@
 import { test as base } from '@playwright/test';
 import { openHarness, type Harness } from '../src/cli/browser.js';
+import { TEST_PAGE } from '../test-support/test-page.js';
 
 /**
  * `harness`: one headless Chromium with WebGPU for the whole worker, on the harness page.
@@ -8,7 +9,7 @@ import { openHarness, type Harness } from '../src/cli/browser.js';
 export const test = base.extend<object, { harness: Harness }>({
   harness: [
     async ({}, use) => {
-      const h = await openHarness();
+      const h = await openHarness({ path: TEST_PAGE });
       try {
         await use(h);
       } finally {

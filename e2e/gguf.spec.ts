@@ -6,13 +6,13 @@ import { join, resolve } from 'node:path';
 import { test, expect } from './fixtures.js';
 import { runGenerate } from '../src/cli/generate.js';
 import { repoRoot, type Harness } from '../src/cli/browser.js';
-import type { PageGenerateOptions } from '../src/harness/types.js';
+import type { PageGenerateOptions } from '../src/cli/page/types.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { loadGgufDequantized } from '../src/model/formats/gguf.js';
 import { encodeGguf, type GgufQuant } from '../src/model/formats/gguf-write.js';
 import { Tokenizer } from '../src/model/tokenizer/tokenizer.js';
 import { argmax, generate } from '../src/model/reference.js';
-import { modelsDir, readArrayBuffer } from '../src/model/fixtures/paths.js';
+import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
 import type { WebGpuTpError } from '../src/errors.js';
 
 /**
@@ -21,7 +21,7 @@ import type { WebGpuTpError } from '../src/errors.js';
  * the file holds, dequantised. Q8_0/Q4_0 group 32 and head size 8: TP 2 splits wo on a group
  * boundary, TP 4 cannot.
  */
-const greedy = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
+const greedy = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
 const stories = loadLlama2c(readArrayBuffer(resolve(modelsDir, 'stories260K.bin')));
 const tok = Tokenizer.parse(readFileSync(resolve(modelsDir, 'tok512.bin')), 512);
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-tp-gguf-'));

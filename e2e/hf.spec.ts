@@ -6,18 +6,18 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runGenerate } from '../src/cli/generate.js';
 import type { Harness } from '../src/cli/browser.js';
-import type { PageGenerateOptions } from '../src/harness/types.js';
+import type { PageGenerateOptions } from '../src/cli/page/types.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
-import { exportHf } from '../src/model/formats/hf-export.js';
-import { byteLevelTokenizer, randomWeights, stackWeights, TINY_QWEN2 } from '../src/model/formats/hf-testing.js';
+import { exportHf } from '../test-support/model/hf-export.js';
+import { byteLevelTokenizer, randomWeights, stackWeights, TINY_QWEN2 } from '../test-support/model/hf-testing.js';
 import { mapFiles, openHfModel, readBytes } from '../src/loader/hf-model.js';
 import { HfTokenizer } from '../src/model/tokenizer/hf-tokenizer.js';
-import { modelsDir, readArrayBuffer, repoRoot } from '../src/model/fixtures/paths.js';
+import { modelsDir, readArrayBuffer, repoRoot } from '../test-support/fixtures/paths.js';
 import * as R from '../src/model/reference.js';
 
 // Hugging Face models, written by this spec (there is no network) and served like the Hub's
 // `resolve/main/` URLs by the harness's Range-capable server.
-const greedy = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
+const greedy = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-tp-hf-'));
 test.afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -31,7 +31,7 @@ function encodeTokenizer(pieces: Uint8Array[], scores: Float32Array): Uint8Array
   return out;
 }
 
-const greedy = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
+const greedy = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
 const original = Tokenizer.parse(readFileSync(join(sharedModelsDir, 'tok512.bin')), 512);
 const promptIds = original.encode(PROMPT);
 // Two tokens of the greedy continuation that the prompt does not use.

@@ -1,6 +1,6 @@
 import { test, expect } from './fixtures.js';
 import type { Page } from '@playwright/test';
-import type { MatmulCase, Check } from '../src/harness/kernels.js';
+import type { MatmulCase, Check } from '../test-support/page/kernels.js';
 
 /**
  * GPU kernels against the CPU oracle (src/model/reference.ts) on random inputs, in real Chromium.

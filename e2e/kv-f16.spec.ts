@@ -2,19 +2,19 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { test, expect } from './fixtures.js';
 import { runGenerate } from '../src/cli/generate.js';
-import type { PageGenerateOptions } from '../src/harness/types.js';
-import type { Check } from '../src/harness/kernels.js';
+import type { PageGenerateOptions } from '../src/cli/page/types.js';
+import type { Check } from '../test-support/page/kernels.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { argmax, generate } from '../src/model/reference.js';
 import { Sampler } from '../src/model/sampler.js';
-import { modelsDir, readArrayBuffer } from '../src/model/fixtures/paths.js';
+import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
 
 /**
  * The f16 KV cache (engine `kvCache`). SwiftShader has no `shader-f16`, so what runs here is the
  * packed variant (halves in u32 words, f32 math), and `auto` keeps the f32 cache. Kernels
  * against the oracle on halves; the engine against the oracle whose cache rounds K and V to f16.
  */
-const greedy = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
+const greedy = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
 const stories = loadLlama2c(readArrayBuffer(resolve(modelsDir, 'stories260K.bin')));
 
 const base: PageGenerateOptions = {

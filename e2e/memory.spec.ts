@@ -9,9 +9,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { openHarness, type Harness } from '../src/cli/browser.js';
+import { TEST_PAGE } from '../test-support/test-page.js';
 import { llama2cConfig, SYNTH_SHAPES, writeSynthCheckpoint, writeSynthTokenizer } from '../src/model/synth.js';
 import { exportGroupSize, writeSynthCheckpointQ8 } from '../src/model/synth-q8.js';
-import { modelsDir, readArrayBuffer } from '../src/model/fixtures/paths.js';
+import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { encodeGguf } from '../src/model/formats/gguf-write.js';
 import { Tokenizer } from '../src/model/tokenizer/tokenizer.js';
@@ -62,7 +63,7 @@ const INIT = `
 const test = base.extend<object, { counted: Harness }>({
   counted: [
     async ({}, use) => {
-      const h = await openHarness({ initScript: INIT });
+      const h = await openHarness({ path: TEST_PAGE, initScript: INIT });
       try {
         await use(h);
       } finally {

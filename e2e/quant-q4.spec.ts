@@ -1,11 +1,11 @@
 import { resolve } from 'node:path';
 import type { Page } from '@playwright/test';
 import { test, expect } from './fixtures.js';
-import type { Q4MatmulCase } from '../src/harness/kernels-q4.js';
-import type { Check } from '../src/harness/kernels.js';
-import { modelsDir, readArrayBuffer } from '../src/model/fixtures/paths.js';
+import type { Q4MatmulCase } from '../test-support/page/kernels-q4.js';
+import type { Check } from '../test-support/page/kernels.js';
+import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
-import { q4Layout } from '../src/model/q4-layout.js';
+import { q4Layout } from '../test-support/model/q4-layout.js';
 import { argmax, generate } from '../src/model/reference.js';
 
 /**

@@ -3,20 +3,20 @@ import { resolve } from 'node:path';
 import type { Page } from '@playwright/test';
 import { test, expect } from './fixtures.js';
 import { runGenerate } from '../src/cli/generate.js';
-import type { PageGenerateOptions } from '../src/harness/types.js';
-import type { Q8ChainCase, Q8MatmulCase } from '../src/harness/kernels-q8.js';
-import type { Check } from '../src/harness/kernels.js';
+import type { PageGenerateOptions } from '../src/cli/page/types.js';
+import type { Q8ChainCase, Q8MatmulCase } from '../test-support/page/kernels-q8.js';
+import type { Check } from '../test-support/page/kernels.js';
 import { loadLlama2cV2 } from '../src/model/formats/llama2c-v2.js';
 import { dequantizeQ8Model, generateQ8 } from '../src/model/reference-q8.js';
 import { argmax, generate } from '../src/model/reference.js';
-import { modelsDir, readArrayBuffer } from '../src/model/fixtures/paths.js';
+import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
 
 /**
  * Q8_0 (llama2.c v2 / runq.c): the kernels against the CPU oracles, then the engine on
  * stories260K-q8.bin against the runq.c-faithful oracle's tokens (W8A8) and the f32 oracle on
  * the dequantised weights (weight-only).
  */
-const q8Greedy = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-q8-greedy.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
+const q8Greedy = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-q8-greedy.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
 
 async function each<T, R>(page: Page, fn: 'testQ8Matmul' | 'testQ8Embed' | 'testQ8Chain', cases: T[]): Promise<R[]> {
   return page.evaluate(

@@ -9,16 +9,17 @@ import { test as base, expect } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openHarness, sharedModelsDir, type Harness } from '../src/cli/browser.js';
+import { TEST_PAGE } from '../test-support/test-page.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { argmax, generate as oracle } from '../src/model/reference.js';
 import { mulberry32 } from '../src/model/synth.js';
-import type { PageGenerateOptions } from '../src/harness/types.js';
+import type { PageGenerateOptions } from '../src/cli/page/types.js';
 import { COUNTING_INIT, cacheEntries, counts } from './counting.js';
 
 const test = base.extend<object, { counted: Harness }>({
   counted: [
     async ({}, use) => {
-      const h = await openHarness({ initScript: COUNTING_INIT });
+      const h = await openHarness({ path: TEST_PAGE, initScript: COUNTING_INIT });
       try {
         await use(h);
       } finally {

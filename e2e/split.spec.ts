@@ -9,9 +9,9 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { repoRoot, sharedModelsDir } from '../src/cli/browser.js';
 import { runGenerate } from '../src/cli/generate.js';
-import type { PageGenerateOptions } from '../src/harness/types.js';
+import type { PageGenerateOptions } from '../src/cli/page/types.js';
 
-const greedy = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
+const greedy = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
 const base: PageGenerateOptions = {
   model: '/models/stories260K.bin', tokenizer: '/models/tok512.bin', tp: 0, prompt: '', maxTokens: 256, temperature: 0, topP: 0.9, seed: 1,
 };

@@ -10,10 +10,10 @@ import { readFileSync } from 'node:fs';
 import type { Page } from '@playwright/test';
 import { test, expect } from './fixtures.js';
 import type { Harness } from '../src/cli/browser.js';
-import type { PageGenerateOptions, PageGenerateResult } from '../src/harness/types.js';
+import type { PageGenerateOptions, PageGenerateResult } from '../src/cli/page/types.js';
 import type { SerializedError } from '../src/errors.js';
 
-const greedy = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
+const greedy = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
 
 const base: PageGenerateOptions = {
   model: '/models/stories260K.bin',
@@ -76,7 +76,7 @@ test('TP=2 with rank 1 in a joined demo tab: greedy stories260K is the reference
 // W8A8 at TP > 1 chains the row-parallel sums rank to rank (runqExact); over messages each
 // hand-off is an all-reduce in which the other ranks add −0, which must carry the floats exactly.
 test('stories260K-q8 W8A8 at TP=2 with rank 1 in a tab: runq.c\'s 200 greedy tokens (chained sums over messages)', async ({ harness }) => {
-  const q8 = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-q8-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
+  const q8 = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-q8-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
   const id = nextId();
   const join = await joinPage(harness, id);
   try {

@@ -7,11 +7,12 @@
 import { test, expect } from './fixtures.js';
 import type { Page } from '@playwright/test';
 import type { Harness } from '../src/cli/browser.js';
+import { TEST_PAGE } from '../test-support/test-page.js';
 import type { SerializedError } from '../src/errors.js';
 
 async function secondPage(h: Harness): Promise<Page> {
   const p = await h.browser.context.newPage();
-  await p.goto(`${h.server.url}/harness.html`);
+  await p.goto(`${h.server.url}${TEST_PAGE}`);
   await p.waitForFunction(() => window.tpReady === true);
   return p;
 }

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Page } from '@playwright/test';
 import { test, expect } from './fixtures.js';
-import type { Q4MatmulCase } from '../src/harness/kernels-q4.js';
-import type { Check } from '../src/harness/kernels.js';
+import type { Q4MatmulCase } from '../test-support/page/kernels-q4.js';
+import type { Check } from '../test-support/page/kernels.js';
 import { runGenerate } from '../src/cli/generate.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { encodeGguf, type GgufQuant } from '../src/model/formats/gguf-write.js';
@@ -13,7 +13,7 @@ import { Tokenizer } from '../src/model/tokenizer/tokenizer.js';
 import { argmax, generate } from '../src/model/reference.js';
 import { generateInt8, loadGgufInt8 } from '../src/model/reference-int8.js';
 import { makePlan } from '../src/parallel/plan.js';
-import { modelsDir, readArrayBuffer } from '../src/model/fixtures/paths.js';
+import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
 
 /**
  * W4A8 (Q4_0 weights, int8 activations): the kernels against runq.c's W8A8 arithmetic on the

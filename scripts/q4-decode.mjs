@@ -1,4 +1,4 @@
-// Decode tokens/s of an f32 llama2.c model and of its q4_0 layout (src/model/q4-layout.ts), both
+// Decode tokens/s of an f32 llama2.c model and of its q4_0 layout (test-support/model/q4-layout.ts), both
 // through window.tp.q4engine (same plan, worker group and scheduler), taking turns for `rounds`
 // rounds at TP 1. Needs `npm run build`. Usage:
 //   node scripts/q4-decode.mjs MODEL.bin TOKENIZER.bin [rounds=3] [tokens=64]
@@ -9,7 +9,7 @@ if (!modelPath || !tokPath) {
   console.error('usage: node scripts/q4-decode.mjs MODEL.bin TOKENIZER.bin [rounds] [tokens]');
   process.exit(2);
 }
-const h = await openHarness({ bench: true });
+const h = await openHarness({ bench: true, path: '/test-support/page/index.html' });
 try {
   const model = h.server.mountFile('/files/q4-decode/model.bin', modelPath);
   const tokenizer = h.server.mountFile('/files/q4-decode/tok.bin', tokPath);

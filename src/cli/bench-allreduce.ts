@@ -1,8 +1,8 @@
 /**
  * `webgpu-tp bench allreduce`, the Node side: opens the harness in headless Chromium and runs
- * the page's `tp.collective.benchAllReduce` (src/harness/collective.ts) in real Web Workers.
+ * the page's `tp.collective.benchAllReduce` (src/cli/page/collective.ts) in real Web Workers.
  */
-import { openHarness } from './browser.js';
+import { CLI_PAGE, openHarness } from './browser.js';
 import type { AllReduceBenchOptions, AllReduceBenchReport } from '../collective/bench-types.js';
 
 export type { AllReduceBenchOptions, AllReduceBenchReport };
@@ -104,7 +104,7 @@ export async function benchAllReduceTab(o: TabAllReduceBenchOptions): Promise<Ta
       const pages = [harness.page];
       for (let r = 1; r < world; r++) {
         const p = await harness.browser.context.newPage();
-        await p.goto(`${harness.server.url}/harness.html`);
+        await p.goto(`${harness.server.url}${CLI_PAGE}`);
         await p.waitForFunction(() => (window as unknown as { tpReady?: boolean }).tpReady === true);
         pages.push(p);
       }

@@ -18,7 +18,7 @@ import type { SynthShape } from '../model/synth.js';
 import { InvalidArgumentError, reviveError, WebGpuTpError, type SerializedError } from '../errors.js';
 import { synthCommand } from './synth.js';
 import { median } from '../collective/bench.js';
-import type { PageConcurrentResult, PageGenerateOptions } from '../harness/types.js';
+import type { PageConcurrentResult, PageGenerateOptions } from './page/types.js';
 
 type PageWindow = {
   tp: { engine: { timedConcurrent(o: PageGenerateOptions, r: { prompt: string; maxTokens: number }[]): Promise<PageConcurrentResult | { error: SerializedError }> } };

@@ -18,6 +18,8 @@ export const repoRoot = resolve(here, '..', '..');
 export const appDir = join(repoRoot, 'dist', 'app');
 /** The test models, served at /models/: ../shared/models beside the repo, or WEBGPU_TP_MODELS. */
 export const sharedModelsDir = resolve(repoRoot, process.env.WEBGPU_TP_MODELS ?? join('..', 'shared', 'models'));
+/** The page the CLI drives (src/cli/page/index.html), as the app build serves it. */
+export const CLI_PAGE = '/src/cli/page/index.html';
 
 export const WEBGPU_FLAGS = [
   '--no-sandbox',
@@ -201,7 +203,7 @@ export interface Harness {
 }
 
 export interface HarnessOptions extends LaunchOptions, ServeOptions {
-  /** The page to open; default `/harness.html`. */
+  /** The page to open; default `CLI_PAGE`. */
   path?: string;
   /** Script run in every page and worker realm before the app (e.g. to wrap createBuffer). */
   initScript?: string;
@@ -213,12 +215,14 @@ export interface HarnessOptions extends LaunchOptions, ServeOptions {
 }
 
 /**
- * Opens the harness page in headless Chromium and checks that it can do WebGPU and
- * SharedArrayBuffer. Throws a typed error that names the fix when either is missing.
+ * Opens a page of the app build (the CLI's by default) in headless Chromium and checks that it
+ * can do WebGPU and SharedArrayBuffer. Throws a typed error that names the fix when either is missing.
  */
 export async function openHarness(opts: HarnessOptions = {}): Promise<Harness> {
-  if (!existsSync(join(opts.root ?? appDir, 'harness.html'))) {
-    throw new Error(`${appDir}/harness.html is missing: run \`npm run build\` first`);
+  const path = opts.path ?? CLI_PAGE;
+  const root = opts.root ?? appDir;
+  if (!existsSync(join(root, path.split('?')[0]!))) {
+    throw new Error(`${join(root, path)} is missing: run \`npm run build\` first`);
   }
   const server = await serveStatic({ ...opts, mounts: { '/models/': sharedModelsDir, ...opts.mounts } });
   let browser: LaunchedBrowser | undefined;
@@ -229,7 +233,7 @@ export async function openHarness(opts: HarnessOptions = {}): Promise<Harness> {
     page.on('console', (m) => lines.push(`[${m.type()}] ${m.text()}`));
     page.on('pageerror', (e) => lines.push(`[pageerror] ${e.message}`));
     if (opts.initScript) await page.addInitScript(opts.initScript);
-    await page.goto(`${server.url}${opts.path ?? '/harness.html'}`);
+    await page.goto(`${server.url}${path}`);
     await page.waitForFunction(() => (window as unknown as { tpReady?: boolean }).tpReady === true || document.readyState === 'complete', null, { timeout: 60_000 });
     const probe = opts.probe === false ? { isolated: true, gpu: true, adapter: true } : await page.evaluate(async () => {
       const gpu = (navigator as Navigator & { gpu?: GPU }).gpu;

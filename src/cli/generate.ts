@@ -7,7 +7,7 @@ import { basename, dirname, resolve, join } from 'node:path';
 import { homedir } from 'node:os';
 import { openHarness, type Harness } from './browser.js';
 import { InvalidArgumentError, reviveError, type SerializedError } from '../errors.js';
-import type { PageGenerateOptions, PageGenerateResult } from '../harness/types.js';
+import type { PageGenerateOptions, PageGenerateResult } from './page/types.js';
 
 /** The page's generation options (model and tokenizer as local paths or URLs), plus the CLI's own. */
 export interface GenerateCommandOptions

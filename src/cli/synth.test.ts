@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../errors.js';
 import { loadLlama2c, parseLlama2cHeader } from '../model/formats/llama2c.js';
 import { loadGgufDequantized } from '../model/formats/gguf.js';
-import { readArrayBuffer } from '../model/fixtures/paths.js';
+import { readArrayBuffer } from '../../test-support/fixtures/paths.js';
 import { ggufTokenizer } from '../model/tokenizer/gguf-tokenizer.js';
 import { Tokenizer } from '../model/tokenizer/tokenizer.js';
 import { synthCommand } from './synth.js';

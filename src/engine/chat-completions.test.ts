@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { byteLevelTokenizer, randomWeights, TINY_QWEN2 } from '../model/formats/hf-testing.js';
+import { byteLevelTokenizer, randomWeights, TINY_QWEN2 } from '../../test-support/model/hf-testing.js';
 import { HfTokenizer } from '../model/tokenizer/hf-tokenizer.js';
 import * as R from '../model/reference.js';
 import { assembleEngine } from './engine.js';

@@ -3,13 +3,13 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { loadLlama2c } from '../model/formats/llama2c.js';
 import { Tokenizer } from '../model/tokenizer/tokenizer.js';
-import { modelsDir, readArrayBuffer } from '../model/fixtures/paths.js';
+import { modelsDir, readArrayBuffer } from '../../test-support/fixtures/paths.js';
 import { ReferenceBackend } from './reference-backend.js';
 import { assembleEngine, type Engine } from './engine.js';
 import type { GenerateChunk } from './types.js';
 import { AbortedError, InvalidArgumentError, DisposedError } from '../errors.js';
 
-const greedy = JSON.parse(readFileSync(new URL('../model/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
+const greedy = JSON.parse(readFileSync(new URL('../../test-support/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
 
 let engine: Engine;
 let tokenizer: Tokenizer;

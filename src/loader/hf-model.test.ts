@@ -1,11 +1,11 @@
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ModelFormatError } from '../errors.js';
-import greedyFixture from '../model/fixtures/stories260K-greedy.json';
-import { modelsDir, readArrayBuffer } from '../model/fixtures/paths.js';
+import greedyFixture from '../../test-support/fixtures/stories260K-greedy.json';
+import { modelsDir, readArrayBuffer } from '../../test-support/fixtures/paths.js';
 import { loadLlama2c } from '../model/formats/llama2c.js';
-import { exportHf } from '../model/formats/hf-export.js';
-import { randomWeights, stackWeights, TINY_QWEN2 } from '../model/formats/hf-testing.js';
+import { exportHf } from '../../test-support/model/hf-export.js';
+import { randomWeights, stackWeights, TINY_QWEN2 } from '../../test-support/model/hf-testing.js';
 import * as R from '../model/reference.js';
 import { dequantize, quantize } from '../model/formats/gguf-blocks.js';
 import { ConvertedSource } from './converted-source.js';

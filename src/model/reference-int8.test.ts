@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { modelsDir, readArrayBuffer } from './fixtures/paths.js';
+import { modelsDir, readArrayBuffer } from '../../test-support/fixtures/paths.js';
 import { loadLlama2c } from './formats/llama2c.js';
 import { encodeGguf } from './formats/gguf-write.js';
 import { loadGgufDequantized } from './formats/gguf.js';

@@ -1,9 +1,9 @@
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { modelsDir, readArrayBuffer } from './fixtures/paths.js';
+import { modelsDir, readArrayBuffer } from '../../test-support/fixtures/paths.js';
 import { loadLlama2c } from './formats/llama2c.js';
 import { dequantizeQ4, q4Nibble, q4ToQ8, quantizeQ4 } from './reference-q4.js';
-import { q4Layout } from './q4-layout.js';
+import { q4Layout } from '../../test-support/model/q4-layout.js';
 
 describe('GGML Q4_0 arithmetic', () => {
   it('maps the signed value of largest magnitude to nibble 0 (d = max / -8), truncates x/d + 8.5, clips at 15', () => {

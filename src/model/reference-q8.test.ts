@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import f32Fixture from './fixtures/stories260K-greedy.json';
-import q8Fixture from './fixtures/stories260K-q8-greedy.json';
-import { modelsDir, readArrayBuffer } from './fixtures/paths.js';
+import f32Fixture from '../../test-support/fixtures/stories260K-greedy.json';
+import q8Fixture from '../../test-support/fixtures/stories260K-q8-greedy.json';
+import { modelsDir, readArrayBuffer } from '../../test-support/fixtures/paths.js';
 import { loadLlama2cV2 } from './formats/llama2c-v2.js';
 import * as Q from './reference-q8.js';
 import { argmax, generate } from './reference.js';

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import greedyFixture from './fixtures/stories260K-greedy.json';
-import seededFixture from './fixtures/stories260K-seeded.json';
-import { modelsDir, readArrayBuffer } from './fixtures/paths.js';
+import greedyFixture from '../../test-support/fixtures/stories260K-greedy.json';
+import seededFixture from '../../test-support/fixtures/stories260K-seeded.json';
+import { modelsDir, readArrayBuffer } from '../../test-support/fixtures/paths.js';
 import { loadLlama2c } from './formats/llama2c.js';
 import * as R from './reference.js';
 import { Sampler } from './sampler.js';

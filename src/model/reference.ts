@@ -9,7 +9,7 @@
  * Transcendentals (exp, cos, sin, pow, sqrt) are the f64 result rounded to f32: correctly
  * rounded in practice. glibc's expf/cosf/sinf are 1 ulp off for ~0.05% of inputs, so logits
  * differ from a gcc/glibc build of run.c in the last bits (≤ 2e-5 over the 256 greedy steps of
- * stories260K) while the tokens are the same (src/model/fixtures/ hold run.c's tokens).
+ * stories260K) while the tokens are the same (the test fixtures hold run.c's tokens).
  *
  * Layout conventions: row-major, weights stored W[out][in] (a row per output unit).
  */

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readArrayBuffer } from './fixtures/paths.js';
+import { readArrayBuffer } from '../../test-support/fixtures/paths.js';
 import { llama2cV2FileSize, loadLlama2cV2 } from './formats/llama2c-v2.js';
 import { exportGroupSize, writeSynthCheckpointQ8 } from './synth-q8.js';
 import { llama2cConfig, synthTensorFiller } from './synth.js';

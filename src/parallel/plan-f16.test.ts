@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PlanError } from '../errors.js';
 import type { ModelConfig, TensorInfo } from '../model/config.js';
-import { modelsDir, readArrayBuffer } from '../model/fixtures/paths.js';
+import { modelsDir, readArrayBuffer } from '../../test-support/fixtures/paths.js';
 import { dequantize } from '../model/formats/gguf-blocks.js';
 import { loadGgufDequantized } from '../model/formats/gguf.js';
 import { encodeGguf } from '../model/formats/gguf-write.js';

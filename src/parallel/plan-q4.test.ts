@@ -2,10 +2,10 @@ import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PlanError } from '../errors.js';
 import type { TensorInfo } from '../model/config.js';
-import { modelsDir, readArrayBuffer } from '../model/fixtures/paths.js';
+import { modelsDir, readArrayBuffer } from '../../test-support/fixtures/paths.js';
 import { loadLlama2c } from '../model/formats/llama2c.js';
 import { dequantizeQ4 } from '../model/reference-q4.js';
-import { q4Layout } from '../model/q4-layout.js';
+import { q4Layout } from '../../test-support/model/q4-layout.js';
 import { makePlan, quantScalesOffset, sliceListHash, type Plan } from './plan.js';
 
 const bytes = readArrayBuffer(resolve(modelsDir, 'stories260K.bin'));

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PlanError } from '../errors.js';
-import { modelsDir, readArrayBuffer } from '../model/fixtures/paths.js';
+import { modelsDir, readArrayBuffer } from '../../test-support/fixtures/paths.js';
 import { llama2cV2TensorTable, loadLlama2cV2 } from '../model/formats/llama2c-v2.js';
 import { llama2cConfig } from '../model/synth.js';
 import { makePlan, q8ScalesOffset, sliceListHash, type Plan } from './plan.js';

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PlanError } from '../errors.js';
 import type { ModelConfig } from '../model/config.js';
-import { modelsDir, readArrayBuffer } from '../model/fixtures/paths.js';
+import { modelsDir, readArrayBuffer } from '../../test-support/fixtures/paths.js';
 import { llama2cFileSize, llama2cTensorTable, parseLlama2cHeader } from '../model/formats/llama2c.js';
 import { fnv1a64, localKvHead, makePlan, type Plan, rankWeightBytes, sliceListHash, styleFor } from './plan.js';
 import { evenSizes, proportionalSizes } from './split.js';

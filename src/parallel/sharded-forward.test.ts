@@ -7,8 +7,8 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import greedy from '../model/fixtures/stories260K-greedy.json';
-import { modelsDir, readArrayBuffer } from '../model/fixtures/paths.js';
+import greedy from '../../test-support/fixtures/stories260K-greedy.json';
+import { modelsDir, readArrayBuffer } from '../../test-support/fixtures/paths.js';
 import { parseLlama2cHeader } from '../model/formats/llama2c.js';
 import * as R from '../model/reference.js';
 import { localKvHead, makePlan, type Plan, type PlanOptions, type RankPlan } from './plan.js';

@@ -6,7 +6,7 @@ import { ModelFormatError, PlanError, TokenizerFormatError } from '../../errors.
 import type { ByteSource } from '../../loader/source.js';
 import { ggufStream } from '../../loader/gguf-stream.js';
 import { makePlan } from '../../parallel/plan.js';
-import { modelsDir, readArrayBuffer } from '../fixtures/paths.js';
+import { modelsDir, readArrayBuffer } from '../../../test-support/fixtures/paths.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
 import { ggufTokenizer } from '../tokenizer/gguf-tokenizer.js';
 import { dequantize, quantize } from './gguf-blocks.js';
@@ -106,7 +106,7 @@ describe('GGUF reader', () => {
   });
 
   it('the oracle on an F32 GGUF\'s weights gives run.c\'s greedy tokens; on Q8_0\'s dequantised weights it runs the same loop', async () => {
-    const greedy = JSON.parse(readFileSync(new URL('../fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
+    const greedy = JSON.parse(readFileSync(new URL('../../../test-support/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
     const { model } = await loadGgufDequantized(fileOf('f32'));
     expect(generate(model, [1], 60, (l) => argmax(l, 512))).toEqual(greedy.tokens.slice(0, 61));
     const q8 = await loadGgufDequantized(fileOf('q8_0'));

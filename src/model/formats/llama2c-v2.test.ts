@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { modelsDir, readArrayBuffer } from '../fixtures/paths.js';
+import { modelsDir, readArrayBuffer } from '../../../test-support/fixtures/paths.js';
 import { llama2cConfig } from '../synth.js';
 import { ModelFormatError } from '../../errors.js';
 import { encodeLlama2cV2Header, llama2cV2FileSize, loadLlama2cV2, parseLlama2cV2Header } from './llama2c-v2.js';

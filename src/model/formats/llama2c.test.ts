@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ModelFormatError } from '../../errors.js';
-import { modelsDir, readArrayBuffer } from '../fixtures/paths.js';
+import { modelsDir, readArrayBuffer } from '../../../test-support/fixtures/paths.js';
 import { encodeLlama2cHeader, LLAMA2C_HEADER_BYTES, llama2cFileSize, loadLlama2c, parseLlama2cHeader } from './llama2c.js';
 import type { ModelConfig } from '../config.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { TokenizerFormatError } from '../../errors.js';
 import { HfTokenizer } from './hf-tokenizer.js';
-import { byteLevelTokenizer } from '../formats/hf-testing.js';
+import { byteLevelTokenizer } from '../../../test-support/model/hf-testing.js';
 
 /** A Llama-2-like BPE with byte fallback: ▁ word marks, <0xXX> tokens, BOS added by the post-processor. */
 function byteFallbackTokenizer(): { json: object; config: object } {

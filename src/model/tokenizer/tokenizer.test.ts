@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TokenizerFormatError } from '../../errors.js';
-import { modelsDir } from '../fixtures/paths.js';
+import { modelsDir } from '../../../test-support/fixtures/paths.js';
 import { BOS, EOS, Tokenizer, Utf8Stream } from './tokenizer.js';
 
 const file = new Uint8Array(readFileSync(resolve(modelsDir, 'tok512.bin')));

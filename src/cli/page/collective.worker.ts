@@ -1,16 +1,14 @@
 /**
- * One rank of the harness's collective checks and benchmark, in a real dedicated Web Worker.
- * Messages: a test job (the same `runJob` the Node tests use) or a benchmark loop.
+ * One rank of `bench allreduce`, in a real dedicated Web Worker: each message is one of the
+ * benchmark's loops, or the ports of the postMessage baseline.
  */
-import { serializeError } from '../errors.js';
-import { SharedGroup } from '../collective/shared-group.js';
-import type { AllReduceChoice } from '../collective/all-reduce.js';
-import type { CollectiveBuffer } from '../collective/layout.js';
-import { runJob, type RankJob } from '../../test-support/collective/ops.js';
-import { timeAllReduce, timeCopyFloor, timeMemcpy, timePostMessageAllReduce } from '../collective/bench.js';
+import { serializeError } from '../../errors.js';
+import { SharedGroup } from '../../collective/shared-group.js';
+import type { AllReduceChoice } from '../../collective/all-reduce.js';
+import type { CollectiveBuffer } from '../../collective/layout.js';
+import { timeAllReduce, timeCopyFloor, timeMemcpy, timePostMessageAllReduce } from '../../collective/bench.js';
 
 export type RankRequest =
-  | { kind: 'job'; job: RankJob }
   | { kind: 'bench'; sab: CollectiveBuffer; group: number; rank: number; spin?: number; floats: number; algorithm: AllReduceChoice; batch: number; samples: number; inPlace?: boolean }
   | { kind: 'copyfloor'; sab: CollectiveBuffer; group: number; rank: number; floats: number; batch: number; samples: number; inPlace: boolean }
   | { kind: 'memcpy'; floats: number; reps: number; samples: number }
@@ -32,8 +30,6 @@ function communicator(sab: CollectiveBuffer, group: number, rank: number, spin?:
 
 async function handle(m: RankRequest): Promise<unknown> {
   switch (m.kind) {
-    case 'job':
-      return runJob(m.job);
     case 'bench':
       return timeAllReduce(communicator(m.sab, m.group, m.rank, m.spin), m.floats, m.algorithm, m.batch, m.samples, 2, m.inPlace);
     case 'copyfloor':

@@ -4,12 +4,13 @@
  * an f32, so the tolerance is the f32 matmul's. Returns `worst` as in kernels.ts (≤ 1 passes),
  * and which variant ran (`packed` on an adapter without shader-f16).
  */
-import * as ref from '../model/reference.js';
-import { dequantize, quantize } from '../model/formats/gguf-blocks.js';
-import { createHalfMatrix, destroyHalfMatrix, writeHalfRows } from '../gpu/core/half-matrix.js';
-import { f16KernelsOf, type F16Kernels } from '../gpu/kernels/f16-shaders.js';
-import { createEmbedding } from '../gpu/kernels/embed.js';
-import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, randn, rng, runEmbedCase, runMatmulCase, withCtx, type Check } from './kernels.js';
+import * as ref from '../../src/model/reference.js';
+import { dequantize, quantize } from '../../src/model/formats/gguf-blocks.js';
+import { createHalfMatrix, destroyHalfMatrix, writeHalfRows } from '../../src/gpu/core/half-matrix.js';
+import { f16KernelsOf, type F16Kernels } from '../../src/gpu/kernels/f16-shaders.js';
+import { createEmbedding } from '../../src/gpu/kernels/embed.js';
+import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, runEmbedCase, runMatmulCase, withCtx, type Check } from './kernels.js';
+import { randn, rng } from '../../src/cli/page/gpu.js';
 
 export interface F16MatmulCase {
   m: number;

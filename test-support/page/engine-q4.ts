@@ -1,19 +1,19 @@
 /**
- * The engine on a q4_0 layout built in the page (src/model/q4-layout.ts) from stories260K's f32
+ * The engine on a q4_0 layout built in the page (test-support/model/q4-layout.ts) from stories260K's f32
  * weights, exposed as `window.tp.q4engine.*`. No file holds that layout (GGUF Q4_0 files go
  * through `createEngine` itself), so this goes the rest of `createEngine`'s way by hand: the plan
  * over the layout's tensor table, the worker group (byte router, shard packing, ranks) on the
  * layout's bytes, the scheduler.
  */
-import { assembleEngine, type Engine } from '../engine/engine.js';
-import { WorkerGroup } from '../engine/worker-group.js';
-import { parseTokenizer } from '../engine/tokenizers.js';
-import { DEFAULT_SPIN } from '../collective/index.js';
-import { openSource } from '../loader/source.js';
-import { loadLlama2c } from '../model/formats/llama2c.js';
+import { assembleEngine, type Engine } from '../../src/engine/engine.js';
+import { WorkerGroup } from '../../src/engine/worker-group.js';
+import { parseTokenizer } from '../../src/engine/tokenizers.js';
+import { DEFAULT_SPIN } from '../../src/collective/index.js';
+import { openSource } from '../../src/loader/source.js';
+import { loadLlama2c } from '../../src/model/formats/llama2c.js';
 import { q4Layout } from '../model/q4-layout.js';
-import { makePlan } from '../parallel/plan.js';
-import { serializeError, type SerializedError } from '../errors.js';
+import { makePlan } from '../../src/parallel/plan.js';
+import { serializeError, type SerializedError } from '../../src/errors.js';
 
 export interface Q4EngineOptions {
   /** An f32 llama2.c checkpoint (URL); its matrices whose rows are whole groups of 32 become q4_0. */

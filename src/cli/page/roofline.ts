@@ -4,10 +4,10 @@
  * adapter bound by its loads (SwiftShader) the GPU read time is a floor under any gemv, and the
  * two reads bound the best gemv-vs-JS ratio a kernel could reach.
  */
-import readSrc from '../../shaders/roofline_read.wgsl?raw';
-import { createStorageBuffer } from '../gpu/core/buffers.js';
-import type { GpuContext } from '../gpu/core/device.js';
-import type { RooflineFigures } from '../cli/bench-kernels.js';
+import readSrc from '../../../shaders/roofline_read.wgsl?raw';
+import { createStorageBuffer } from '../../gpu/core/buffers.js';
+import type { GpuContext } from '../../gpu/core/device.js';
+import type { RooflineFigures } from '../bench-kernels.js';
 import { median } from './median.js';
 
 

@@ -7,11 +7,11 @@
  * transformers' convert_llama_weights_to_hf.py does, q and k rows are permuted per head so that
  * the rotate_half model computes exactly the same function.
  */
-import type { ModelConfig } from '../config.js';
-import type { TransformerWeights } from '../reference.js';
-import { hfName } from './hf.js';
-import { encodeSafetensors, f32ToBf16, type SafetensorsDtype } from './safetensors.js';
-import { f32ToF16 } from './gguf-blocks.js';
+import type { ModelConfig } from '../../src/model/config.js';
+import type { TransformerWeights } from '../../src/model/reference.js';
+import { hfName } from '../../src/model/formats/hf.js';
+import { encodeSafetensors, f32ToBf16, type SafetensorsDtype } from '../../src/model/formats/safetensors.js';
+import { f32ToF16 } from '../../src/model/formats/gguf-blocks.js';
 
 /**
  * Per head of `rows` rows: new row j < half is old row 2j, new row half + j is old row 2j + 1

@@ -3,14 +3,15 @@
  * oracles (reference.ts on the dequantised weights for weight-only runs, reference-q8.ts's
  * runq.c arithmetic for W8A8), on random inputs. Returns `worst` as in kernels.ts (≤ 1 passes).
  */
-import * as ref from '../model/reference.js';
-import { dequantizeQ8, matmulQ8, quantizeQ8, type Q8Tensor } from '../model/reference-q8.js';
-import { createStepParams, createStorageBuffer, destroyStepParams } from '../gpu/core/buffers.js';
-import { createMatmul } from '../gpu/kernels/matmul.js';
-import type { MatmulInput, Q8Activations } from '../gpu/kernels/matmul-base.js';
-import { createEmbedding } from '../gpu/kernels/embed.js';
-import { createQuantMatrix, destroyQuantMatrix, writeQuantRows, type QuantMatrix } from '../gpu/core/quant-matrix.js';
-import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, randn, readFloats, rng, runEmbedCase, runMatmulCase, runOps, withCtx, type Check } from './kernels.js';
+import * as ref from '../../src/model/reference.js';
+import { dequantizeQ8, matmulQ8, quantizeQ8, type Q8Tensor } from '../../src/model/reference-q8.js';
+import { createStepParams, createStorageBuffer, destroyStepParams } from '../../src/gpu/core/buffers.js';
+import { createMatmul } from '../../src/gpu/kernels/matmul.js';
+import type { MatmulInput, Q8Activations } from '../../src/gpu/kernels/matmul-base.js';
+import { createEmbedding } from '../../src/gpu/kernels/embed.js';
+import { createQuantMatrix, destroyQuantMatrix, writeQuantRows, type QuantMatrix } from '../../src/gpu/core/quant-matrix.js';
+import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, readFloats, runEmbedCase, runMatmulCase, withCtx, type Check } from './kernels.js';
+import { randn, rng, runOps } from '../../src/cli/page/gpu.js';
 
 export interface Q8MatmulCase {
   m: number;

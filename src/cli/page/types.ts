@@ -1,9 +1,10 @@
 /**
- * Types of the harness's page functions, shared with the Node side (CLI, tests, benchmarks).
+ * Types of the page's engine functions (src/cli/page/engine.ts), shared with the Node side (CLI,
+ * tests, benchmarks).
  * Pure types: importing this from Node pulls in no browser code.
  */
-import type { EngineStats } from '../engine/types.js';
-import type { DevicesOption } from '../engine/placement.js';
+import type { EngineStats } from '../../engine/types.js';
+import type { DevicesOption } from '../../engine/placement.js';
 
 export interface PageGenerateOptions {
   /** A llama2.c file's URL, or a Hugging Face model's base URL as `{hf}`. */

@@ -4,10 +4,11 @@
  * against the ranks' shards (column: n/tp × k, row: n × k/tp) on tp devices submitted at once.
  * On a CPU adapter both take the same cores, so a ratio above 1 is what sharding itself costs.
  */
-import type { GpuContext } from '../gpu/core/device.js';
-import { createGpuContext } from '../gpu/tune.js';
-import type { ShardBenchRow } from '../cli/bench-kernels.js';
-import { benchMatmulOp, context, runOps, type BenchMatmulCase } from './kernels.js';
+import type { GpuContext } from '../../gpu/core/device.js';
+import { createGpuContext } from '../../gpu/tune.js';
+import type { ShardBenchRow } from '../bench-kernels.js';
+import { benchMatmulOp, type BenchMatmulCase } from './kernels.js';
+import { context, runOps } from './gpu.js';
 import { median } from './median.js';
 
 const ctxs: GpuContext[] = [];

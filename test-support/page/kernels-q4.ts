@@ -4,13 +4,14 @@
  * activations) against runq.c's W8A8 arithmetic (reference-q8.ts) on the weights' exact Q8_0
  * form (q4ToQ8), on random inputs. Returns `worst` as in kernels.ts (≤ 1 passes).
  */
-import * as ref from '../model/reference.js';
-import { dequantizeQ4, q4ToQ8, quantizeQ4 } from '../model/reference-q4.js';
-import { dequantizeQ8, matmulQ8, quantizeQ8 } from '../model/reference-q8.js';
-import type { Q8Activations } from '../gpu/kernels/matmul-base.js';
-import { createEmbedding } from '../gpu/kernels/embed.js';
-import { createQuantMatrix, destroyQuantMatrix, writeQuantRows } from '../gpu/core/quant-matrix.js';
-import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, randn, rng, runMatmulCase, withCtx, type Check } from './kernels.js';
+import * as ref from '../../src/model/reference.js';
+import { dequantizeQ4, q4ToQ8, quantizeQ4 } from '../../src/model/reference-q4.js';
+import { dequantizeQ8, matmulQ8, quantizeQ8 } from '../../src/model/reference-q8.js';
+import type { Q8Activations } from '../../src/gpu/kernels/matmul-base.js';
+import { createEmbedding } from '../../src/gpu/kernels/embed.js';
+import { createQuantMatrix, destroyQuantMatrix, writeQuantRows } from '../../src/gpu/core/quant-matrix.js';
+import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, runMatmulCase, withCtx, type Check } from './kernels.js';
+import { randn, rng } from '../../src/cli/page/gpu.js';
 import { siluMulRunq, testQuantEmbed } from './kernels-q8.js';
 
 export interface Q4MatmulCase {

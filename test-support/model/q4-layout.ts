@@ -4,10 +4,10 @@
  * (src/model/config.ts `TensorInfo`: the nibble plane, then f32 scales), the rest f32, and the
  * f32 oracle on the weights as stored (the q4_0 tensors dequantised).
  */
-import type { TensorInfo } from './config.js';
-import { loadLlama2c } from './formats/llama2c.js';
-import type { ReferenceModel } from './reference.js';
-import { dequantizeQ4, Q4_GROUP, quantizeQ4 } from './reference-q4.js';
+import type { TensorInfo } from '../../src/model/config.js';
+import { loadLlama2c } from '../../src/model/formats/llama2c.js';
+import type { ReferenceModel } from '../../src/model/reference.js';
+import { dequantizeQ4, Q4_GROUP, quantizeQ4 } from '../../src/model/reference-q4.js';
 
 export interface Q4Layout {
   /** The whole "file": every tensor's bytes at its TensorInfo offsets. */

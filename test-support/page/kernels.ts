@@ -1,71 +1,37 @@
 /**
- * Page-side entry points of the kernel tests and benchmarks, exposed as `window.tp.kernels.*`.
+ * Page-side entry points of the kernel tests, exposed as `window.tp.kernels.*` on the test page.
  * Each test builds random inputs from a seed, runs the GPU kernel and the CPU oracle
  * (src/model/reference.ts) in the page, and returns only a summary: the worst error as a
  * fraction of its tolerance (`worst ≤ 1` passes), so Playwright moves a few bytes, not tensors.
  */
-import * as ref from '../model/reference.js';
-import {
-  destroyGpuContext, type GemmKind, type GemvKind, type SmallGemmKind, type GpuContext,
-} from '../gpu/core/device.js';
-import { createGpuContext } from '../gpu/tune.js';
-import {
-  createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams, type Matrix, type StepParams,
-} from '../gpu/core/buffers.js';
-import type { MatmulInput, Q8Activations } from '../gpu/kernels/matmul-base.js';
-import { createMatmul, type MatmulOptions } from '../gpu/kernels/matmul.js';
-import { createQuantMatrix, destroyQuantMatrix, isQuantMatrix, writeQuantRows, type QuantMatrix } from '../gpu/core/quant-matrix.js';
-import { quantizeQ8 } from '../model/reference-q8.js';
-import { quantizeQ4 } from '../model/reference-q4.js';
-import { createHalfMatrix, destroyHalfMatrix, isHalfMatrix, writeHalfRows, type HalfMatrix } from '../gpu/core/half-matrix.js';
-import { quantize } from '../model/formats/gguf-blocks.js';
-import type { BoundOp } from '../gpu/core/op.js';
-import { createAdd } from '../gpu/kernels/elementwise.js';
-import { createEmbedding } from '../gpu/kernels/embed.js';
-import { createKvCache, destroyKvCache, kvIndex, type KvCache } from '../gpu/kernels/kv-cache.js';
-import type { KvCacheDtype } from '../gpu/kernels/kv-format.js';
-import { f32ToF16 } from '../model/formats/gguf-blocks.js';
-import { f16ToF32 } from '../model/formats/safetensors.js';
-import { createRopeKv, createRopeTables, destroyRopeTables, type RopeStyle } from '../gpu/kernels/rope.js';
-import { createAttention, attentionKinds } from '../gpu/kernels/attention.js';
-import type { AttentionKind } from '../gpu/kernels/kv-shaders.js';
-import { createReadback, destroyReadback } from '../gpu/core/readback.js';
-import type { KernelBenchReport, KernelBenchRow } from '../cli/bench-kernels.js';
-import { availableGemm, availableGemv, availableSmall } from '../gpu/kernels/matmul-f32.js';
-import type { SelfTestReply, SelfTestRequest } from '../gpu/selftest.worker.js';
-import { WebGpuTpError } from '../errors.js';
-import { benchRoofline } from './roofline.js';
-import { median } from './median.js';
+import * as ref from '../../src/model/reference.js';
+import { destroyGpuContext, type GemmKind, type GemvKind, type SmallGemmKind, type GpuContext } from '../../src/gpu/core/device.js';
+import { createGpuContext } from '../../src/gpu/tune.js';
+import { createMatrix, createStepParams, createStorageBuffer, destroyMatrix, destroyStepParams, type StepParams } from '../../src/gpu/core/buffers.js';
+import type { BoundOp } from '../../src/gpu/core/op.js';
+import type { MatmulInput, Q8Activations } from '../../src/gpu/kernels/matmul-base.js';
+import { createMatmul, type MatmulOptions } from '../../src/gpu/kernels/matmul.js';
+import { availableGemm, availableGemv, availableSmall } from '../../src/gpu/kernels/matmul-f32.js';
+import { createAdd } from '../../src/gpu/kernels/elementwise.js';
+import { createEmbedding } from '../../src/gpu/kernels/embed.js';
+import { createKvCache, destroyKvCache, kvIndex, type KvCache } from '../../src/gpu/kernels/kv-cache.js';
+import type { KvCacheDtype } from '../../src/gpu/kernels/kv-format.js';
+import { createRopeKv, createRopeTables, destroyRopeTables, type RopeStyle } from '../../src/gpu/kernels/rope.js';
+import { createAttention, attentionKinds } from '../../src/gpu/kernels/attention.js';
+import type { AttentionKind } from '../../src/gpu/kernels/kv-shaders.js';
+import { createReadback, destroyReadback } from '../../src/gpu/core/readback.js';
+import { f32ToF16 } from '../../src/model/formats/gguf-blocks.js';
+import { f16ToF32 } from '../../src/model/formats/safetensors.js';
+import { WebGpuTpError } from '../../src/errors.js';
+import { context, matmulInWorker, randn, rng, runOps, stepFor } from '../../src/cli/page/gpu.js';
+import { median } from '../../src/cli/page/median.js';
 
-let shared: Promise<GpuContext> | undefined;
-
-/** One context for the page (tuned once); tests that need their own make it themselves. */
-export function context(): Promise<GpuContext> {
-  shared ??= createGpuContext();
-  return shared;
-}
 
 export async function info(): Promise<{ adapter: GpuContext['adapterInfo']; limits: GpuContext['limits']; features: GpuContext['features']; choices: GpuContext['choices'] }> {
   const ctx = await context();
   return { adapter: ctx.adapterInfo, limits: ctx.limits, features: ctx.features, choices: ctx.choices };
 }
 
-export function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-export function randn(n: number, rand: () => number, scale = 1): Float32Array<ArrayBuffer> {
-  const a = new Float32Array(n);
-  for (let i = 0; i < n; i++) a[i] = (rand() * 2 - 1) * scale;
-  return a;
-}
 
 const abs = (a: Float32Array) => a.map(Math.abs);
 
@@ -81,13 +47,6 @@ export async function readFloats(ctx: GpuContext, buf: GPUBuffer, floats: number
   return out;
 }
 
-export async function runOps(ctx: GpuContext, ops: BoundOp[], m: number): Promise<void> {
-  const enc = ctx.device.createCommandEncoder();
-  const pass = enc.beginComputePass();
-  for (const op of ops) op.encode(pass, m);
-  pass.end();
-  ctx.device.queue.submit([enc.finish()]);
-}
 
 /** Catches validation errors of everything run inside `fn` (they are asynchronous in WebGPU). */
 export async function checked<T>(ctx: GpuContext, fn: () => Promise<T>): Promise<T> {
@@ -255,119 +214,6 @@ export async function testMatmul(c: MatmulCase): Promise<Check & { chunks: numbe
   }
 }
 
-/** GPU ms of each of `reps` passes (timestamp queries), each pass encoding `op` once. */
-async function gpuTimes(ctx: GpuContext, encode: (pass: GPUComputePassEncoder) => void, reps: number): Promise<number[]> {
-  const qs = ctx.device.createQuerySet({ type: 'timestamp', count: 2 * reps });
-  const res = ctx.device.createBuffer({ size: 16 * reps, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
-  const rd = ctx.device.createBuffer({ size: 16 * reps, usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ });
-  const enc = ctx.device.createCommandEncoder();
-  for (let i = 0; i < reps; i++) {
-    const pass = enc.beginComputePass({ timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 } });
-    encode(pass);
-    pass.end();
-  }
-  enc.resolveQuerySet(qs, 0, 2 * reps, res, 0);
-  enc.copyBufferToBuffer(res, 0, rd, 0, 16 * reps);
-  ctx.device.queue.submit([enc.finish()]);
-  await rd.mapAsync(GPUMapMode.READ);
-  const t = new BigUint64Array(rd.getMappedRange().slice(0));
-  rd.destroy();
-  res.destroy();
-  qs.destroy();
-  const out: number[] = [];
-  for (let i = 0; i < reps; i++) out.push(Number(t[2 * i + 1]! - t[2 * i]!) / 1e6);
-  return out;
-}
-
-/** Weights of a benchmarked matmul: f32, f16, or quantised in groups of 32 (weight-only). */
-export type BenchWeights = 'f32' | 'f16' | 'q8_0' | 'q4_0';
-
-function benchWeights(ctx: GpuContext, kind: BenchWeights, n: number, k: number, w: Float32Array<ArrayBuffer>): Matrix | QuantMatrix | HalfMatrix {
-  if (kind === 'f32') return createMatrix(ctx, n, k, 'w', w);
-  if (kind === 'f16') {
-    const m = createHalfMatrix(ctx, n, k, 'wf16');
-    writeHalfRows(ctx, m, 0, new Uint16Array(quantize('F16', w).buffer));
-    return m;
-  }
-  const m = createQuantMatrix(ctx, n, k, 32, `w${kind}`, kind);
-  const t = kind === 'q4_0' ? quantizeQ4(w) : quantizeQ8(w, n * k, 32);
-  writeQuantRows(ctx, m, 0, t.q, t.s);
-  return m;
-}
-
-/** What a benchmarked matmul runs with: its case, or the adapter's choices where unset. */
-export interface BenchMatmulCase { m: number; k: number; n: number; gemv?: GemvKind; gemm?: GemmKind; small?: SmallGemmKind; weights?: BenchWeights; activations?: Q8Activations; input?: 'plain' | 'rmsnorm' | 'siluMul' }
-
-/** A matmul of the case on `ctx` with seeded random data, and what frees it. */
-export function benchMatmulOp(ctx: GpuContext, c: BenchMatmulCase): { op: BoundOp; destroy(): void } {
-  const { m, k, n } = c;
-  const step = createStepParams(ctx, m);
-  step.write(m, new Uint32Array(m));
-  const rand = rng(3);
-  // siluMul reads a and b as the two halves of one row of width 2k, as the model's w2 does.
-  const xStride = c.input === 'siluMul' ? 2 * k : k;
-  const x = createStorageBuffer(ctx, randn(m * xStride, rand));
-  const g = createStorageBuffer(ctx, randn(k, rand));
-  const w = benchWeights(ctx, c.weights ?? 'f32', n, k, randn(n * k, rand));
-  const y = createStorageBuffer(ctx, m * n * 4);
-  const input: MatmulInput =
-    c.input === 'rmsnorm' ? { kind: 'rmsnorm', weight: g, eps: 1e-5 }
-      : c.input === 'siluMul' ? { kind: 'siluMul', b: x, bOffset: k, bStride: xStride }
-        : { kind: 'plain' };
-  const op = createMatmul(ctx, step, { x, xStride, w, y, maxM: m, gemv: c.gemv, gemm: c.gemm, small: c.small, activations: c.activations, input });
-  return {
-    op,
-    destroy() {
-      op.destroy();
-      if (isQuantMatrix(w)) destroyQuantMatrix(w);
-      else if (isHalfMatrix(w)) destroyHalfMatrix(w);
-      else destroyMatrix(w);
-      x.destroy();
-      y.destroy();
-      g.destroy();
-      destroyStepParams(step);
-    },
-  };
-}
-
-export async function benchMatmulRaw(c: BenchMatmulCase & { reps?: number }): Promise<{ gpuMs: number; wallMs: number }> {
-  const ctx = await context();
-  const { m } = c;
-  const reps = c.reps ?? 10;
-  const { op, destroy } = benchMatmulOp(ctx, c);
-  await runOps(ctx, [op], m);
-  await ctx.device.queue.onSubmittedWorkDone();
-  const gpuMs = ctx.features.timestampQuery ? median(await gpuTimes(ctx, (p) => op.encode(p, m), reps)) : NaN;
-  const t0 = performance.now();
-  await runOps(ctx, Array(reps).fill(op), m);
-  await ctx.device.queue.onSubmittedWorkDone();
-  const wallMs = (performance.now() - t0) / reps;
-  destroy();
-  return { gpuMs, wallMs };
-}
-
-export function jsMatmul(m: number, k: number, n: number, reps = 3): number {
-  const rand = rng(5);
-  const x = randn(m * k, rand);
-  const w = randn(n * k, rand);
-  const y = new Float32Array(m * n);
-  const t: number[] = [];
-  for (let i = 0; i < reps; i++) {
-    const t0 = performance.now();
-    for (let r = 0; r < m; r++) {
-      for (let j = 0; j < n; j++) {
-        let s = 0;
-        const wo = j * k;
-        const xo = r * k;
-        for (let q = 0; q < k; q++) s += x[xo + q]! * w[wo + q]!;
-        y[r * n + j] = s;
-      }
-    }
-    t.push(performance.now() - t0);
-  }
-  return median(t);
-}
-
 /** Runs `body` on the shared context (or a fresh one with a binding limit), catching validation errors. */
 export async function withCtx<T>(bindingLimit: number | undefined, body: (ctx: GpuContext) => Promise<T>): Promise<T> {
   const own = bindingLimit !== undefined;
@@ -377,12 +223,6 @@ export async function withCtx<T>(bindingLimit: number | undefined, body: (ctx: G
   } finally {
     if (own) destroyGpuContext(ctx);
   }
-}
-
-export function stepFor(ctx: GpuContext, m: number, positions: ArrayLike<number>, slots?: ArrayLike<number>): StepParams {
-  const step = createStepParams(ctx, m);
-  step.write(m, positions, slots);
-  return step;
 }
 
 export async function testAdd(c: { m: number; n: number; seed?: number }): Promise<Check> {
@@ -634,207 +474,6 @@ export async function testAttention(c: KvCase): Promise<Check> {
   });
 }
 
-export interface ReadbackBench {
-  median: number;
-  p90: number;
-  /** GPU time of the dispatch (timestamp queries), ms. */
-  gpuMs: number;
-  pokesPerRead: number;
-}
-
-/**
- * Submit (work + copy of 8 KB) → data on the CPU, `reps` times. `work`: 'tiny' is one small
- * elementwise dispatch; a number N is a 2048×N gemv. `mode`: the plain mapAsync path, the
- * helper with a caller estimate ('expected'), or the helper learning the duration ('learnt').
- */
-export async function benchReadback(o: { work: 'tiny' | number; mode: 'plain' | 'expected' | 'learnt'; reps?: number; pokeIntervalMs?: number }): Promise<ReadbackBench> {
-  const ctx = await context();
-  const reps = o.reps ?? 30;
-  const step = stepFor(ctx, 1, [0]);
-  const n = 2048;
-  const rand = rng(11);
-  const a = createStorageBuffer(ctx, randn(n, rand));
-  const y = createStorageBuffer(ctx, randn(Math.max(n, typeof o.work === 'number' ? o.work : 0), rand));
-  let op: BoundOp;
-  let w: ReturnType<typeof createMatrix> | undefined;
-  if (o.work === 'tiny') op = createAdd(ctx, step, { x: { buffer: a }, y: { buffer: y }, n, maxM: 1 });
-  else {
-    w = createMatrix(ctx, o.work, n, 'w', randn(o.work * n, rand));
-    op = createMatmul(ctx, step, { x: a, w, y, maxM: 1 });
-  }
-  const gpuMs = ctx.features.timestampQuery ? median(await gpuTimes(ctx, (p) => op.encode(p, 1), 5)) : NaN;
-  const rb = createReadback(ctx, { slotBytes: n * 4, slots: 2, pokeIntervalMs: o.pokeIntervalMs });
-  const times: number[] = [];
-  const pokes0 = rb.stats.pokes;
-  for (let i = 0; i < reps + 3; i++) {
-    const enc = ctx.device.createCommandEncoder();
-    const pass = enc.beginComputePass();
-    op.encode(pass, 1);
-    pass.end();
-    const t = rb.encodeCopy(enc, y, 0, n * 4);
-    const t0 = performance.now();
-    ctx.device.queue.submit([enc.finish()]);
-    await rb.read(t, { plain: o.mode === 'plain', expectedMs: o.mode === 'expected' ? gpuMs : undefined, key: 'bench' });
-    if (i >= 3) times.push(performance.now() - t0);
-    // Let the GPU process settle so that reads do not overlap.
-    await new Promise((r) => setTimeout(r, 1));
-  }
-  op.destroy();
-  destroyReadback(ctx, rb);
-  if (w) destroyMatrix(w);
-  [a, y, step.buffer].forEach((b) => b.destroy());
-  times.sort((p, q) => p - q);
-  return { median: times[times.length >> 1]!, p90: times[Math.floor(times.length * 0.9)]!, gpuMs, pokesPerRead: (rb.stats.pokes - pokes0) / (reps + 3) };
-}
-
-type BenchRow = KernelBenchRow;
-
-const gflops = (m: number, k: number, n: number, ms: number) => +((2 * m * k * n) / (ms * 1e6)).toFixed(3);
-const round = (x: number) => +x.toFixed(4);
-
-/**
- * The matmul benchmark of `webgpu-tp bench kernels` (see src/cli/bench-kernels.ts). `quick`
- * times only the kernels (the adapter's choice and every available variant), skipping the JS,
- * tfjs and readback figures.
- */
-export async function bench(o: { smoke?: boolean; quick?: boolean } = {}): Promise<KernelBenchReport> {
-  const ctx = await context();
-  const smoke = !!o.smoke;
-  const shapes: [number, number, number][] = smoke
-    ? [[1, 64, 64], [4, 32, 48]]
-    : [[1, 2048, 2048], [1, 768, 2048], [1, 2048, 768], [128, 1024, 1024]];
-  const reps = smoke ? 2 : 7;
-  const results: BenchRow[] = [];
-  for (const [m, k, n] of shapes) {
-    const { gpuMs } = await benchMatmulRaw({ m, k, n, reps });
-    results.push({ kernel: m === 1 ? `gemv_${ctx.choices.gemv}` : `gemm_${ctx.choices.gemm}`, m, k, n, median_ms: round(gpuMs), gflops: gflops(m, k, n, gpuMs) });
-  }
-  // Every variant this adapter can run, on the same shapes (the chosen one included).
-  const variantRows: BenchRow[] = [];
-  for (const [m, k, n] of shapes) {
-    const kinds: string[] = m === 1 ? availableGemv(ctx) : availableGemm(ctx);
-    for (const kind of kinds) {
-      const { gpuMs } = await benchMatmulRaw(m === 1 ? { m, k, n, reps, gemv: kind as GemvKind } : { m, k, n, reps: smoke ? 2 : 3, gemm: kind as GemmKind });
-      variantRows.push({ kernel: `${m === 1 ? 'gemv' : 'gemm'}_${kind}`, m, k, n, median_ms: round(gpuMs), gflops: gflops(m, k, n, gpuMs) });
-    }
-  }
-  // A decode batch of 8 rows through each small-m variant, its input RMSNorm-fused as most of a
-  // model's matmuls' are (stories15M's classifier shape at TP = 2 unless smoke).
-  const [sk, sn] = smoke ? [64, 64] : [288, 16000];
-  for (const kind of availableSmall(ctx)) {
-    const { gpuMs } = await benchMatmulRaw({ m: 8, k: sk, n: sn, reps: smoke ? 2 : 3, small: kind, input: 'rmsnorm' });
-    variantRows.push({ kernel: `small_${kind}`, m: 8, k: sk, n: sn, median_ms: round(gpuMs), gflops: gflops(8, sk, sn, gpuMs) });
-  }
-  // Attention at decode: one row at position 255 (stories15M's heads), one row and 8 rows,
-  // over an f32 cache and an f16 one (`_f16kv`: packed halves here, native with shader-f16).
-  for (const kind of attentionKinds(ctx, 48)) {
-    for (const kvDtype of ['f32', 'f16'] as const) {
-      for (const m of smoke ? [1] : [1, 8]) {
-        const ms = await benchAttention({ m, nHeads: 6, nKv: 6, headSize: 48, pos: smoke ? 15 : 255, maxSeq: 256, kind, reps, kvDtype });
-        // q·k and p·v: 4·hs FLOPs per head per key.
-        const flops = m * 6 * (smoke ? 16 : 256) * 4 * 48;
-        variantRows.push({ kernel: `attention_${kind}${kvDtype === 'f16' ? '_f16kv' : ''}`, m, k: 48, n: smoke ? 16 : 256, median_ms: round(ms), gflops: round(flops / (ms * 1e6)) });
-      }
-    }
-  }
-  // Decode with f16 and quantised weights (groups of 32) against the adapter's f32 gemv:
-  // weight-only, and Q4_0 with int8 activations (W4A8, its input quantisation included in the
-  // time). They take turns, and each keeps its best median of the rounds: on a shared CPU
-  // adapter, load from other processes comes and goes within one kernel's repetitions.
-  const quant: BenchRow[] = [];
-  const quantRuns = [
-    { kernel: `gemv_${ctx.choices.gemv}`, weights: 'f32' },
-    { kernel: 'gemv_f16', weights: 'f16' },
-    { kernel: 'gemv_q8_0', weights: 'q8_0' },
-    { kernel: 'gemv_q4_0', weights: 'q4_0' },
-    { kernel: 'gemv_q4_0_int8', weights: 'q4_0', activations: 'int8' },
-  ] as const;
-  for (const d of smoke ? [64] : [768, 2048]) {
-    const best = quantRuns.map(() => Infinity);
-    for (let round = 0; round < (smoke ? 1 : 5); round++) {
-      for (const [i, q] of quantRuns.entries()) {
-        const activations = 'activations' in q ? q.activations : undefined;
-        best[i] = Math.min(best[i]!, (await benchMatmulRaw({ m: 1, k: d, n: d, reps, weights: q.weights, activations })).gpuMs);
-      }
-    }
-    quantRuns.forEach((q, i) => quant.push({ kernel: q.kernel, m: 1, k: d, n: d, median_ms: round(best[i]!), gflops: gflops(1, d, d, best[i]!) }));
-  }
-  const choices = { gemm: ctx.choices.gemm, gemv: ctx.choices.gemv, small: ctx.choices.small, measured: Object.fromEntries(Object.entries(ctx.choices.measured).map(([a, b]) => [a, round(b)])) };
-  const adapter = { vendor: ctx.adapterInfo.vendor, architecture: ctx.adapterInfo.architecture };
-  const roofline = await benchRoofline(ctx, gpuTimes, smoke ? 256 : 2048, reps);
-  if (o.quick) {
-    const none = { median_ms: 0, p90_ms: 0, pokes_per_read: 0 };
-    return {
-      adapter, choices, results, variants: variantRows, quant, baselines: { js: [], tfjs: [] }, roofline, readback_ms: 0,
-      readback: { tiny: { helper: none, plain: none }, long: { helper: none, learnt: none, plain: none, gpu_ms: 0 }, worker_tiny_ms: 0 },
-    };
-  }
-  const js: BenchRow[] = [];
-  for (const [m, k, n] of shapes) {
-    jsMatmul(m, k, n, 1);
-    const ms = jsMatmul(m, k, n, smoke ? 1 : m > 1 ? 3 : 11);
-    js.push({ kernel: 'js', m, k, n, median_ms: round(ms), gflops: gflops(m, k, n, ms) });
-  }
-  const tfjs = await benchTfjs(shapes, smoke ? 2 : 7);
-
-  const rr = smoke ? 6 : 40;
-  const fig = (b: ReadbackBench) => ({ median_ms: round(b.median), p90_ms: round(b.p90), pokes_per_read: round(b.pokesPerRead) });
-  const tinyHelper = await benchReadback({ work: 'tiny', mode: 'learnt', reps: rr });
-  const tinyPlain = await benchReadback({ work: 'tiny', mode: 'plain', reps: rr });
-  // A gemv sized to take ~4 ms on this adapter (2048 × N, N from a quick estimate).
-  const probe = await benchReadback({ work: 256, mode: 'plain', reps: 2 });
-  const longN = smoke ? 256 : Math.max(64, Math.min(65536, Math.round((256 * 4) / Math.max(0.05, probe.gpuMs))));
-  const longExpected = await benchReadback({ work: longN, mode: 'expected', reps: rr });
-  const longLearnt = await benchReadback({ work: longN, mode: 'learnt', reps: rr });
-  const longPlain = await benchReadback({ work: longN, mode: 'plain', reps: rr });
-  const inWorker = await testInWorker(rr);
-  return {
-    adapter,
-    choices,
-    results,
-    variants: variantRows,
-    quant,
-    baselines: { js, tfjs },
-    roofline,
-    readback_ms: round(tinyHelper.median),
-    readback: {
-      tiny: { helper: fig(tinyHelper), plain: fig(tinyPlain) },
-      long: { helper: fig(longExpected), learnt: fig(longLearnt), plain: fig(longPlain), gpu_ms: round(longPlain.gpuMs) },
-      worker_tiny_ms: round(inWorker.readbackMs),
-    },
-  };
-}
-
-/** tfjs-webgpu's tf.matMul(x, w, false, true): inputs uploaded once, timing matMul + data(). */
-async function benchTfjs(shapes: [number, number, number][], reps: number): Promise<BenchRow[]> {
-  const tf = await import('@tensorflow/tfjs-core');
-  await import('@tensorflow/tfjs-backend-webgpu');
-  await tf.setBackend('webgpu');
-  await tf.ready();
-  const out: BenchRow[] = [];
-  for (const [m, k, n] of shapes) {
-    const rand = rng(13);
-    const x = tf.tensor2d(randn(m * k, rand), [m, k]);
-    const w = tf.tensor2d(randn(n * k, rand), [n, k]);
-    const once = async () => {
-      const t0 = performance.now();
-      const y = tf.matMul(x, w, false, true);
-      await y.data();
-      y.dispose();
-      return performance.now() - t0;
-    };
-    await once();
-    await once();
-    const t: number[] = [];
-    for (let i = 0; i < reps; i++) t.push(await once());
-    const ms = median(t);
-    out.push({ kernel: 'tfjs', m, k, n, median_ms: round(ms), gflops: gflops(m, k, n, ms) });
-    x.dispose();
-    w.dispose();
-  }
-  return out;
-}
-
 export async function variants(): Promise<{ gemv: GemvKind[]; gemm: GemmKind[]; small: SmallGemmKind[] }> {
   const ctx = await context();
   return { gemv: availableGemv(ctx), gemm: availableGemm(ctx), small: availableSmall(ctx) };
@@ -857,28 +496,14 @@ export async function testContextErrors(): Promise<{ code?: string; name?: strin
 
 /** A context, matmul and readback inside a dedicated worker, checked against the oracle here. */
 export async function testInWorker(reads = 5): Promise<Check & { readbackMs: number; readbackAll?: number[]; sleepMs?: number[]; pokes?: number; error?: string }> {
-  const m = 3;
-  const k = 65;
-  const n = 17;
-  const rand = rng(21);
-  const x = randn(m * k, rand);
-  const w = randn(n * k, rand);
-  const reply = await runWorker({ m, k, n, x, w, reads });
+  const { req, reply } = await matmulInWorker(reads);
+  const { m, k, n, x, w } = req;
   if (reply.error || !reply.y) return { worst: Infinity, at: -1, gpu: NaN, ref: NaN, n: 0, readbackMs: NaN, error: reply.error ?? 'no result' };
   const want = new Float32Array(m * n);
   ref.matmul(want, x, w, m, k, n);
   const mag = new Float32Array(m * n);
   ref.matmul(mag, abs(x), abs(w), m, k, n);
   return { ...compare(reply.y, want, mag), readbackMs: median(reply.readbackMs ?? [NaN]), readbackAll: reply.readbackMs, sleepMs: reply.sleepMs, pokes: reply.pokes };
-}
-
-function runWorker(req: SelfTestRequest): Promise<SelfTestReply> {
-  const worker = new Worker(new URL('../gpu/selftest.worker.ts', import.meta.url), { type: 'module' });
-  return new Promise<SelfTestReply>((resolve) => {
-    worker.onmessage = (e: MessageEvent<SelfTestReply>) => resolve(e.data);
-    worker.onerror = (e) => resolve({ error: e.message || 'worker error' });
-    worker.postMessage(req);
-  }).finally(() => worker.terminate());
 }
 
 /** The readback helper: data arrives intact, `into` is filled, tickets are single-use, slots recycle. */
@@ -1033,23 +658,6 @@ export async function testFusedChain(): Promise<Check> {
     [xb, gb, qkvb, attb, step.buffer].forEach((b) => b.destroy());
     return worst;
   });
-}
-
-/** GPU ms of one attention dispatch: m rows, each in its own slot, at `pos` over a zeroed cache. */
-export async function benchAttention(c: { m: number; nHeads: number; nKv: number; headSize: number; pos: number; maxSeq: number; kind?: AttentionKind; reps?: number; kvDtype?: KvCacheDtype }): Promise<number> {
-  const ctx = await context();
-  const cache = createKvCache(ctx, { nLayers: 1, nKvHeadsLocal: c.nKv, headSize: c.headSize, maxSeq: c.maxSeq, nSlots: c.m, dtype: c.kvDtype });
-  const qDim = c.nHeads * c.headSize;
-  const step = stepFor(ctx, c.m, Array(c.m).fill(c.pos), Array.from({ length: c.m }, (_, i) => i));
-  const qb = createStorageBuffer(ctx, c.m * qDim * 4);
-  const ob = createStorageBuffer(ctx, c.m * qDim * 4);
-  const op = createAttention(ctx, step, { q: qb, qStride: qDim, nHeads: c.nHeads, cache, layer: 0, out: ob, maxM: c.m, kind: c.kind });
-  await runOps(ctx, [op], c.m);
-  const g = median(await gpuTimes(ctx, (p) => op.encode(p, c.m), c.reps ?? 9));
-  op.destroy();
-  destroyKvCache(cache);
-  [qb, ob, step.buffer].forEach((b) => b.destroy());
-  return g;
 }
 
 export async function attentionVariants(headSize: number): Promise<AttentionKind[]> {

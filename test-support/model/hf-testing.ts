@@ -3,11 +3,11 @@
  * Qwen2-style models (biases, tied embeddings, GQA, a head_dim of its own) for the engine to
  * match against the oracle. Used by unit tests and e2e specs alike.
  */
-import type { ModelConfig, TensorInfo } from '../config.js';
-import type { TransformerWeights } from '../reference.js';
-import { mulberry32 } from '../synth.js';
-import { f32ToBf16 } from './safetensors.js';
-import { dequantize } from './gguf-blocks.js';
+import type { ModelConfig, TensorInfo } from '../../src/model/config.js';
+import type { TransformerWeights } from '../../src/model/reference.js';
+import { mulberry32 } from '../../src/model/synth.js';
+import { f32ToBf16 } from '../../src/model/formats/safetensors.js';
+import { dequantize } from '../../src/model/formats/gguf-blocks.js';
 import { ByteLevelDecoder } from '@huggingface/tokenizers';
 
 /** The oracle's stacked weights from a tensor table over an f32 file held in memory. */

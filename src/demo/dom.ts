@@ -1,0 +1,47 @@
+/** The demo page's elements (index.html's stable ids) and its charts. */
+import { DemoCharts } from './charts.js';
+
+export const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
+export const el = {
+  envWebgpu: $('env-webgpu'),
+  envIsolated: $('env-isolated'),
+  envAdapter: $('env-adapter'),
+  modelName: $('model-name'),
+  defaultStatus: $('default-status'),
+  modelUrl: $<HTMLInputElement>('model-url'),
+  hfUrl: $<HTMLInputElement>('hf-url'),
+  tokenizerUrl: $<HTMLInputElement>('tokenizer-url'),
+  files: $<HTMLInputElement>('model-files'),
+  dropZone: $('drop-zone'),
+  fileModel: $('file-model'),
+  fileTokenizer: $('file-tokenizer'),
+  engineInfo: $('engine-info'),
+  placementInfo: $('placement-info'),
+  tp: $<HTMLSelectElement>('tp'),
+  temperature: $<HTMLInputElement>('temperature'),
+  maxTokens: $<HTMLInputElement>('max-tokens'),
+  prompt: $<HTMLTextAreaElement>('prompt'),
+  generate: $<HTMLButtonElement>('generate'),
+  stop: $<HTMLButtonElement>('stop'),
+  errorPanel: $('error-panel'),
+  errorTitle: $('error-title'),
+  errorCode: $('error-code'),
+  errorMessage: $('error-message'),
+  errorRemedy: $('error-remedy'),
+  errorClose: $('error-close'),
+  modelHelp: $('model-help'),
+  tps: $('tps'),
+  tokenCount: $('token-count'),
+  prefill: $('prefill'),
+  runStatus: $('run-status'),
+  output: $('output'),
+  outputPrompt: $('output-prompt'),
+  outputText: $('output-text'),
+  cacheStatus: $('cache-status'),
+  warnings: $('warnings'),
+  ranksBody: $('ranks-body'),
+  tabs: [...document.querySelectorAll<HTMLButtonElement>('.tab')],
+  panels: [...document.querySelectorAll<HTMLElement>('.tab-panel')],
+};
+
+export const charts = new DemoCharts();

@@ -1,0 +1,37 @@
+/**
+ * The test page: the one page the e2e specs drive in headless Chromium. It holds the CLI page's
+ * entry points (src/cli/page/) and the tests' own beside them, on `window.tp`, so that Playwright
+ * can call them with `page.evaluate(() => window.tp.kernels.testMatmul(...))`.
+ */
+import * as cliEngine from '../../src/cli/page/engine';
+import * as cliTabs from '../../src/cli/page/tabs';
+import * as engine from './engine';
+import * as collective from './collective';
+import * as tabs from './tabs';
+import * as kernels from './kernels';
+import * as q8 from './kernels-q8';
+import * as q4 from './kernels-q4';
+import * as q4engine from './engine-q4';
+import * as f16 from './kernels-f16';
+
+const tp = {
+  engine: { ...cliEngine, ...engine },
+  collective,
+  tabs: { ...cliTabs, ...tabs },
+  kernels,
+  q8,
+  q4,
+  q4engine,
+  f16,
+};
+export type TestPage = typeof tp;
+
+declare global {
+  interface Window {
+    tp: TestPage;
+    tpReady: boolean;
+  }
+}
+
+window.tp = tp;
+window.tpReady = true;
