@@ -3,7 +3,7 @@ import { byteLevelTokenizer, randomWeights, TINY_QWEN2 } from '../../test-suppor
 import { HfTokenizer } from '../model/tokenizer/hf-tokenizer.js';
 import * as R from '../model/reference.js';
 import { assembleEngine } from './engine.js';
-import { ReferenceBackend } from './reference-backend.js';
+import { ReferenceBackend } from '../../test-support/engine/reference-backend.js';
 import { parseTokenizer } from './tokenizers.js';
 import type { ChatCompletionChunk } from './chat-completions.js';
 import { TokenizerFormatError } from '../errors.js';

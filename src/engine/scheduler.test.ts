@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { loadLlama2c } from '../model/formats/llama2c.js';
 import { Tokenizer } from '../model/tokenizer/tokenizer.js';
 import { modelsDir, readArrayBuffer } from '../../test-support/fixtures/paths.js';
-import { ReferenceBackend } from './reference-backend.js';
+import { ReferenceBackend } from '../../test-support/engine/reference-backend.js';
 import { assembleEngine, type Engine } from './engine.js';
 import type { GenerateChunk } from './types.js';
 import { AbortedError, InvalidArgumentError, DisposedError } from '../errors.js';

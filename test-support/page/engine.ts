@@ -5,7 +5,7 @@
  */
 import { createEngine, type EngineOptions } from '../../src/engine/engine.js';
 import { clearShardCache } from '../../src/cache/shard-cache.js';
-import { injectFault, type Fault } from '../../src/engine/fault-injection.js';
+import { injectFault, type Fault } from '../engine/faults.js';
 import { serializeError, type SerializedError } from '../../src/errors.js';
 import { disposeAll, engineFor, timedConcurrent } from '../../src/cli/page/engine.js';
 import type { PageGenerateOptions } from '../../src/cli/page/types.js';

@@ -3,8 +3,8 @@
  * `model/reference.ts` instead of shard workers. Tests drive the scheduler with it in Node,
  * and it is the yardstick the worker engine is compared against.
  */
-import { createRunState, forward, type ReferenceModel, type RunState } from '../model/reference.js';
-import type { StepBackend, StepRow } from './scheduler.js';
+import { createRunState, forward, type ReferenceModel, type RunState } from '../../src/model/reference.js';
+import type { StepBackend, StepRow } from '../../src/engine/scheduler.js';
 
 export class ReferenceBackend implements StepBackend {
   readonly maxRows: number;
