@@ -4,6 +4,8 @@ import { defineConfig } from '@playwright/test';
 // WebGPU flags, COOP/COEP server), the same path the CLI and benchmarks use.
 export default defineConfig({
   testDir: 'e2e',
+  // The test models (stories260K-q8.bin derived when missing) and a Chromium, found once.
+  globalSetup: './e2e/global-setup.ts',
   timeout: 300_000,
   // Two browsers at once: most of a test's time is spent waiting on GPU readbacks (Chromium
   // polls them), so two overlap well even on 2 cores. TP_E2E_WORKERS overrides.
