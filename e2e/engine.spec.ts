@@ -1,7 +1,7 @@
 import { test, expect } from './fixtures.js';
 import { readFileSync } from 'node:fs';
 import { runGenerate } from '../src/cli/generate.js';
-import type { PageGenerateOptions } from '../src/harness/types.js';
+import type { PageGenerateOptions, PageGenerateResult } from '../src/harness/types.js';
 
 // The oracle's tokens (src/model/reference.ts, checked against llama2.c's run.c): BOS first.
 const greedy = JSON.parse(readFileSync(new URL('../src/model/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
@@ -20,6 +20,7 @@ const base: PageGenerateOptions = {
 
 test.describe.configure({ mode: 'serial' });
 
+// Each degree's seeded test runs right after its greedy one, on the engine that one loaded.
 for (const tp of [1, 2, 4, 8]) {
   test(`greedy stories260K at TP=${tp} is llama2.c's documented sample, token for token`, async ({ harness }) => {
     const r = await runGenerate(harness, { ...base, tp });
@@ -29,9 +30,8 @@ for (const tp of [1, 2, 4, 8]) {
     expect(r.text.startsWith('Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.')).toBe(true);
     expect(r.text.endsWith('Her mom said, "Don\'t worry, Lily. We can help you.')).toBe(true);
   });
-}
 
-for (const tp of [1, 2]) {
+  if (tp > 2) continue;
   test(`seeded sample (T=1.0, top-p 0.9, seed 133742) at TP=${tp} is llama2.c's`, async ({ harness }) => {
     const r = await runGenerate(harness, { ...base, tp, temperature: 1.0, topP: 0.9, seed: 133742 });
     expect(r.tokens).toEqual(seeded.tokens.slice(1));
@@ -69,8 +69,9 @@ test('concurrent requests are batched on TP=2 and each gets the tokens it gets a
   ];
   const together = await harness.page.evaluate(([o, r]) => window.tp.engine.generateConcurrent(o, r), [{ ...base, tp: 2 }, requests] as const);
   expect('error' in together ? together.error : null).toBeNull();
-  const alone: number[][] = [];
-  for (const r of requests) alone.push((await runGenerate(harness, { ...base, tp: 2, prompt: r.prompt, maxTokens: r.maxTokens })).tokens);
+  const aloneRuns: PageGenerateResult[] = [];
+  for (const r of requests) aloneRuns.push(await runGenerate(harness, { ...base, tp: 2, prompt: r.prompt, maxTokens: r.maxTokens }));
+  const alone = aloneRuns.map((r) => r.tokens);
   expect(together).toEqual(alone);
   expect(alone[0]).toEqual(greedy.tokens.slice(1, 25));
   // Two-batch overlap splits every step of ≥ 2 rows (prefill chunks and the batch) into two
@@ -78,8 +79,8 @@ test('concurrent requests are batched on TP=2 and each gets the tokens it gets a
   const overlapped = await harness.page.evaluate(([o, r]) => window.tp.engine.generateConcurrent(o, r), [{ ...base, tp: 2, overlap: true }, requests] as const);
   expect(overlapped).toEqual(alone);
   const prompt = requests[1]!.prompt;
-  const plain = await runGenerate(harness, { ...base, tp: 2, prompt, maxTokens: 16 });
-  const split = await runGenerate(harness, { ...base, tp: 2, overlap: true, prompt, maxTokens: 16 });
+  const plain = aloneRuns[1]!;
+  const split = await runGenerate(harness, { ...base, tp: 2, overlap: true, prompt, maxTokens: requests[1]!.maxTokens });
   expect(split.tokens).toEqual(alone[1]);
   // The second micro-batch has activations of its own (and shares the KV cache).
   expect(split.stats.ranks[0]!.workBytes).toBeGreaterThan(plain.stats.ranks[0]!.workBytes);
