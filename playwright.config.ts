@@ -4,9 +4,12 @@ import { defineConfig } from '@playwright/test';
 // WebGPU flags, COOP/COEP server), the same path the CLI and benchmarks use.
 export default defineConfig({
   testDir: 'e2e',
+  // The test models (stories260K-q8.bin derived when missing) and a Chromium, found once.
+  globalSetup: './e2e/global-setup.ts',
   timeout: 300_000,
-  // Two browsers at once: most of a test's time is spent waiting on GPU readbacks (Chromium
-  // polls them), so two overlap well even on 2 cores. TP_E2E_WORKERS overrides.
+  // Two browsers at once: the second fills the time the first waits on GPU readbacks; on 2
+  // cores a third finds no idle CPU left. Files run whole (the serial ones reuse loaded engines
+  // from test to test). TP_E2E_WORKERS overrides.
   workers: Number(process.env.TP_E2E_WORKERS ?? 2),
   fullyParallel: false,
   retries: 0,

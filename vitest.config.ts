@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ['src/**/*.test.ts', 'workers/**/*.test.ts'],
     environment: 'node',
+    // stories260K-q8.bin derived from stories260K.bin when the models folder lacks it.
+    globalSetup: ['e2e/test-models.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     reporters: process.env.CI ? ['default', ['json', { outputFile: 'test-results/unit.json' }]] : ['default'],

@@ -20,6 +20,7 @@ const base: PageGenerateOptions = {
 
 test.describe.configure({ mode: 'serial' });
 
+// Each degree's seeded test runs right after its greedy one, on the engine that one loaded.
 for (const tp of [1, 2, 4, 8]) {
   test(`greedy stories260K at TP=${tp} is llama2.c's documented sample, token for token`, async ({ harness }) => {
     const r = await runGenerate(harness, { ...base, tp });
@@ -29,9 +30,8 @@ for (const tp of [1, 2, 4, 8]) {
     expect(r.text.startsWith('Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.')).toBe(true);
     expect(r.text.endsWith('Her mom said, "Don\'t worry, Lily. We can help you.')).toBe(true);
   });
-}
 
-for (const tp of [1, 2]) {
+  if (tp > 2) continue;
   test(`seeded sample (T=1.0, top-p 0.9, seed 133742) at TP=${tp} is llama2.c's`, async ({ harness }) => {
     const r = await runGenerate(harness, { ...base, tp, temperature: 1.0, topP: 0.9, seed: 133742 });
     expect(r.tokens).toEqual(seeded.tokens.slice(1));

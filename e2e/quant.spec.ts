@@ -94,6 +94,18 @@ const base: PageGenerateOptions = {
   seed: 1,
 };
 
+/** Runs right after the greedy test at the same degree, on the engine that one loaded. */
+function promptTest(tp: number): void {
+  test(`stories260K-q8 W8A8 with a prompt (batched prefill: the GEMM kernels, chained sums of many rows) at TP=${tp}: the runq.c oracle's tokens`, async ({ harness }) => {
+    const model = loadLlama2cV2(readArrayBuffer(resolve(modelsDir, 'stories260K-q8.bin')));
+    const r = await runGenerate(harness, { ...base, tp, prompt: 'Once upon a time, Lily and Ben went to the park', maxTokens: 100 });
+    const p = r.prompt_tokens.length;
+    expect(p).toBeGreaterThan(8);
+    const want = generateQ8(model, r.prompt_tokens, p - 1 + 100, (l) => argmax(l, 512)).slice(p);
+    expect(r.tokens).toEqual(want);
+  });
+}
+
 test('stories260K-q8 W8A8 greedy at TP=1: the runq.c oracle\'s 200 tokens and runq.c\'s text', async ({ harness }) => {
   const r = await runGenerate(harness, { ...base, tp: 1 });
   expect(r.tokens).toEqual(q8Greedy.tokens.slice(1));
@@ -101,6 +113,7 @@ test('stories260K-q8 W8A8 greedy at TP=1: the runq.c oracle\'s 200 tokens and ru
   expect(r.text).toContain('She said, "I\'m sorry, Lily. I didn\'t know what to do."\nLily didn\'t want to help, but she did');
   expect(r.text.split('\n').at(-1)).toBe('Lily didn\'t want to help, but she did');
 });
+promptTest(1);
 
 // runqExact (the default) computes runq.c's floats bit for bit: run.c-order attention, correctly
 // rounded divisions, sqrt and exp, and at TP > 1 wo's and w2's sums chained rank to rank, so each
@@ -113,6 +126,7 @@ test('stories260K-q8 W8A8 greedy at TP=2: runq.c\'s 200 tokens and text', async 
   expect(r.tokens).toEqual(q8Greedy.tokens.slice(1));
   expect(r.text).toBe(q8Greedy.text);
 });
+promptTest(2);
 
 // TP=4 chains each sum through three hand-offs (rank 0 → 1 → 2 → 3); 64 tokens keep the suite
 // short (all 200 matched when this was built; TP=2 above checks the whole sample).
@@ -120,17 +134,6 @@ test('stories260K-q8 W8A8 greedy at TP=4: runq.c\'s first 64 tokens', async ({ h
   const r = await runGenerate(harness, { ...base, tp: 4, maxTokens: 64 });
   expect(r.tp).toBe(4);
   expect(r.tokens).toEqual(q8Greedy.tokens.slice(1, 65));
-});
-
-test('stories260K-q8 W8A8 with a prompt (batched prefill: the GEMM kernels, chained sums of many rows) at TP=1 and 2: the runq.c oracle\'s tokens', async ({ harness }) => {
-  const model = loadLlama2cV2(readArrayBuffer(resolve(modelsDir, 'stories260K-q8.bin')));
-  for (const tp of [1, 2]) {
-    const r = await runGenerate(harness, { ...base, tp, prompt: 'Once upon a time, Lily and Ben went to the park', maxTokens: 100 });
-    const p = r.prompt_tokens.length;
-    expect(p).toBeGreaterThan(8);
-    const want = generateQ8(model, r.prompt_tokens, p - 1 + 100, (l) => argmax(l, 512)).slice(p);
-    expect(r.tokens).toEqual(want);
-  }
 });
 
 // runqExact: false (online-softmax attention, all-reduced sums) is faster; its last bits differ

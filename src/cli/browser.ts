@@ -37,9 +37,11 @@ export const WEBGPU_FLAGS = [
 /** Full-precision timestamp queries, for benchmarks only. */
 export const BENCH_FLAGS = ['--enable-webgpu-developer-features'] as const;
 
-const CANDIDATES = [
+/** The system's Chromium or Chrome, at the usual install paths. */
+export const SYSTEM_CHROMIUM = [
   '/usr/bin/chromium',
   '/usr/bin/chromium-browser',
+  '/snap/bin/chromium',
   '/usr/bin/google-chrome',
   '/usr/bin/google-chrome-stable',
   '/opt/google/chrome/chrome',
@@ -47,18 +49,40 @@ const CANDIDATES = [
   '/Applications/Chromium.app/Contents/MacOS/Chromium',
 ];
 
-/** `CHROME_PATH` first, then the usual install paths; throws `BrowserNotFoundError` with the fix. */
-export function findChromium(env: NodeJS.ProcessEnv = process.env): string {
+/** What `resolveChromium` looks at, passed in so that its order can be tested without a disk. */
+export interface ChromiumLookup {
+  env: NodeJS.ProcessEnv;
+  exists(path: string): boolean;
+  /** Where `npx playwright install chromium` puts Playwright's own Chromium (it may be absent). */
+  playwrightPath(): string | undefined;
+}
+
+/**
+ * The first Chromium that exists: `CHROME_PATH`, then the system's, then Playwright's own.
+ * Throws `BrowserNotFoundError` listing every path it tried.
+ */
+export function resolveChromium({ env, exists, playwrightPath }: ChromiumLookup): string {
   const tried: string[] = [];
-  if (env.CHROME_PATH) {
-    if (existsSync(env.CHROME_PATH)) return env.CHROME_PATH;
-    tried.push(`CHROME_PATH=${env.CHROME_PATH}`);
-  }
-  for (const c of CANDIDATES) {
-    if (existsSync(c)) return c;
-    tried.push(c);
+  const pw = playwrightPath();
+  const candidates = [...(env.CHROME_PATH ? [env.CHROME_PATH] : []), ...SYSTEM_CHROMIUM, ...(pw ? [pw] : [])];
+  for (const c of candidates) {
+    if (exists(c)) return c;
+    tried.push(c === env.CHROME_PATH ? `CHROME_PATH=${c}` : c);
   }
   throw new BrowserNotFoundError(tried);
+}
+
+function playwrightChromium(): string | undefined {
+  try {
+    return chromium.executablePath();
+  } catch {
+    return undefined; // a platform Playwright has no build for
+  }
+}
+
+/** `resolveChromium` on this machine. */
+export function findChromium(env: NodeJS.ProcessEnv = process.env): string {
+  return resolveChromium({ env, exists: existsSync, playwrightPath: playwrightChromium });
 }
 
 const MIME: Record<string, string> = {

@@ -1,0 +1,79 @@
+/**
+ * The CLI's usage and input errors, which it names before any browser starts: run from source
+ * (tsx) in Node. What needs a browser is e2e/cli.spec.ts's.
+ */
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { repoRoot, sharedModelsDir } from './browser.js';
+
+const main = resolve(repoRoot, 'src/cli/main.ts');
+const model = resolve(sharedModelsDir, 'stories260K.bin');
+const tokenizer = resolve(sharedModelsDir, 'tok512.bin');
+
+interface Exit {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `webgpu-tp ...args`; resolves with its exit code and output, whatever the code. */
+function cli(args: string[]): Promise<Exit> {
+  return promisify(execFile)(process.execPath, ['--import', 'tsx', main, ...args], { timeout: 30_000 }).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
+  );
+}
+
+describe('webgpu-tp usage errors', () => {
+  it('`--help` after a command prints the usage; an unknown option is a usage error, not a stack trace', async () => {
+    const [help, err] = await Promise.all([cli(['bench', 'allreduce', '--help']), cli(['generate', '--modle', model])]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('webgpu-tp bench allreduce');
+    expect(err.code).toBe(2);
+    expect(err.stderr).toContain("Unknown option '--modle'");
+    expect(err.stderr).toContain('Usage:');
+    expect(err.stderr).not.toContain('    at ');
+  });
+
+  it('a missing model file or tokenizer is a typed error named before any browser starts, not a stack trace', async () => {
+    const fail = (args: string[]) => cli(['generate', ...args, '--no-cache']);
+    const [missing, noTokenizer, badTokenizer] = await Promise.all([
+      fail(['--model', '/nonexistent/model.bin', '--tokenizer', tokenizer]),
+      fail(['--model', model]),
+      fail(['--model', model, '--tokenizer', '/nonexistent/tok.bin']),
+    ]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('error [INVALID_ARGUMENT]: model not found: /nonexistent/model.bin. Check the --model path');
+    expect(missing.stderr).not.toMatch(/\n\s+at /);
+    expect(noTokenizer.stderr).toContain('a llama2.c model needs --tokenizer');
+    expect(noTokenizer.stderr).not.toMatch(/\n\s+at /);
+    expect(badTokenizer.stderr).toContain('tokenizer not found: /nonexistent/tok.bin');
+  });
+
+  it('a flag that is not a number in range is a usage error naming the flag, before any browser starts; so is a missing file to bench', async () => {
+    const cases = [
+      [['generate', '--model', model, '--tokenizer', tokenizer, '--tp', 'abc'], '--tp must be a whole number ≥ 1; got "abc"'],
+      [['generate', '--model', model, '--tokenizer', tokenizer, '--tp', '0'], '--tp must be a whole number ≥ 1; got "0"'],
+      [['generate', '--model', model, '--tokenizer', tokenizer, '--max-tokens', '1.5'], '--max-tokens must be a whole number ≥ 1'],
+      [['generate', '--model', model, '--tokenizer', tokenizer, '--top-p', '2'], '--top-p must be a number in [0, 1]'],
+      [['generate', '--model', model, '--tokenizer', tokenizer, '--temperature', 'hot'], '--temperature must be a number ≥ 0'],
+      [['bench', 'generate', '--model', model, '--tokenizer', tokenizer, '--batch', '0'], '--batch must be a whole number ≥ 1'],
+      [['bench', 'allreduce', '--workers', '2,x'], '--workers must be a whole number ≥ 2; got "x"'],
+      [['bench', 'report', '--from', '/nonexistent/run.json'], 'bench report: no file /nonexistent/run.json'],
+    ] as const;
+    const [missing, ...errors] = await Promise.all([
+      cli(['bench', 'generate', '--model', '/nonexistent/model.bin', '--tokenizer', tokenizer]),
+      ...cases.map(([args]) => cli([...args])),
+    ]);
+    cases.forEach(([args, flag], i) => {
+      const e = errors[i]!;
+      expect(e.code, args.join(' ')).toBe(2);
+      expect(e.stderr).toContain(flag);
+      expect(e.stderr).not.toMatch(/\n\s+at /);
+    });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('model not found: /nonexistent/model.bin');
+  });
+});
