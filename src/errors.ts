@@ -128,7 +128,7 @@ export class BrowserNotFoundError extends WebGpuTpError {
     super(
       'NO_BROWSER',
       `No Chromium found (tried ${tried.join(', ')})`,
-      'Install one (Debian: apt-get update && apt-get install -y chromium) or set CHROME_PATH to a Chromium/Chrome binary',
+      'Set CHROME_PATH to a Chromium/Chrome binary, install one (Debian: apt-get update && apt-get install -y chromium), or run `npx playwright install chromium`',
     );
   }
 }

@@ -40,7 +40,7 @@ Usage:
                                                       and report.html + report.png beside DIR)
   webgpu-tp bench report --from DIR/<date>.json [--out DIR]   (rebuilds report.html and report.png)
 
-Chromium: CHROME_PATH, else /usr/bin/chromium (Debian: apt-get install -y chromium).`;
+Chromium: CHROME_PATH, else the system one (Debian: apt-get install -y chromium), else Playwright's (npx playwright install chromium).`;
 
 /** --kv-cache, refused in the flag's words rather than the SDK option's. */
 function checkKvCacheOption(v: string | undefined): KvCacheOption {
