@@ -12,7 +12,7 @@ import { openHarness, sharedModelsDir, type Harness } from '../src/cli/browser.j
 import { TEST_PAGE } from '../test-support/test-page.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { argmax, generate as oracle } from '../src/model/reference.js';
-import { mulberry32 } from '../src/model/synth.js';
+import { mulberry32 } from '../src/model/mulberry32.js';
 import type { PageGenerateOptions } from '../src/cli/page/types.js';
 import { COUNTING_INIT, cacheEntries, counts } from './counting.js';
 

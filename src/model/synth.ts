@@ -8,6 +8,7 @@ import { InvalidArgumentError } from '../errors.js';
 import type { ModelConfig } from './config.js';
 import { encodeLlama2cHeader, llama2cFileSize, llama2cTensorTable } from './formats/llama2c.js';
 import { ropeTables } from './reference.js';
+import { mulberry32 } from './mulberry32.js';
 
 /**
  * The shapes of Karpathy's TinyStories checkpoints (shared classifier). stories260K (vocab 512,
@@ -27,18 +28,6 @@ export function llama2cConfig(shape: Omit<ModelConfig, 'headSize' | 'sharedClass
   return {
     ...shape, headSize: shape.dim / shape.nHeads, sharedClassifier: shape.sharedClassifier ?? true,
     normEps: 1e-5, ropeTheta: 10000, ropeStyle: 'interleaved',
-  };
-}
-
-/** mulberry32: a tiny seeded PRNG, uniform in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
 

@@ -3,18 +3,7 @@
  * harness: seeded inputs and the reference sums in the documented order.
  */
 import { chunkBounds, summationOrder } from '../../src/collective/layout.js';
-
-/** mulberry32: a tiny seeded PRNG, so every rank and the checker make the same inputs. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 as rng } from '../../src/model/mulberry32.js';
 
 /**
  * Rank `rank`'s input for `seed`: signed values whose magnitudes span 2^-8…2^8, so float32

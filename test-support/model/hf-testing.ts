@@ -5,7 +5,7 @@
  */
 import type { ModelConfig, TensorInfo } from '../../src/model/config.js';
 import type { TransformerWeights } from '../../src/model/reference.js';
-import { mulberry32 } from '../../src/model/synth.js';
+import { mulberry32 } from '../../src/model/mulberry32.js';
 import { f32ToBf16 } from '../../src/model/formats/safetensors.js';
 import { dequantize } from '../../src/model/formats/gguf-blocks.js';
 import { ByteLevelDecoder } from '@huggingface/tokenizers';

@@ -8,6 +8,7 @@ import { createGpuContext } from '../../gpu/tune.js';
 import { createStepParams, type StepParams } from '../../gpu/core/buffers.js';
 import type { BoundOp } from '../../gpu/core/op.js';
 import type { SelfTestReply, SelfTestRequest } from '../../gpu/selftest.worker.js';
+import { mulberry32 } from '../../model/mulberry32.js';
 
 let shared: Promise<GpuContext> | undefined;
 
@@ -17,17 +18,8 @@ export function context(): Promise<GpuContext> {
   return shared;
 }
 
-/** mulberry32, as src/model/synth.ts's (which this page cannot import: it writes files from Node). */
-export function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The pages' seeded PRNG. */
+export const rng = mulberry32;
 
 export function randn(n: number, rand: () => number, scale = 1): Float32Array<ArrayBuffer> {
   const a = new Float32Array(n);
