@@ -1,0 +1,235 @@
+import { describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+// @ts-expect-error: a plain .mjs build script, without types
+import { compileWat } from '../../scripts/build-wasm.mjs';
+import { CPU_KERNELS_WASM_BASE64 } from './kernels-wasm.js';
+import { CpuKernels, type CpuWeightDtype } from './kernels.js';
+import * as ref from '../model/reference.js';
+import { mulberry32 } from '../model/mulberry32.js';
+import { f32ToF16 } from '../model/formats/gguf-blocks.js';
+import { f16ToF32 } from '../model/formats/safetensors.js';
+
+/** Uniform in [-1, 1) from a seed. */
+function randoms(n: number, seed: number): Float32Array {
+  const r = mulberry32(seed);
+  return Float32Array.from({ length: n }, () => 2 * r() - 1);
+}
+
+/**
+ * The worst |got − want| / (rel·mag + abs) (≤ 1 passes), mag being the op's sum of magnitudes, as
+ * the GPU kernel checks (test-support/page/kernels.ts `compare`) measure it.
+ */
+function worst(got: ArrayLike<number>, want: ArrayLike<number>, mag: ArrayLike<number>, rel = 1e-5, abs = 1e-6): number {
+  let w = 0;
+  for (let i = 0; i < want.length; i++) {
+    const e = Math.abs(got[i]! - want[i]!);
+    w = Math.max(w, Number.isFinite(e) ? e / (rel * mag[i]! + abs) : Infinity);
+  }
+  return w;
+}
+
+/** Copies v into a fresh region of the kernels' memory; returns its offset. */
+function put(kn: CpuKernels, v: Float32Array | Uint16Array | Int32Array): number {
+  const at = kn.alloc(v.byteLength);
+  new Uint8Array(kn.memory.buffer, at, v.byteLength).set(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+  return at;
+}
+
+/** A weight matrix in `dtype`, and the f32 values the oracle multiplies by (the halves, widened). */
+function weights(n: number, seed: number, dtype: CpuWeightDtype): { stored: Float32Array | Uint16Array; values: Float32Array } {
+  const values = randoms(n, seed);
+  if (dtype === 'f32') return { stored: values, values };
+  const stored = Uint16Array.from(values, f32ToF16);
+  return { stored, values: Float32Array.from(stored, f16ToF32) };
+}
+
+const abs = (a: Float32Array) => a.map(Math.abs);
+
+describe('CPU kernels (WebAssembly SIMD)', () => {
+  it('the committed bytes are the compiled kernels.wat (npm run build:wasm after editing it)', async () => {
+    const bytes: Buffer = await compileWat(fileURLToPath(new URL('./kernels.wat', import.meta.url)));
+    expect(bytes.toString('base64')).toBe(CPU_KERNELS_WASM_BASE64);
+  });
+
+  // k: below 4, a 4-multiple tail, past 16 with tails of 1..15; m = 1 is the gemv, 3/5 short groups of four.
+  describe.each(['f32', 'f16'] as const)('matmul, %s weights', (dtype) => {
+    it.each([
+      [1, 1, 1], [1, 3, 5], [1, 17, 7], [1, 45, 13], [1, 64, 9], [1, 131, 33],
+      [3, 1, 2], [3, 7, 5], [3, 45, 13], [4, 33, 6], [5, 131, 19], [8, 20, 3],
+    ])('m %i, k %i, n %i: y = x·wᵀ, then accumulated with a bias, against the oracle', (m, k, n) => {
+      const xStride = k + 3; // rows of a wider buffer, as the siluMul halves of h13 are read
+      const xData = randoms(m * xStride, 1);
+      const x = Float32Array.from({ length: m * k }, (_, i) => xData[Math.floor(i / k) * xStride + (i % k)]!);
+      const w = weights(n * k, 2, dtype);
+      const bias = randoms(n, 3);
+      const y0 = randoms(m * n, 4);
+      const want = new Float32Array(m * n);
+      const mag = new Float32Array(m * n);
+      ref.matmul(want, x, w.values, m, k, n);
+      ref.matmul(mag, abs(x), abs(w.values), m, k, n);
+
+      const kn = CpuKernels.create();
+      const [xp, wp, bp, yp] = [put(kn, xData), put(kn, w.stored), put(kn, bias), put(kn, new Float32Array(m * n))];
+      kn.matmul({ y: yp, x: xp, xStride, w: wp, dtype, m, k, n });
+      expect(worst(kn.f32(yp, m * n), want, mag)).toBeLessThanOrEqual(1);
+
+      // The row-parallel form: y0 + (x·wᵀ + bias).
+      kn.f32(yp, m * n).set(y0);
+      kn.matmul({ y: yp, x: xp, xStride, w: wp, dtype, m, k, n, accumulate: true, bias: bp });
+      const acc = want.map((v, i) => Math.fround(y0[i]! + Math.fround(v + bias[i % n]!)));
+      const accMag = mag.map((v, i) => v + Math.abs(bias[i % n]!) + Math.abs(y0[i]!));
+      expect(worst(kn.f32(yp, m * n), acc, accMag)).toBeLessThanOrEqual(1);
+    });
+  });
+
+  it('widens every half as the loader does (normals, subnormals, ±0, ±inf, NaN), in SIMD and its tail', () => {
+    const dim = 65536 + 5; // the last five go through the scalar tail
+    const halves = Uint16Array.from({ length: dim }, (_, i) => i % 65536);
+    const kn = CpuKernels.create();
+    const table = put(kn, halves);
+    const tokens = put(kn, Int32Array.of(0));
+    const y = kn.alloc(dim * 4);
+    kn.embed(y, table, tokens, 1, dim, 'f16');
+    const got = kn.f32(y, dim);
+    const bad = Array.from(halves).findIndex((h, i) => !Object.is(got[i], f16ToF32(h)));
+    expect(bad).toBe(-1);
+  });
+
+  it.each(['f32', 'f16'] as const)('embed, %s table: rows of odd width for each token', (dtype) => {
+    const [vocab, dim] = [11, 21];
+    const t = weights(vocab * dim, 5, dtype);
+    const tokens = Int32Array.of(3, 0, 10, 3);
+    const want = new Float32Array(tokens.length * dim);
+    ref.embed(want, t.values, tokens, dim);
+    const kn = CpuKernels.create();
+    const [tp, kp, yp] = [put(kn, t.stored), put(kn, tokens), kn.alloc(want.byteLength)];
+    kn.embed(yp, tp, kp, tokens.length, dim, dtype);
+    expect(Array.from(kn.f32(yp, want.length))).toEqual(Array.from(want));
+  });
+
+  it.each([[1, 1], [1, 7], [3, 19], [2, 64], [3, 67]])('rmsnorm, m %i, dim %i, into another buffer and in place', (m, dim) => {
+    const x = randoms(m * dim, 6);
+    const g = randoms(dim, 7);
+    const want = new Float32Array(m * dim);
+    ref.rmsnorm(want, x, g, m, dim, 1e-5);
+    // Each output is g·s·x with s = 1/√(mean x² + eps): its magnitude is |want| (s is a sum of squares, no cancellation).
+    const mag = abs(want);
+    const kn = CpuKernels.create();
+    const [xp, gp, yp] = [put(kn, x), put(kn, g), kn.alloc(x.byteLength)];
+    kn.rmsnorm(yp, xp, gp, m, dim, 1e-5);
+    expect(worst(kn.f32(yp, m * dim), want, mag)).toBeLessThanOrEqual(1);
+    kn.rmsnorm(xp, xp, gp, m, dim, 1e-5);
+    expect(worst(kn.f32(xp, m * dim), want, mag)).toBeLessThanOrEqual(1);
+  });
+
+  it.each([1, 3, 7, 18])('add and siluMul over %i floats: bitwise the oracle', (n) => {
+    const [a, b, y] = [randoms(n, 8).map((v) => 6 * v), randoms(n, 9), randoms(n, 10)];
+    const kn = CpuKernels.create();
+    const [ap, bp, yp] = [put(kn, a), put(kn, b), put(kn, y)];
+    const sum = y.slice();
+    ref.add(sum, a, n);
+    kn.add(yp, ap, n);
+    expect(Array.from(kn.f32(yp, n))).toEqual(Array.from(sum));
+    const silu = new Float32Array(n);
+    ref.siluMul(silu, a, b, n);
+    kn.siluMul(yp, ap, bp, n, 1);
+    expect(Array.from(kn.f32(yp, n))).toEqual(Array.from(silu));
+  });
+
+  it('siluMul over the [h1 | h3] halves of 3 rows: bitwise the oracle, row by row', () => {
+    const [m, n] = [3, 13];
+    const h13 = randoms(m * 2 * n, 11).map((v) => 5 * v);
+    const want = new Float32Array(m * n);
+    for (let r = 0; r < m; r++) ref.siluMul(want.subarray(r * n), h13.subarray(r * 2 * n), h13.subarray(r * 2 * n + n), n);
+    const kn = CpuKernels.create();
+    const [hp, yp] = [put(kn, h13), kn.alloc(m * n * 4)];
+    kn.siluMul(yp, hp, hp + n * 4, n, m, 2 * n);
+    expect(Array.from(kn.f32(yp, m * n))).toEqual(Array.from(want));
+  });
+
+  it.each(['interleaved', 'rotate_half'] as const)('rope (%s) on q and k heads of 3 rows, from ropeTables: bitwise the oracle', (style) => {
+    const [m, nHeads, nKv, hs, seq] = [3, 3, 1, 10, 9];
+    const qDim = nHeads * hs;
+    const stride = qDim + 2 * nKv * hs; // a qkv row
+    const qkv = randoms(m * stride, 12);
+    const positions = Int32Array.of(0, 4, 8);
+    const tables = ropeTables(hs, seq);
+    const q = Float32Array.from({ length: m * qDim }, (_, i) => qkv[Math.floor(i / qDim) * stride + (i % qDim)]!);
+    const k = Float32Array.from({ length: m * nKv * hs }, (_, i) => qkv[Math.floor(i / (nKv * hs)) * stride + qDim + (i % (nKv * hs))]!);
+    ref.rope(q, m, nHeads, hs, positions, tables, style);
+    ref.rope(k, m, nKv, hs, positions, tables, style);
+    const kn = CpuKernels.create();
+    const [xp, cp, sp, pp] = [put(kn, qkv), put(kn, tables.cos), put(kn, tables.sin), put(kn, positions)];
+    kn.rope(xp, stride, nHeads, hs, cp, sp, pp, m, style);
+    kn.rope(xp + qDim * 4, stride, nKv, hs, cp, sp, pp, m, style);
+    const got = kn.f32(xp, m * stride);
+    for (let r = 0; r < m; r++) {
+      expect(Array.from(got.subarray(r * stride, r * stride + qDim))).toEqual(Array.from(q.subarray(r * qDim, (r + 1) * qDim)));
+      expect(Array.from(got.subarray(r * stride + qDim, r * stride + qDim + nKv * hs))).toEqual(Array.from(k.subarray(r * nKv * hs, (r + 1) * nKv * hs)));
+      // v is left as it was
+      expect(Array.from(got.subarray(r * stride + qDim + nKv * hs, (r + 1) * stride))).toEqual(Array.from(qkv.subarray(r * stride + qDim + nKv * hs, (r + 1) * stride)));
+    }
+  });
+
+  // GQA (6 query heads on 2 kv heads) with odd head sizes; 3 rows in 2 slots; the offset case is a
+  // rank whose heads start inside a kv group (kvMul 3, first head 1 of the model's group 0).
+  it.each([
+    { hs: 7, nHeads: 6, nKv: 2, headOffset: 0 },
+    { hs: 18, nHeads: 6, nKv: 2, headOffset: 0 },
+    { hs: 5, nHeads: 4, nKv: 2, headOffset: 1 },
+    { hs: 16, nHeads: 1, nKv: 1, headOffset: 0 },
+  ])('kvWrite + attention, head size $hs, $nHeads heads on $nKv kv heads, offset $headOffset', ({ hs, nHeads, nKv, headOffset }) => {
+    const kvMul = 3;
+    const [maxSeq, nSlots, m] = [11, 2, 3];
+    const kvDim = nKv * hs;
+    const qDim = nHeads * hs;
+    const stride = qDim + 2 * kvDim;
+    const slots = Int32Array.of(1, 0, 1);
+    const positions = Int32Array.of(9, 4, 10); // slot 1 at 9 and 10: the third row sees the second's k, v
+    const kn = CpuKernels.create();
+    const cacheFloats = nSlots * nKv * maxSeq * hs;
+    const [kc, vc] = [put(kn, randoms(cacheFloats, 13)), put(kn, randoms(cacheFloats, 14))];
+    const qkv = randoms(m * stride, 15);
+    const [qp, pp, sp, op, scores] = [put(kn, qkv), put(kn, positions), put(kn, slots), kn.alloc(m * qDim * 4), kn.alloc(maxSeq * 4)];
+    kn.kvWrite(qp + qDim * 4, stride, nKv, hs, pp, sp, m, kc, maxSeq);
+    kn.kvWrite(qp + (qDim + kvDim) * 4, stride, nKv, hs, pp, sp, m, vc, maxSeq);
+    kn.attention({ out: op, q: qp, qStride: stride, k: kc, v: vc, maxSeq, nKv, positions: pp, slots: sp, m, nHeads, headSize: hs, kvMul, headOffset, scores });
+
+    // The oracle per row and head: the slot's cache as (maxSeq, kvDim) rows, with kv head g at g·hs.
+    const k = kn.f32(kc, cacheFloats);
+    const v = kn.f32(vc, cacheFloats);
+    for (let r = 0; r < m; r++) {
+      const slot = slots[r]!;
+      for (let g = 0; g < nKv; g++) {
+        const at = ((slot * nKv + g) * maxSeq + positions[r]!) * hs;
+        expect(Array.from(k.subarray(at, at + hs))).toEqual(Array.from(qkv.subarray(r * stride + qDim + g * hs, r * stride + qDim + (g + 1) * hs)));
+        expect(Array.from(v.subarray(at, at + hs))).toEqual(Array.from(qkv.subarray(r * stride + qDim + kvDim + g * hs, r * stride + qDim + kvDim + (g + 1) * hs)));
+      }
+    }
+    const got = kn.f32(op, m * qDim);
+    const rowsOf = (c: Float32Array, slot: number, g: number) => c.slice((slot * nKv + g) * maxSeq * hs, (slot * nKv + g + 1) * maxSeq * hs);
+    for (let r = 0; r < m; r++) {
+      for (let h = 0; h < nHeads; h++) {
+        const g = Math.floor((h + headOffset) / kvMul);
+        const q = qkv.slice(r * stride + h * hs, r * stride + (h + 1) * hs);
+        const [want, mag] = [new Float32Array(hs), new Float32Array(hs)];
+        const [kr, vr] = [rowsOf(k, slots[r]!, g), rowsOf(v, slots[r]!, g)];
+        ref.attention(want, q, kr, vr, 1, positions.subarray(r, r + 1), 1, 1, hs, hs);
+        ref.attention(mag, q, kr, abs(vr), 1, positions.subarray(r, r + 1), 1, 1, hs, hs);
+        expect(worst(got.subarray((r * nHeads + h) * hs, (r * nHeads + h + 1) * hs), want, mag)).toBeLessThanOrEqual(1);
+      }
+    }
+  });
+
+  it('grows its memory for an allocation past the current size, keeping what it held', () => {
+    const kn = CpuKernels.create();
+    const a = put(kn, Float32Array.of(1, 2, 3));
+    const before = kn.memory.buffer.byteLength;
+    const b = kn.alloc(3 * 65536);
+    expect(kn.memory.buffer.byteLength).toBeGreaterThan(before);
+    expect(b % 16).toBe(0);
+    expect(Array.from(kn.f32(a, 3))).toEqual([1, 2, 3]);
+  });
+});
+
+const ropeTables = (hs: number, seq: number) => ref.ropeTables(hs, seq, 10000);
