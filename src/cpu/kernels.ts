@@ -99,6 +99,16 @@ export class CpuKernels {
     return at;
   }
 
+  /** Where the next `alloc` starts: `release(mark)` frees everything allocated since. */
+  mark(): number {
+    return this.top;
+  }
+
+  release(mark: number): void {
+    if (mark > this.top) throw new RangeError(`CPU kernels: release(${mark}) is past the allocations (${this.top})`);
+    this.top = mark;
+  }
+
   /** Views of the memory; make them after the last `alloc` (growing replaces the buffer). */
   f32(at: number, n: number): Float32Array {
     return new Float32Array(this.memory.buffer, at, n);

@@ -1,0 +1,130 @@
+/**
+ * The backend-neutral forward on the CPU backend (WebAssembly SIMD kernels) in Node, with the
+ * real stories260K and an in-thread communicator (the shared-memory one blocks its thread while it
+ * waits, so ranks in one thread need one that awaits): greedy tokens must be run.c's.
+ */
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import greedy from '../test-support/fixtures/stories260K-greedy.json';
+import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
+import { parseLlama2cHeader } from '../src/model/formats/llama2c.js';
+import { argmax } from '../src/model/reference.js';
+import { makePlan, type PlanOptions, type RankPlan } from '../src/parallel/plan.js';
+import type { Communicator } from '../src/collective/communicator.js';
+import { createCpuBackend } from './cpu-backend.js';
+import { forward } from './forward.js';
+import { chooseRowSum } from './row-sum.js';
+
+const path = resolve(modelsDir, 'stories260K.bin');
+const file = new Uint8Array(readArrayBuffer(path));
+const { config: c } = parseLlama2cHeader(file.subarray(0, 28), statSync(path).size);
+
+/** A rank's packed shard as the loader gives it: its slices, dense, in plan order, from the file's byte ranges. */
+function packShard(r: RankPlan): ArrayBuffer {
+  const out = new Uint8Array(r.byteLength);
+  let at = 0;
+  for (const s of r.slices) {
+    for (const g of s.ranges) out.set(file.subarray(g.fileOffset, g.fileOffset + g.length), at + g.dstOffset);
+    at += s.byteLength;
+  }
+  return out.buffer;
+}
+
+/** world communicators in one thread: each collective awaits every rank, then sums in rank order. */
+function inThread(world: number, slotFloats: number): Communicator[] {
+  const slots = Array.from({ length: world }, () => new Float32Array(slotFloats));
+  let [arrived, waiting] = [0, [] as (() => void)[]];
+  const barrier = () => new Promise<void>((resolve) => {
+    waiting.push(resolve);
+    if (++arrived < world) return;
+    for (const w of waiting) w();
+    [arrived, waiting] = [0, []];
+  });
+  const collect = async (f: () => Float32Array) => {
+    await barrier();
+    const v = f();
+    await barrier();
+    return v;
+  };
+  return slots.map((slot, rank) => ({
+    rank, world,
+    slot: (n) => slot.subarray(0, n),
+    allReduce: (n) => collect(() => {
+      const sum = slots[0]!.slice(0, n);
+      for (const s of slots.slice(1)) for (let i = 0; i < n; i++) sum[i] = Math.fround(sum[i]! + s[i]!);
+      return sum;
+    }),
+    broadcast: (n, root) => collect(() => slots[root]!.slice(0, n)),
+    barrier,
+    close() {},
+  }));
+}
+
+/**
+ * Greedy generation on CPU ranks split as `opts` says: the fixture's first `prefill` tokens in one step (every
+ * row's logits kept, to check the small-m path), then one token a step until the fixture's length.
+ * Returns the tokens and, per prefill row, the argmax of its logits.
+ */
+async function generate(opts: PlanOptions, prefill: number): Promise<{ tokens: number[]; prefillNext: number[] }> {
+  const plan = makePlan(c, opts);
+  const tp = plan.world;
+  const backend = createCpuBackend();
+  const comms = inThread(tp, prefill * c.dim);
+  const ranks = plan.ranks.map((r) => {
+    const sum = chooseRowSum(r.rank, tp, false);
+    const w = backend.createWeights(c, r, packShard(r));
+    const s = backend.createState(c, r, w, {
+      maxM: prefill, maxLogitRows: prefill, contextLength: c.seqLen, slots: 1, rows: sum.binding,
+      activations: 'f32', exact: false, kvCache: 'f32', profile: false,
+    });
+    return { r, sum, s, comm: comms[r.rank]! };
+  });
+  const times = { compute: 0, readback: 0, allreduce: 0, upload: 0, roundtrips: [] };
+  /** One step over `tokens` at positions pos.., every row's logits: (rows, vocab). */
+  const step = async (tokens: number[], pos: number): Promise<Float32Array[]> => {
+    const m = tokens.length;
+    const input = {
+      m, tokens: Int32Array.from(tokens), positions: Int32Array.from(tokens, (_, i) => pos + i),
+      slots: new Int32Array(m), logitRows: Int32Array.from(tokens, (_, i) => i),
+    };
+    const outs = ranks.map((k) => new Float32Array(m * (k.r.vocab[1] - k.r.vocab[0])));
+    await Promise.all(ranks.map((k, i) => forward(backend, k.s, k.sum, k.comm, input, outs[i]!, times)));
+    return tokens.map((_, row) => {
+      const logits = new Float32Array(c.vocabSize);
+      for (const [i, k] of ranks.entries()) {
+        const n = k.r.vocab[1] - k.r.vocab[0];
+        logits.set(outs[i]!.subarray(row * n, (row + 1) * n), k.r.vocab[0]);
+      }
+      return logits;
+    });
+  };
+  const tokens = greedy.tokens.slice(0, prefill);
+  const rows = await step(tokens, 0);
+  const prefillNext = rows.map((l) => argmax(l, c.vocabSize));
+  let next = prefillNext[prefill - 1]!;
+  while (tokens.length < greedy.tokens.length && next !== 1) {
+    tokens.push(next);
+    if (tokens.length === greedy.tokens.length) break;
+    next = argmax((await step([next], tokens.length - 1))[0]!, c.vocabSize);
+  }
+  for (const k of ranks) k.comm.close();
+  return { tokens, prefillNext };
+}
+
+describe('forward on CPU ranks (WebAssembly SIMD) with stories260K', () => {
+  // 3:3:2 starts rank 1's query heads inside a kv group (the kvGroup head offset).
+  const cases: [string, PlanOptions][] = [
+    ['TP 1', { tensorParallel: 1 }], ['TP 2', { tensorParallel: 2 }], ['TP 4', { tensorParallel: 4 }], ['fractions 3:3:2', { fractions: [3, 3, 2] }],
+  ];
+  it.each(cases)('%s gives run.c\'s greedy tokens', async (_, opts) => {
+    const { tokens } = await generate(opts, 1);
+    expect(tokens).toEqual(greedy.tokens);
+  });
+
+  it.each(cases)('%s: a prefill of 5 fixture tokens predicts each next one, then decodes run.c\'s tokens', async (_, opts) => {
+    const { tokens, prefillNext } = await generate(opts, 5);
+    expect(prefillNext).toEqual(greedy.tokens.slice(1, 6));
+    expect(tokens).toEqual(greedy.tokens);
+  });
+});

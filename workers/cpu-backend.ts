@@ -1,0 +1,255 @@
+/**
+ * The CPU backend of a rank: the forward's ops on the WebAssembly SIMD kernels (src/cpu), with
+ * the shard, the activations and the KV cache in the rank's one `WebAssembly.Memory`. Every op
+ * is a closure bound when the state is made; `run` computes it at once, so a stage has nothing
+ * to submit, and `read`/`write` copy between the activations and the caller's floats.
+ * Weights are f32 or f16; quantised weights, int8 activations, runq.c's exact attention and an
+ * f16 KV cache are not here yet (issue 22's later parts).
+ */
+import type { ModelConfig } from '../src/model/config.js';
+import { rankDims, type RankPlan } from '../src/parallel/plan.js';
+import { ropeTables } from '../src/model/reference.js';
+import { CpuKernels, type CpuWeightDtype } from '../src/cpu/kernels.js';
+import { InvalidArgumentError, ModelFormatError, PlanError } from '../src/errors.js';
+import type { Activation, Backend, LayerOps, RankState, RowOp, StateOptions } from './backend.js';
+import { commonForm, sliceViews, type SliceView } from './slice-views.js';
+
+/** A matrix in the rank's memory: (rows, cols) of f32 or f16, W[out][in]. */
+interface CpuMatrix {
+  at: number;
+  dtype: CpuWeightDtype;
+}
+
+/** The weights of one rank, in its memory; shapes carry the shard, as in gpu-weights.ts. */
+export interface CpuWeights {
+  kernels: CpuKernels;
+  tokEmbeddings: CpuMatrix; // (vocab, dim), replicated
+  layers: {
+    attentionNorm: number; // (dim,) f32
+    wqkv: CpuMatrix; // ((heads/tp + 2·kvHeads/tp)·head_size, dim): wq rows, then wk, then wv
+    bqkv?: number; // ((heads/tp + 2·kvHeads/tp)·head_size,) f32
+    wo: CpuMatrix; // (dim, heads/tp·head_size)
+    bo?: number; // (dim,) f32, replicated
+    ffnNorm: number; // (dim,) f32
+    w13: CpuMatrix; // (2·hidden/tp, dim): w1 rows, then w3 rows
+    w2: CpuMatrix; // (dim, hidden/tp)
+  }[];
+  norm: number; // (dim,) f32
+  output: CpuMatrix; // (vocab/tp, dim)
+}
+
+/** Copies a rank's packed shard into a fresh memory, fusing wq|wk|wv and w1|w3 as the GPU backend does. */
+function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer): CpuWeights {
+  const views = sliceViews(r, packed);
+  const kernels = CpuKernels.create(r.byteLength + (1 << 20));
+  const view = (name: string): SliceView => {
+    const v = views.get(name);
+    if (!v) throw new ModelFormatError(`rank ${r.rank}: tensor ${name} is missing from its shard`);
+    return v;
+  };
+  const copy = (src: Float32Array | Uint16Array): number => {
+    const at = kernels.alloc(src.byteLength);
+    new Uint8Array(kernels.memory.buffer, at, src.byteLength).set(new Uint8Array(src.buffer, src.byteOffset, src.byteLength));
+    return at;
+  };
+  const vector = (name: string): number => {
+    const v = view(name);
+    if (v.dtype !== 'f32') throw new ModelFormatError(`rank ${r.rank}: tensor ${name} must be f32, got ${v.dtype}`);
+    return copy(v.f);
+  };
+  const matrix = (names: string[]): CpuMatrix => {
+    const parts = commonForm(names.map(view));
+    const dtype = parts[0]!.dtype;
+    if (dtype !== 'f32' && dtype !== 'f16') throw new ModelFormatError(`rank ${r.rank}: ${names[0]} is ${dtype}; CPU ranks take f32 or f16 weights`);
+    const values = parts.map((p) => (p.dtype === 'f32' ? p.f : p.dtype === 'f16' ? p.h : undefined)!);
+    const at = kernels.alloc(values.reduce((n, v) => n + v.byteLength, 0));
+    let o = at;
+    for (const v of values) {
+      new Uint8Array(kernels.memory.buffer, o, v.byteLength).set(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+      o += v.byteLength;
+    }
+    return { at, dtype };
+  };
+  const fusedBias = (names: string[]): number => {
+    const parts = names.map((n) => {
+      const v = view(n);
+      if (v.dtype !== 'f32') throw new ModelFormatError(`rank ${r.rank}: tensor ${n} must be f32, got ${v.dtype}`);
+      return v.f;
+    });
+    const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+    let o = 0;
+    for (const p of parts) {
+      out.set(p, o);
+      o += p.length;
+    }
+    return copy(out);
+  };
+  const layers = Array.from({ length: c.nLayers }, (_, l) => {
+    const p = `layers.${l}.`;
+    return {
+      attentionNorm: vector(`${p}attention_norm`),
+      wqkv: matrix([`${p}attention.wq`, `${p}attention.wk`, `${p}attention.wv`]),
+      ...(c.qkvBias ? { bqkv: fusedBias([`${p}attention.bq`, `${p}attention.bk`, `${p}attention.bv`]) } : {}),
+      wo: matrix([`${p}attention.wo`]),
+      ...(c.outBias ? { bo: vector(`${p}attention.bo`) } : {}),
+      ffnNorm: vector(`${p}ffn_norm`),
+      w13: matrix([`${p}feed_forward.w1`, `${p}feed_forward.w3`]),
+      w2: matrix([`${p}feed_forward.w2`]),
+    };
+  });
+  return { kernels, tokEmbeddings: matrix(['tok_embeddings']), layers, norm: vector('norm'), output: matrix(['output']) };
+}
+
+/** One bound op: it computes the step's first m rows. */
+export type CpuOp = (m: number) => void;
+
+/** A step's activations (byte offsets in the rank's memory) and the ops bound to them. */
+export interface CpuRunState extends RankState<CpuOp> {
+  kernels: CpuKernels;
+  /** The memory's allocation mark before this state: destroyState releases back to it. */
+  mark: number;
+  maxM: number;
+  maxLogitRows: number;
+  vocab: number;
+  tokens: number; // (maxM,) i32
+  positions: number; // (maxM,) i32
+  slots: number; // (maxM,) i32
+  x: number; // (maxM, dim) the residual stream
+  partial: number; // (maxM, dim) a row-parallel partial sum
+  xsel: number; // (maxLogitRows, dim) the rows whose logits are wanted
+  logits: number; // (maxLogitRows, vocab/tp)
+  head: CpuOp; // final norm + classifier over xsel
+  m: number;
+}
+
+function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateOptions): CpuRunState {
+  if (o.activations !== 'f32') throw new InvalidArgumentError(`CPU ranks compute with f32 activations, got ${o.activations}`);
+  if (o.kvCache !== 'f32') throw new InvalidArgumentError(`CPU ranks keep an f32 KV cache, got ${o.kvCache}`);
+  if (o.exact) throw new InvalidArgumentError('CPU ranks do not run runq.c\'s exact attention yet');
+  const kn = w.kernels;
+  const mark = kn.mark();
+  const d = rankDims(c, r);
+  const { maxM, contextLength: seq } = o;
+  const hs = d.headSize;
+  const qDim = d.nHeads * hs;
+  const kvDim = d.nKvHeads * hs;
+  const f32 = (n: number) => kn.alloc(n * 4);
+  const tables = ropeTables(c.headSize, seq, c.ropeTheta, c.ropeScaling);
+  const b = {
+    tokens: f32(maxM), positions: f32(maxM), slots: f32(maxM),
+    x: f32(maxM * d.dim), xn: f32(maxM * d.dim), partial: f32(maxM * d.dim),
+    qkv: f32(maxM * d.qkv), att: f32(maxM * qDim), h13: f32(maxM * 2 * d.hidden), hb: f32(maxM * d.hidden),
+    xsel: f32(o.maxLogitRows * d.dim), logits: f32(o.maxLogitRows * d.vocab), scores: f32(seq),
+    cos: f32(tables.cos.length), sin: f32(tables.sin.length),
+  };
+  const cacheFloats = o.slots * d.nKvHeads * seq * hs;
+  const caches = w.layers.map(() => ({ k: f32(cacheFloats), v: f32(cacheFloats) }));
+  kn.f32(b.cos, tables.cos.length).set(tables.cos);
+  kn.f32(b.sin, tables.sin.length).set(tables.sin);
+  const eps = c.normEps;
+  // An uneven split may start a rank's heads inside a kv group (the shared kv head is on both ranks).
+  const kvMul = c.nHeads / c.nKvHeads;
+  const headOffset = r.heads[0] - r.kvHeads[0] * kvMul;
+  const styles = new Map(r.slices.map((t) => [t.name, t.style]));
+  const { rows } = o;
+  /** A row-parallel matmul of `input(m)`'s result: bound as the rank's RowBinding says. */
+  const rowParallel = (name: string, wt: CpuMatrix, x: number, k: number, bias: number | undefined, input: CpuOp): RowOp<CpuOp> => {
+    if (styles.get(name) !== 'row') throw new PlanError(`${name}: the forward all-reduces its output, so it must be split by rows, got ${styles.get(name) ?? 'no slice'}`);
+    const into = rows.into === 'x'
+      ? { y: b.x, accumulate: true, bias }
+      : { y: b.partial, accumulate: rows.continueSum, bias: undefined };
+    const matmul: CpuOp = (m) => {
+      input(m);
+      kn.matmul({ ...into, x, w: wt.at, dtype: wt.dtype, m, k, n: d.dim });
+    };
+    // A sum that lands in partial is added into x (with the bias, which every rank adds to the same sum).
+    const addSum: CpuOp[] = rows.sumIn === 'x' ? [] : [
+      ...(bias !== undefined ? [(m: number) => {
+        for (let i = 0; i < m; i++) kn.add(b.partial + i * d.dim * 4, bias, d.dim);
+      }] : []),
+      (m: number) => kn.add(b.x, b.partial, m * d.dim),
+    ];
+    return { matmul, addSum };
+  };
+  const none: CpuOp = () => {};
+  const layers: LayerOps<CpuOp>[] = w.layers.map((L, l) => ({
+    qkv: (m) => {
+      kn.rmsnorm(b.xn, b.x, L.attentionNorm, m, d.dim, eps);
+      kn.matmul({ y: b.qkv, x: b.xn, w: L.wqkv.at, dtype: L.wqkv.dtype, m, k: d.dim, n: d.qkv, bias: L.bqkv });
+    },
+    rope: (m) => {
+      kn.rope(b.qkv, d.qkv, d.nHeads, hs, b.cos, b.sin, b.positions, m, c.ropeStyle);
+      kn.rope(b.qkv + qDim * 4, d.qkv, d.nKvHeads, hs, b.cos, b.sin, b.positions, m, c.ropeStyle);
+      kn.kvWrite(b.qkv + qDim * 4, d.qkv, d.nKvHeads, hs, b.positions, b.slots, m, caches[l]!.k, seq);
+      kn.kvWrite(b.qkv + (qDim + kvDim) * 4, d.qkv, d.nKvHeads, hs, b.positions, b.slots, m, caches[l]!.v, seq);
+    },
+    attention: (m) => kn.attention({
+      out: b.att, q: b.qkv, qStride: d.qkv, k: caches[l]!.k, v: caches[l]!.v, maxSeq: seq, nKv: d.nKvHeads,
+      positions: b.positions, slots: b.slots, m, nHeads: d.nHeads, headSize: hs, kvMul, headOffset, scores: b.scores,
+    }),
+    wo: rowParallel(`layers.${l}.attention.wo`, L.wo, b.att, qDim, L.bo, none),
+    w13: (m) => {
+      kn.rmsnorm(b.xn, b.x, L.ffnNorm, m, d.dim, eps);
+      kn.matmul({ y: b.h13, x: b.xn, w: L.w13.at, dtype: L.w13.dtype, m, k: d.dim, n: 2 * d.hidden });
+    },
+    w2: rowParallel(`layers.${l}.feed_forward.w2`, L.w2, b.hb, d.hidden, undefined,
+      (m) => kn.siluMul(b.hb, b.h13, b.h13 + d.hidden * 4, d.hidden, m, 2 * d.hidden)),
+  }));
+  const embed: CpuOp = (m) => kn.embed(b.x, w.tokEmbeddings.at, b.tokens, m, d.dim, w.tokEmbeddings.dtype);
+  const head: CpuOp = (m) => {
+    kn.rmsnorm(b.xsel, b.xsel, w.norm, m, d.dim, eps);
+    kn.matmul({ y: b.logits, x: b.xsel, w: w.output.at, dtype: w.output.dtype, m, k: d.dim, n: d.vocab });
+  };
+  return {
+    kernels: kn, mark, dim: d.dim, maxM, maxLogitRows: o.maxLogitRows, vocab: d.vocab,
+    tokens: b.tokens, positions: b.positions, slots: b.slots, x: b.x, partial: b.partial, xsel: b.xsel, logits: b.logits,
+    embed, layers, head, m: 0,
+  };
+}
+
+export type CpuBackend = Backend<CpuWeights, CpuRunState, CpuOp>;
+
+/** The activation `a` of state s as floats (a fresh view: the memory may have grown). */
+function floats(s: CpuRunState, a: Activation, n: number): Float32Array {
+  return s.kernels.f32(s[a], n);
+}
+
+export function createCpuBackend(): CpuBackend {
+  return {
+    createWeights: createCpuWeights,
+    // The memory goes with its last reference.
+    destroyWeights: () => {},
+    createState: createCpuRunState,
+    destroyState: (s) => s.kernels.release(s.mark),
+
+    begin(s, input) {
+      const { m } = input;
+      if (m > s.maxM) throw new InvalidArgumentError(`a step of ${m} rows exceeds the state's ${s.maxM}`);
+      s.m = m;
+      const kn = s.kernels;
+      kn.i32(s.tokens, m).set(input.tokens.subarray(0, m));
+      kn.i32(s.positions, m).set(input.positions.subarray(0, m));
+      kn.i32(s.slots, m).set(input.slots.subarray(0, m));
+    },
+    run: (s, op) => op(s.m),
+    // Every op has run by the time `run` returns.
+    submit: () => {},
+    async read(s, from, into) {
+      into.set(floats(s, from, into.length));
+    },
+    write(s, to, v) {
+      floats(s, to, v.length).set(v);
+    },
+    /** Copies the wanted rows into xsel, runs the head on them and copies the logits out. */
+    async head(s, logitRows, into) {
+      const nl = logitRows.length;
+      if (nl === 0) return;
+      if (nl > s.maxLogitRows) throw new InvalidArgumentError(`${nl} logit rows exceed the state's ${s.maxLogitRows}`);
+      const x = floats(s, 'x', s.m * s.dim);
+      const xsel = s.kernels.f32(s.xsel, nl * s.dim);
+      for (let j = 0; j < nl; j++) xsel.set(x.subarray(logitRows[j]! * s.dim, (logitRows[j]! + 1) * s.dim), j * s.dim);
+      s.head(nl);
+      into.set(s.kernels.f32(s.logits, nl * s.vocab));
+    },
+  };
+}
