@@ -12,6 +12,7 @@
 
   ;; Four halves, zero-extended in i32 lanes, to f32: the magnitude shifted into place and scaled
   ;; by 2^112 (exact for normals and subnormals), inf/NaN given the full exponent, then the sign.
+  ;; The f16 dot products spell it out inline: V8 does not inline the call, which then dominated them.
   (func $h2f4 (param $h v128) (result v128)
     (v128.or
       (v128.or
@@ -75,18 +76,24 @@
 
   ;; The same over f16 weights: 16 halves (two loads) a turn, then 8, then 1.
   (func $dot1_f16 (param $w i32) (param $x i32) (param $k i32) (result f32)
-    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $lo v128) (local $hi v128)
+    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $lo v128) (local $hi v128) (local $v16 v128) (local $hv v128)
     (local $j i32) (local $k16 i32) (local $k8 i32) (local $s f32)
     (local.set $k16 (i32.and (local.get $k) (i32.const -16)))
     (local.set $k8 (i32.and (local.get $k) (i32.const -8)))
     (block $d16 (loop $l16
       (br_if $d16 (i32.ge_u (local.get $j) (local.get $k16)))
-      (call $load8h (local.get $w))
-      (local.set $hi) (local.set $lo)
+      (local.set $v16 (v128.load (local.get $w)))
+      (local.set $hv (i32x4.extend_low_i16x8_u (local.get $v16)))
+      (local.set $lo (v128.or (v128.or (f32x4.mul (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff)) (i32.const 13)) (v128.const f32x4 0x1p112 0x1p112 0x1p112 0x1p112)) (v128.and (i32x4.eq (v128.and (local.get $hv) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))) (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x8000 0x8000 0x8000 0x8000)) (i32.const 16))))
+      (local.set $hv (i32x4.extend_high_i16x8_u (local.get $v16)))
+      (local.set $hi (v128.or (v128.or (f32x4.mul (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff)) (i32.const 13)) (v128.const f32x4 0x1p112 0x1p112 0x1p112 0x1p112)) (v128.and (i32x4.eq (v128.and (local.get $hv) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))) (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x8000 0x8000 0x8000 0x8000)) (i32.const 16))))
       (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (local.get $lo) (v128.load offset=0 (local.get $x)))))
       (local.set $a1 (f32x4.add (local.get $a1) (f32x4.mul (local.get $hi) (v128.load offset=16 (local.get $x)))))
-      (call $load8h (i32.add (local.get $w) (i32.const 16)))
-      (local.set $hi) (local.set $lo)
+      (local.set $v16 (v128.load (i32.add (local.get $w) (i32.const 16))))
+      (local.set $hv (i32x4.extend_low_i16x8_u (local.get $v16)))
+      (local.set $lo (v128.or (v128.or (f32x4.mul (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff)) (i32.const 13)) (v128.const f32x4 0x1p112 0x1p112 0x1p112 0x1p112)) (v128.and (i32x4.eq (v128.and (local.get $hv) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))) (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x8000 0x8000 0x8000 0x8000)) (i32.const 16))))
+      (local.set $hv (i32x4.extend_high_i16x8_u (local.get $v16)))
+      (local.set $hi (v128.or (v128.or (f32x4.mul (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff)) (i32.const 13)) (v128.const f32x4 0x1p112 0x1p112 0x1p112 0x1p112)) (v128.and (i32x4.eq (v128.and (local.get $hv) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))) (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x8000 0x8000 0x8000 0x8000)) (i32.const 16))))
       (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $lo) (v128.load offset=32 (local.get $x)))))
       (local.set $a3 (f32x4.add (local.get $a3) (f32x4.mul (local.get $hi) (v128.load offset=48 (local.get $x)))))
       (local.set $w (i32.add (local.get $w) (i32.const 32)))
@@ -95,8 +102,11 @@
       (br $l16)))
     (block $d8 (loop $l8
       (br_if $d8 (i32.ge_u (local.get $j) (local.get $k8)))
-      (call $load8h (local.get $w))
-      (local.set $hi) (local.set $lo)
+      (local.set $v16 (v128.load (local.get $w)))
+      (local.set $hv (i32x4.extend_low_i16x8_u (local.get $v16)))
+      (local.set $lo (v128.or (v128.or (f32x4.mul (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff)) (i32.const 13)) (v128.const f32x4 0x1p112 0x1p112 0x1p112 0x1p112)) (v128.and (i32x4.eq (v128.and (local.get $hv) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))) (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x8000 0x8000 0x8000 0x8000)) (i32.const 16))))
+      (local.set $hv (i32x4.extend_high_i16x8_u (local.get $v16)))
+      (local.set $hi (v128.or (v128.or (f32x4.mul (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff)) (i32.const 13)) (v128.const f32x4 0x1p112 0x1p112 0x1p112 0x1p112)) (v128.and (i32x4.eq (v128.and (local.get $hv) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))) (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x8000 0x8000 0x8000 0x8000)) (i32.const 16))))
       (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (local.get $lo) (v128.load offset=0 (local.get $x)))))
       (local.set $a1 (f32x4.add (local.get $a1) (f32x4.mul (local.get $hi) (v128.load offset=16 (local.get $x)))))
       (local.set $w (i32.add (local.get $w) (i32.const 16)))
@@ -153,12 +163,13 @@
     (local.get $s0) (local.get $s1) (local.get $s2) (local.get $s3))
 
   (func $dot4_f16 (param $w i32) (param $x0 i32) (param $x1 i32) (param $x2 i32) (param $x3 i32) (param $k i32) (result f32 f32 f32 f32)
-    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $v v128)
+    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $v v128) (local $hv v128)
     (local $j i32) (local $k4 i32) (local $s0 f32) (local $s1 f32) (local $s2 f32) (local $s3 f32) (local $f f32)
     (local.set $k4 (i32.and (local.get $k) (i32.const -4)))
     (block $d4 (loop $l4
       (br_if $d4 (i32.ge_u (local.get $j) (local.get $k4)))
-      (local.set $v (call $h2f4 (i32x4.extend_low_i16x8_u (v128.load64_zero (local.get $w)))))
+      (local.set $hv (i32x4.extend_low_i16x8_u (v128.load64_zero (local.get $w))))
+      (local.set $v (v128.or (v128.or (f32x4.mul (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff)) (i32.const 13)) (v128.const f32x4 0x1p112 0x1p112 0x1p112 0x1p112)) (v128.and (i32x4.eq (v128.and (local.get $hv) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))) (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x8000 0x8000 0x8000 0x8000)) (i32.const 16))))
       (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (local.get $v) (v128.load (local.get $x0)))))
       (local.set $a1 (f32x4.add (local.get $a1) (f32x4.mul (local.get $v) (v128.load (local.get $x1)))))
       (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $v) (v128.load (local.get $x2)))))
