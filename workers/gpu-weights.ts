@@ -9,7 +9,7 @@ import type { GpuContext } from '../src/gpu/core/device.js';
 import { createMatrix, destroyMatrix, createStorageBuffer, writeMatrixRows, type Matrix } from '../src/gpu/core/buffers.js';
 import { createQuantMatrix, destroyQuantMatrix, isQuantMatrix, writeQuantRows, type QuantMatrix } from '../src/gpu/core/quant-matrix.js';
 import { createHalfMatrix, destroyHalfMatrix, isHalfMatrix, writeHalfRows, type HalfMatrix } from '../src/gpu/core/half-matrix.js';
-import { commonForm, sliceViews, type SliceView } from './slice-views.js';
+import { commonForm, sliceValues, sliceViews, type SliceView } from './slice-views.js';
 import { ModelFormatError } from '../src/errors.js';
 
 /** A weight matrix as the file stores it: f32, f16 kept in f16, or Q8_0 / Q4_0 kept quantised. */
@@ -54,34 +54,18 @@ export function createShardWeights(ctx: GpuContext, c: ModelConfig, r: RankPlan,
     return v.f;
   };
   const matrix = (rows: number, cols: number, label: string, names: string[]): Weight => {
+    // commonForm leaves every part in one dtype and group size, so the parts fuse row after row.
     const parts = commonForm(names.map(view));
     const first = parts[0]!;
-    if (first.dtype === 'f16') {
-      const m = createHalfMatrix(ctx, rows, cols, label);
-      let row = 0;
-      for (const [i, p] of parts.entries()) {
-        if (p.dtype !== 'f16') throw new ModelFormatError(`${names[i]} must be stored like ${names[0]} to be fused with it`);
-        writeHalfRows(ctx, m, row, p.h);
-        row += p.h.length / cols;
-      }
-      return m;
-    }
-    if (first.dtype !== 'f32') {
-      const m = createQuantMatrix(ctx, rows, cols, first.groupSize, label, first.dtype);
-      let row = 0;
-      for (const [i, p] of parts.entries()) {
-        if (p.dtype !== first.dtype || p.groupSize !== first.groupSize) throw new ModelFormatError(`${names[i]} must be stored like ${names[0]} to be fused with it`);
-        writeQuantRows(ctx, m, row, p.q, p.s);
-        row += (p.s.length * p.groupSize) / cols;
-      }
-      return m;
-    }
-    const m = createMatrix(ctx, rows, cols, label);
+    const m = first.dtype === 'f16' ? createHalfMatrix(ctx, rows, cols, label)
+      : first.dtype === 'f32' ? createMatrix(ctx, rows, cols, label)
+      : createQuantMatrix(ctx, rows, cols, first.groupSize, label, first.dtype);
     let row = 0;
-    for (const [i, p] of parts.entries()) {
-      if (p.dtype !== 'f32') throw new ModelFormatError(`${names[i]} must be stored like ${names[0]} to be fused with it`);
-      writeMatrixRows(ctx, m, row, p.f);
-      row += p.f.length / cols;
+    for (const p of parts) {
+      if (p.dtype === 'f16') writeHalfRows(ctx, m as HalfMatrix, row, p.h);
+      else if (p.dtype === 'f32') writeMatrixRows(ctx, m as Matrix, row, p.f);
+      else writeQuantRows(ctx, m as QuantMatrix, row, p.q, p.s);
+      row += sliceValues(p) / cols;
     }
     return m;
   };

@@ -40,7 +40,8 @@ export function sliceViews(r: RankPlan, packed: ArrayBuffer): Map<string, SliceV
   return views;
 }
 
-function values(v: SliceView): number {
+/** How many values a slice holds, whatever its dtype. */
+export function sliceValues(v: SliceView): number {
   return v.dtype === 'f32' ? v.f.length : v.dtype === 'f16' ? v.h.length : v.s.length * v.groupSize;
 }
 
@@ -56,11 +57,11 @@ export function commonForm(parts: SliceView[]): SliceView[] {
   const first = parts[0]!;
   if (parts.every((p) => p.dtype === first.dtype && groupOf(p) === groupOf(first))) return parts;
   if (parts.every((p) => (p.dtype === 'q8_0' || p.dtype === 'q4_0') && p.groupSize === 32)) {
-    return parts.map((p) => (p.dtype === 'q4_0' ? { dtype: 'q8_0', ...q4ToQ8(p, values(p)), groupSize: 32 } : p));
+    return parts.map((p) => (p.dtype === 'q4_0' ? { dtype: 'q8_0', ...q4ToQ8(p, sliceValues(p)), groupSize: 32 } : p));
   }
   return parts.map((p): SliceView => {
     if (p.dtype === 'f32') return p;
-    const n = values(p);
+    const n = sliceValues(p);
     if (p.dtype === 'f16') {
       const f = new Float32Array(n);
       dequantize('F16', new Uint8Array(p.h.buffer, p.h.byteOffset, p.h.byteLength), f);
