@@ -1,5 +1,6 @@
 /**
- * A shard worker: one GPUDevice, one shard of every weight matrix, its part of every layer.
+ * A shard worker: one device (a GPUDevice, or the WebAssembly SIMD kernels of a CPU rank, chosen
+ * once at init: workers/rank-compute.ts), one shard of every weight matrix, its part of every layer.
  * The main thread talks to it through Comlink for control (the `RankApi` of src/protocol.ts);
  * steps arrive through the SharedArrayBuffer control block, and partial sums leave through the
  * communicator. Between steps it waits with Atomics.waitAsync, so its event loop stays free for
@@ -15,37 +16,27 @@ import * as Comlink from 'comlink';
 import {
   decodeStep, installErrorTransfer, type RankApi, type ShardInit, type ShardInitResult, type StepInput,
 } from '../src/protocol.js';
-import { destroyGpuContext, type GpuContext } from '../src/gpu/core/device.js';
-import { createGpuContext } from '../src/gpu/tune.js';
 import type { Communicator } from '../src/collective/index.js';
 import { channelEndpoint } from '../src/engine/tab-link.js';
 import { loadShards } from '../src/engine/load-shards.js';
 import { openSource } from '../src/loader/source.js';
 import { DeviceLostError, InvalidArgumentError, WebGpuTpError, serializeError, type SerializedError } from '../src/errors.js';
 import { rankDims } from '../src/parallel/plan.js';
+import { isCpuSpec } from '../src/gpu/core/adapter.js';
 import type { StepTimes } from './backend.js';
-import { forward } from './forward.js';
 import { chooseRowSum, type RowSum } from './row-sum.js';
-import { createGpuBackend, type GpuBackend, type RunState } from './gpu-backend.js';
-import type { ShardWeights } from './gpu-weights.js';
 import { openTransport, type RankTransport } from './transport.js';
 import type { RankStats } from '../src/engine/types.js';
-import { rankPrecision } from './precision.js';
-import type { KernelProfiler } from '../src/gpu/core/profiler.js';
-import { adapterName } from '../src/gpu/core/adapter.js';
-import { cacheAccess } from '../src/gpu/kernels/kv-cache.js';
-import { resolveKvCache } from '../src/gpu/kernels/kv-format.js';
+import { cpuCompute, gpuCompute, runsExact, type RankCompute } from './rank-compute.js';
 
 installErrorTransfer();
 
 export class ShardWorker implements RankApi {
   private init_?: ShardInit;
-  private ctx?: GpuContext;
+  /** The device this rank computes on, WebGPU or CPU, chosen once at init. */
+  private compute?: RankCompute;
   private comm?: Communicator;
   private transport?: RankTransport;
-  private backend?: GpuBackend;
-  private weights?: ShardWeights;
-  private state?: RunState;
   /** How this rank combines the row-parallel partial sums, chosen at load. */
   private rowSum?: RowSum;
   private weightBytes = 0;
@@ -56,46 +47,27 @@ export class ShardWorker implements RankApi {
   private stopped = false;
   private loopDone: Promise<void> = Promise.resolve();
   private warnings: string[] = [];
-  private profiler?: KernelProfiler;
 
   async init(o: ShardInit): Promise<ShardInitResult> {
     this.init_ = o;
-    const t0 = performance.now();
-    this.ctx = await createGpuContext({ device: o.device, label: `rank${o.rank}`, choices: o.choices, tune: !o.choices });
-    void this.ctx.lost.then((info) => {
-      if (!this.stopped) this.lostReason = info.message || info.reason || 'unknown';
+    // A CPU rank gets no GPU context and tunes nothing.
+    this.compute = isCpuSpec(o.device) ? cpuCompute(o) : await gpuCompute(o);
+    void this.compute.lost.then((reason) => {
+      if (!this.stopped) this.lostReason = reason;
     });
     this.transport = openTransport(o, o.maxRows * o.config.dim);
     this.comm = this.transport.comm;
-    const a = this.ctx.adapterInfo;
-    return {
-      adapter: adapterName(a),
-      kernels: `gemv=${this.ctx.choices.gemv} gemm=${this.ctx.choices.gemm} small=${this.ctx.choices.small}`,
-      initMs: performance.now() - t0,
-      choices: { gemm: this.ctx.choices.gemm, gemv: this.ctx.choices.gemv, small: this.ctx.choices.small },
-    };
+    return this.compute.info;
   }
 
   /** Uploads this rank's packed shard and builds the step's buffers and bound ops. */
   async load(packed: ArrayBuffer): Promise<{ weightBytes: number; workBytes: number; uploadMs: number; buildMs: number }> {
-    const { ctx, init_: o } = this.need();
+    const { compute, init_: o } = this.need();
     const t0 = performance.now();
-    const b = (this.backend = createGpuBackend(ctx));
-    this.weights = b.createWeights(o.config, o.plan, packed);
     this.weightBytes = packed.byteLength;
-    const t1 = performance.now();
-    const activations = o.activations ?? 'f32';
-    // runq.c's arithmetic: exact attention, and at world > 1 the ranks' sums chained in its order.
-    const exact = !!o.runqExact && activations === 'int8';
-    this.rowSum = chooseRowSum(o.rank, o.world, exact);
-    this.state = b.createState(o.config, o.plan, this.weights, {
-      maxM: o.maxRows, maxLogitRows: o.maxLogitRows, contextLength: o.contextLength, slots: o.slots, rows: this.rowSum.binding, activations, exact,
-      kvCache: resolveKvCache(o.kvCache ?? 'auto', ctx.device.features.has('shader-f16'), exact), profile: !!o.profile,
-    });
-    this.profiler = this.state.profiler;
-    if (o.profile && !this.profiler) this.warnings.push('profile: the adapter has no timestamp-query feature, so kernels are not timed');
-    await ctx.device.queue.onSubmittedWorkDone();
-    return { weightBytes: this.weightBytes, workBytes: this.workBytes(), uploadMs: t1 - t0, buildMs: performance.now() - t1 };
+    this.rowSum = chooseRowSum(o.rank, o.world, runsExact(o));
+    const uploadMs = await compute.load(o, packed, this.rowSum, this.warnings);
+    return { weightBytes: this.weightBytes, workBytes: this.workBytes(), uploadMs, buildMs: performance.now() - t0 - uploadMs };
   }
 
   /** Starts the step loop; it runs until dispose. */
@@ -122,7 +94,7 @@ export class ShardWorker implements RankApi {
         await this.runForward(input, into);
         step.done(into);
       } catch (e) {
-        if (!(e instanceof WebGpuTpError) && this.lostReason === null) await Promise.race([this.ctx!.lost, new Promise((r) => setTimeout(r, 100))]);
+        if (!(e instanceof WebGpuTpError) && this.lostReason === null) await Promise.race([this.compute!.lost, new Promise((r) => setTimeout(r, 100))]);
         const err = this.lostReason !== null && !(e instanceof DeviceLostError) ? new DeviceLostError(o.rank, this.lostReason) : e;
         this.lastError = serializeError(err);
         await step.failed(err);
@@ -138,7 +110,7 @@ export class ShardWorker implements RankApi {
     // uncounted, instead of its compute absorbing the old readback sums.
     const times = this.times;
     const before = times.readback + times.allreduce + times.upload;
-    await forward(this.backend!, this.state!, this.rowSum!, this.comm!, input, into, times);
+    await this.compute!.forward(this.rowSum!, this.comm!, input, into, times);
     times.compute += performance.now() - t0 - (times.readback + times.allreduce + times.upload - before);
     if (times === this.times) this.steps++;
   }
@@ -175,23 +147,20 @@ export class ShardWorker implements RankApi {
   }
 
   private workBytes(): number {
-    return this.state?.workBytes ?? 0;
+    return this.compute?.workBytes() ?? 0;
   }
 
   stats(): RankStats {
     const o = this.init_;
     const steps = Math.max(this.steps, 1);
     const rt = [...this.times.roundtrips].sort((a, b) => a - b);
+    const profiler = this.compute?.profiler();
     return {
       rank: o?.rank ?? -1,
-      adapter: this.ctx ? this.ctx.adapterInfo.description || this.ctx.adapterInfo.architecture : '',
+      adapter: this.compute?.adapter ?? '',
       weightBytes: this.weightBytes,
       workBytes: this.workBytes(),
-      precision: {
-        ...rankPrecision(this.ctx, this.weights),
-        kvCache: this.state?.kv.dtype ?? 'f32',
-        kvCacheKernels: this.ctx && this.state ? cacheAccess(this.ctx, this.state.kv) : 'f32',
-      },
+      precision: this.compute?.precision() ?? { weights: 'f32', math: 'f32', f16Kernels: 'packed', kvCache: 'f32', kvCacheKernels: 'f32' },
       steps: this.steps,
       breakdown: {
         compute_ms: this.times.compute / steps,
@@ -201,8 +170,8 @@ export class ShardWorker implements RankApi {
         scheduler_ms: 0,
       },
       allreduceRoundtripMs: rt.length ? rt[Math.floor(rt.length / 2)]! : 0,
-      ...(this.profiler && {
-        kernels: [...this.profiler.totals].map(([name, k]) => ({ name, calls: k.calls, gpuMs: k.ms })).sort((a, b) => b.gpuMs - a.gpuMs),
+      ...(profiler && {
+        kernels: [...profiler.totals].map(([name, k]) => ({ name, calls: k.calls, gpuMs: k.ms })).sort((a, b) => b.gpuMs - a.gpuMs),
       }),
       warnings: [...this.warnings],
     };
@@ -211,7 +180,7 @@ export class ShardWorker implements RankApi {
   resetStats(): void {
     this.times = { compute: 0, readback: 0, allreduce: 0, upload: 0, roundtrips: [] };
     this.steps = 0;
-    this.profiler?.reset();
+    this.compute?.profiler()?.reset();
   }
 
   /** The error of the last failed step (status 1), for the main thread to rethrow typed. */
@@ -226,27 +195,20 @@ export class ShardWorker implements RankApi {
    * a GPU reset or a driver crash would lose it. The next step fails with `DeviceLostError`.
    */
   _destroyDeviceForTest(): void {
-    this.ctx?.device.destroy();
+    this.compute?.destroyDevice();
   }
 
   async dispose(): Promise<void> {
     this.stopped = true;
     this.transport?.close();
     await Promise.race([this.loopDone.catch(() => {}), new Promise((r) => setTimeout(r, 1000))]);
-    if (this.ctx) {
-      if (this.state) this.backend?.destroyState(this.state);
-      if (this.weights) this.backend?.destroyWeights(this.weights);
-      destroyGpuContext(this.ctx);
-    }
-    this.state = undefined;
-    this.profiler = undefined;
-    this.weights = undefined;
-    this.ctx = undefined;
+    this.compute?.dispose();
+    this.compute = undefined;
   }
 
   private need() {
-    if (!this.ctx || !this.init_) throw new InvalidArgumentError('the shard worker is not initialised');
-    return { ctx: this.ctx, init_: this.init_ };
+    if (!this.compute || !this.init_) throw new InvalidArgumentError('the shard worker is not initialised');
+    return { compute: this.compute, init_: this.init_ };
   }
 }
 

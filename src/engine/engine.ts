@@ -7,7 +7,7 @@ import { WorkerGroup, type TabRanksOptions } from './worker-group.js';
 import type { LoadProgress } from './load-shards.js';
 import type { RankOptions } from '../protocol.js';
 import type { DevicePlacement, EngineStats, GenerateChunk, GenerateOptions } from './types.js';
-import { browserProbe, placeRanks, type DevicesOption } from './placement.js';
+import { browserProbe, onlyCpuRanks, placeRanks, type DevicesOption } from './placement.js';
 import { describeSpec } from '../gpu/core/adapter.js';
 import { openSource, type ModelSource } from '../loader/source.js';
 import { detectFormat, MODEL_HEADER_BYTES, parseModelHeader, type ModelLayout } from '../model/formats/detect.js';
@@ -57,8 +57,13 @@ export interface EngineOptions {
    *   (most machines, headless Chromium) TP=1, unless a buffer the model needs exceeds that
    *   adapter's limits; then the smallest degree that fits.
    * - a number N: N ranks on the default adapter (as `tensorParallel: N`).
-   * - a list: one rank per spec, `{powerPreference}`, `{forceFallbackAdapter: true}` or
-   *   `{info: {vendor?, architecture?, device?, description?}}` (case-insensitive substrings).
+   * - `"cpu"`: CPU ranks, as many as `tensorParallel` says (default 1). A CPU rank computes
+   *   with WebAssembly SIMD on its own worker thread and needs no WebGPU, so an engine of CPU
+   *   ranks only works where `navigator.gpu` is absent. It takes f32 and f16 weights; quantised
+   *   weights, int8 activations and an f16 KV cache fail at load with a typed error.
+   * - a list: one rank per spec, `{powerPreference}`, `{forceFallbackAdapter: true}`,
+   *   `{info: {vendor?, architecture?, device?, description?}}` (case-insensitive substrings)
+   *   or `{cpu: true}` (a CPU rank), so GPU and CPU ranks can mix.
    * A `tensorParallel` number must agree with a count or list; with `"auto"` it deals that many
    * ranks round-robin over the adapters found. Disagreements throw `InvalidArgumentError`; a
    * filter that matches no adapter throws `AdapterNotFoundError`. `stats().placement` says
@@ -188,7 +193,9 @@ const DEFAULT_MAX_CONTEXT = 4096;
 export async function createEngine(options: EngineOptions): Promise<Engine> {
   if (typeof crossOriginIsolated !== 'undefined' && !crossOriginIsolated) throw new NotIsolatedError();
   if (typeof SharedArrayBuffer === 'undefined') throw new NotIsolatedError();
-  if (typeof navigator === 'undefined' || !('gpu' in navigator)) throw new WebGpuUnavailableError('navigator.gpu is missing');
+  const hasGpu = typeof navigator !== 'undefined' && 'gpu' in navigator;
+  // Only a rank that runs on WebGPU needs it: an engine of CPU ranks runs without.
+  if (!hasGpu && !onlyCpuRanks(options.devices)) throw new WebGpuUnavailableError('navigator.gpu is missing');
 
   const t0 = performance.now();
   const kvCache = checkKvCacheOption(options.kvCache);
@@ -228,10 +235,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const maxRows = Math.min(options.maxRows ?? 64, contextLength);
   const maxBatch = options.maxBatch ?? 4;
   if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new InvalidArgumentError(`maxBatch must be a whole number ≥ 1, got ${maxBatch}`, 'Leave maxBatch unset (4), or pass how many requests to decode together');
-  const gpu = (navigator as Navigator & { gpu: GPU }).gpu;
   const placement = await placeRanks(
     { devices: options.devices, tensorParallel: options.tensorParallel, split: options.split },
-    config, { contextLength, maxBatch, maxRows }, browserProbe(gpu),
+    config, { contextLength, maxBatch, maxRows },
+    // Never called for CPU ranks, so only an engine with GPU ranks reaches navigator.gpu.
+    (spec) => browserProbe((navigator as Navigator & { gpu: GPU }).gpu)(spec),
     // Loaded on demand: it pulls in the GPU modules, which only a multi-adapter "auto" needs here.
     async (specs) => (await import('../gpu/calibrate.js')).calibrateAdapters(specs),
   );

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { headsFromTimes, largestBuffer, placeRanks, type AdapterProbe, type ProbedAdapter } from './placement.js';
+import { headsFromTimes, largestBuffer, onlyCpuRanks, placeRanks, type AdapterProbe, type ProbedAdapter } from './placement.js';
 import { AdapterNotFoundError, InvalidArgumentError, PlanError } from '../errors.js';
 import { describeSpec, type DeviceSpec } from '../gpu/core/adapter.js';
 import { llama2cConfig } from '../model/synth.js';
@@ -47,6 +47,26 @@ describe('placeRanks', () => {
     expect(list.specs).toEqual(specs);
     expect(list.report.mode).toBe('list');
     expect(list.report.reason).toContain('high-performance, fallback, vendor~goo');
+  });
+
+  it('CPU ranks probe no adapter: devices "cpu" and {cpu: true} in a list', async () => {
+    const never: AdapterProbe = async () => {
+      throw new Error('a CPU rank must not probe');
+    };
+    const cpu = await placeRanks({ devices: 'cpu', tensorParallel: 2 }, config, sizes, never, noCalibration);
+    expect(cpu.specs).toEqual([{ cpu: true }, { cpu: true }]);
+    expect(cpu.keys).toEqual(['cpu', 'cpu']);
+    expect(cpu.report.mode).toBe('cpu');
+    expect(cpu.report.adapters).toEqual(['CPU (WebAssembly SIMD)']);
+    expect(onlyCpuRanks('cpu')).toBe(true);
+    expect(onlyCpuRanks([{ cpu: true }])).toBe(true);
+    const asked: string[] = [];
+    const mixed = await placeRanks({ devices: [{ forceFallbackAdapter: true }, { cpu: true }] }, config, sizes, fakeProbe(adapter('google'), undefined, asked), noCalibration);
+    expect(asked).toEqual(['fallback']);
+    expect(mixed.keys[1]).toBe('cpu');
+    expect(mixed.report.reason).toContain('fallback, cpu');
+    expect(onlyCpuRanks([{ forceFallbackAdapter: true }, { cpu: true }])).toBe(false);
+    expect(onlyCpuRanks(undefined)).toBe(false);
   });
 
   it('contradictions are InvalidArgumentErrors naming both options', async () => {

@@ -8,6 +8,8 @@
  * - `tensorParallel: N` alone: N ranks on the default adapter, split evenly (as before `devices`).
  * - `devices: N`: the same; with `tensorParallel` too, both must say N.
  * - `devices: [spec, ...]`: one rank per spec; `tensorParallel`, if a number, must equal the length.
+ *   A `{cpu: true}` spec is a CPU rank: nothing is probed for it.
+ * - `devices: "cpu"`: `tensorParallel` (or the split's length, or 1) CPU ranks.
  * - `devices: "auto"` (or `tensorParallel: "auto"`): ask for a high-performance and a low-power
  *   adapter and tell from `adapter.info` whether they differ. Several distinct adapters: one rank
  *   each, with the split set by measuring each one (rounded to whole heads). One adapter: TP=1,
@@ -20,7 +22,7 @@
  */
 import { InvalidArgumentError, PlanError, WebGpuUnavailableError } from '../errors.js';
 import {
-  adapterKey, adapterName, checkDeviceSpec, describeSpec, identityOf, requestAdapterFor,
+  adapterKey, adapterName, checkDeviceSpec, describeSpec, identityOf, isCpuSpec, requestAdapterFor, CPU_ADAPTER_NAME,
   type AdapterIdentity, type DeviceSpec,
 } from '../gpu/core/adapter.js';
 import type { ModelConfig } from '../model/config.js';
@@ -28,7 +30,12 @@ import { degreeError, makePlan } from '../parallel/plan.js';
 import { proportionalSizes } from '../parallel/split.js';
 import type { DevicePlacement } from './types.js';
 
-export type DevicesOption = 'auto' | number | readonly DeviceSpec[];
+export type DevicesOption = 'auto' | 'cpu' | number | readonly DeviceSpec[];
+
+/** Whether every rank the options ask for is a CPU rank, so the engine needs no WebGPU. */
+export function onlyCpuRanks(devices: DevicesOption | undefined): boolean {
+  return devices === 'cpu' || (Array.isArray(devices) && devices.length > 0 && devices.every((d) => isCpuSpec(d as DeviceSpec)));
+}
 
 export interface PlacementOptions {
   devices?: DevicesOption;
@@ -161,7 +168,12 @@ export async function placeRanks(
 
   let specs: (DeviceSpec | undefined)[];
   let mode: DevicePlacement['mode'];
-  if (devices === undefined) {
+  if (devices === 'cpu') {
+    const n = tpN ?? split?.length ?? 1;
+    agree(fromTp, fromSplit);
+    specs = Array.from({ length: n }, () => ({ cpu: true }));
+    mode = 'cpu';
+  } else if (devices === undefined) {
     const n = tpN ?? split?.length ?? 1;
     agree(fromTp, fromSplit);
     specs = Array.from({ length: n }, () => undefined);
@@ -179,26 +191,29 @@ export async function placeRanks(
     agree({ what: `devices (${devices.length} specs)`, n: devices.length }, fromSplit);
     mode = 'list';
   } else {
-    throw new InvalidArgumentError(`devices must be "auto", a whole number ≥ 1 or a list of specs, got ${JSON.stringify(devices)}`);
+    throw new InvalidArgumentError(`devices must be "auto", "cpu", a whole number ≥ 1 or a list of specs, got ${JSON.stringify(devices)}`);
   }
 
-  // Resolve each distinct spec once here too: a filter that matches nothing fails before any
-  // worker starts, and the report can name the adapters.
+  // Resolve each distinct GPU spec once here too: a filter that matches nothing fails before any
+  // worker starts, and the report can name the adapters. A CPU rank needs no adapter.
   const found = new Map<string, ProbedAdapter>();
   for (const s of specs) {
     const label = describeSpec(s);
-    if (found.has(label)) continue;
+    if (isCpuSpec(s) || found.has(label)) continue;
     const a = await probe(s);
     if (!a) throw new WebGpuUnavailableError(`navigator.gpu gave no adapter for ${label}`);
     found.set(label, a);
   }
-  const keys = specs.map((s) => adapterKey(found.get(describeSpec(s))!.id));
+  const keys = specs.map((s) => (isCpuSpec(s) ? 'cpu' : adapterKey(found.get(describeSpec(s))!.id)));
   const names = distinctNames([...found.values()]);
+  if (specs.some(isCpuSpec)) names.push(CPU_ADAPTER_NAME);
   const n = specs.length;
   const reason =
     mode === 'list'
       ? `${n} rank${n === 1 ? '' : 's'}, one per device spec (${specs.map(describeSpec).join(', ')}), on ${names.join(' + ')}`
-      : `${n} rank${n === 1 ? '' : 's'} on the default adapter (${names[0]}), as ${mode === 'count' ? 'devices' : 'tensorParallel'} says`;
+      : mode === 'cpu'
+        ? `${n} CPU rank${n === 1 ? '' : 's'} (WebAssembly SIMD), as devices says`
+        : `${n} rank${n === 1 ? '' : 's'} on the default adapter (${names[0]}), as ${mode === 'count' ? 'devices' : 'tensorParallel'} says`;
   return {
     specs,
     keys,

@@ -121,8 +121,8 @@ export interface KernelTiming {
 
 /** Where the ranks went and why (see `devices` in EngineOptions). */
 export interface DevicePlacement {
-  /** Which option decided: `tensorParallel`, a `devices` count, a `devices` list, or `"auto"`. */
-  mode: 'tensorParallel' | 'count' | 'list' | 'auto';
+  /** Which option decided: `tensorParallel`, a `devices` count, a `devices` list, `devices: "cpu"`, or `"auto"`. */
+  mode: 'tensorParallel' | 'count' | 'list' | 'cpu' | 'auto';
   /** One sentence: how many ranks, on which adapters, and why. */
   reason: string;
   /** The distinct adapters the choice saw, by name. */

@@ -13,7 +13,7 @@ export interface PageGenerateOptions {
   tokenizer?: string;
   /** Ranks (engine tensorParallel); 0 leaves it to `devices` or `split`. */
   tp: number | 'auto';
-  /** Engine `devices`: "auto", a count or per-rank specs. */
+  /** Engine `devices`: "auto", "cpu" (CPU ranks), a count or per-rank specs (`{cpu: true}` among them). */
   devices?: DevicesOption;
   /** Engine `split`: per-rank shares. */
   split?: number[];

@@ -53,9 +53,10 @@ describe('device specs', () => {
   });
 
   it('malformed specs are InvalidArgumentErrors', () => {
-    for (const bad of [null, {}, { powerPreference: 'fast' }, { forceFallbackAdapter: false }, { info: {} }, { info: { vendor: 1 } }, { powerPreference: 'low-power', forceFallbackAdapter: true }]) {
+    for (const bad of [null, {}, { powerPreference: 'fast' }, { forceFallbackAdapter: false }, { info: {} }, { info: { vendor: 1 } }, { powerPreference: 'low-power', forceFallbackAdapter: true }, { cpu: false }, { cpu: true, info: {} }]) {
       expect(() => checkDeviceSpec(bad)).toThrow(InvalidArgumentError);
     }
     expect(checkDeviceSpec({ info: { vendor: 'x' } })).toEqual({ info: { vendor: 'x' } });
+    expect(checkDeviceSpec({ cpu: true })).toEqual({ cpu: true });
   });
 });

@@ -15,10 +15,24 @@ export interface AdapterFilter {
   description?: string;
 }
 
+/**
+ * A rank's device: a WebGPU adapter (by power preference, as the CPU fallback, or by a filter on
+ * `adapter.info`), or `{cpu: true}`, a CPU rank that computes with WebAssembly SIMD and asks
+ * for no adapter at all.
+ */
 export type DeviceSpec =
   | { powerPreference: GPUPowerPreference }
   | { forceFallbackAdapter: true }
-  | { info: AdapterFilter };
+  | { info: AdapterFilter }
+  | { cpu: true };
+
+/** True for a CPU rank's spec, which needs no WebGPU. */
+export function isCpuSpec(spec: DeviceSpec | undefined): spec is { cpu: true } {
+  return !!spec && 'cpu' in spec;
+}
+
+/** What a CPU rank reports as its adapter. */
+export const CPU_ADAPTER_NAME = 'CPU (WebAssembly SIMD)';
 
 /** The fields of `adapter.info` that tell adapters apart. */
 export interface AdapterIdentity {
@@ -39,14 +53,15 @@ const ASK: readonly (GPURequestAdapterOptions | undefined)[] = [
   { forceFallbackAdapter: true },
 ];
 
-/** Throws InvalidArgumentError unless `spec` is one of the three shapes. */
+/** Throws InvalidArgumentError unless `spec` is one of the four shapes. */
 export function checkDeviceSpec(spec: unknown, where = 'device spec'): DeviceSpec {
   const s = spec as Record<string, unknown> | null;
   const keys = s && typeof s === 'object' ? Object.keys(s) : [];
-  const expected = `expected {powerPreference: 'high-performance' | 'low-power'}, {forceFallbackAdapter: true} or {info: {vendor?, architecture?, device?, description?}}`;
+  const expected = `expected {powerPreference: 'high-performance' | 'low-power'}, {forceFallbackAdapter: true}, {info: {vendor?, architecture?, device?, description?}} or {cpu: true}`;
   if (keys.length !== 1) throw new InvalidArgumentError(`${where}: ${expected}, got ${JSON.stringify(spec)}`);
   if ('powerPreference' in s! && (s.powerPreference === 'high-performance' || s.powerPreference === 'low-power')) return s as DeviceSpec;
   if ('forceFallbackAdapter' in s! && s.forceFallbackAdapter === true) return s as DeviceSpec;
+  if ('cpu' in s! && s.cpu === true) return s as DeviceSpec;
   if ('info' in s! && s.info && typeof s.info === 'object') {
     const f = s.info as Record<string, unknown>;
     const bad = Object.keys(f).filter((k) => !(FILTER_KEYS as readonly string[]).includes(k) || typeof f[k] !== 'string');
@@ -55,9 +70,10 @@ export function checkDeviceSpec(spec: unknown, where = 'device spec'): DeviceSpe
   throw new InvalidArgumentError(`${where}: ${expected}, got ${JSON.stringify(spec)}`);
 }
 
-/** A short label: `high-performance`, `low-power`, `fallback`, or `vendor~nvidia`. */
+/** A short label: `high-performance`, `low-power`, `fallback`, `cpu`, or `vendor~nvidia`. */
 export function describeSpec(spec: DeviceSpec | undefined): string {
   if (!spec) return 'default';
+  if ('cpu' in spec) return 'cpu';
   if ('powerPreference' in spec) return spec.powerPreference;
   if ('forceFallbackAdapter' in spec) return 'fallback';
   return FILTER_KEYS.filter((k) => spec.info[k] !== undefined).map((k) => `${k}~${spec.info[k]}`).join(',');
@@ -96,6 +112,7 @@ export function matchesFilter(id: AdapterIdentity, f: AdapterFilter): boolean {
  */
 export async function requestAdapterFor(gpu: GPU, spec?: DeviceSpec): Promise<GPUAdapter | null> {
   if (!spec) return gpu.requestAdapter();
+  if ('cpu' in spec) throw new InvalidArgumentError('a CPU rank asks for no WebGPU adapter');
   if (!('info' in spec)) return gpu.requestAdapter(spec);
   const seen: string[] = [];
   for (const ask of ASK) {
