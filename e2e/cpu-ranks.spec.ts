@@ -6,13 +6,12 @@
  * rank cannot run yet (quantised weights) must fail at load, typed.
  */
 import { test, expect } from './fixtures.js';
-import { readFileSync } from 'node:fs';
+import { expectDocumentedGreedy, greedy } from './greedy.js';
 import { openHarness } from '../src/cli/browser.js';
 import { TEST_PAGE } from '../test-support/test-page.js';
 import { runGenerate } from '../src/cli/generate.js';
 import type { PageGenerateOptions } from '../src/cli/page/types.js';
 
-const greedy = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
 const CPU = 'CPU (WebAssembly SIMD)';
 
 const base: PageGenerateOptions = {
@@ -26,10 +25,7 @@ for (const tp of [1, 2]) {
   test(`greedy stories260K on ${tp} CPU rank${tp === 1 ? '' : 's'} is llama2.c's documented sample, token for token`, async ({ harness }) => {
     const r = await runGenerate(harness, { ...base, tp });
     expect(r.tp).toBe(tp);
-    expect(r.prompt_tokens).toEqual([1]);
-    expect(r.tokens).toEqual(greedy.tokens.slice(1));
-    expect(r.text.startsWith('Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.')).toBe(true);
-    expect(r.text.endsWith('Her mom said, "Don\'t worry, Lily. We can help you.')).toBe(true);
+    expectDocumentedGreedy(r);
     const p = r.stats.placement!;
     expect(p.mode).toBe('cpu');
     expect(p.adapters).toEqual([CPU]);

@@ -1,10 +1,10 @@
 import { test, expect } from './fixtures.js';
+import { expectDocumentedGreedy, greedy } from './greedy.js';
 import { readFileSync } from 'node:fs';
 import { runGenerate } from '../src/cli/generate.js';
 import type { PageGenerateOptions } from '../src/cli/page/types.js';
 
-// The oracle's tokens (src/model/reference.ts, checked against llama2.c's run.c): BOS first.
-const greedy = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
+// The oracle's seeded tokens (src/model/reference.ts, checked against llama2.c's run.c): BOS first.
 const seeded = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-seeded.json', import.meta.url), 'utf8')) as { tokens: number[]; text: string };
 
 const base: PageGenerateOptions = {
@@ -25,10 +25,7 @@ for (const tp of [1, 2, 4, 8]) {
   test(`greedy stories260K at TP=${tp} is llama2.c's documented sample, token for token`, async ({ harness }) => {
     const r = await runGenerate(harness, { ...base, tp });
     expect(r.tp).toBe(tp);
-    expect(r.prompt_tokens).toEqual([1]);
-    expect(r.tokens).toEqual(greedy.tokens.slice(1));
-    expect(r.text.startsWith('Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.')).toBe(true);
-    expect(r.text.endsWith('Her mom said, "Don\'t worry, Lily. We can help you.')).toBe(true);
+    expectDocumentedGreedy(r);
   });
 
   if (tp > 2) continue;
