@@ -29,8 +29,8 @@ export interface RankCompute {
   lost: Promise<string>;
   /** Builds the weights and the step's state from the packed shard; resolves with the ms the weights took. */
   load(o: ShardInit, packed: ArrayBuffer, rowSum: RowSum, warnings: string[]): Promise<number>;
-  /** One step's forward; this rank's logits rows go into `into`. */
-  forward(rowSum: RowSum, comm: Communicator, input: StepInput, into: Float32Array, times: StepTimes): Promise<void>;
+  /** One step's forward, with the row sum chosen at load; this rank's logits rows go into `into`. */
+  forward(comm: Communicator, input: StepInput, into: Float32Array, times: StepTimes): Promise<void>;
   workBytes(): number;
   precision(): RankPrecision;
   profiler(): KernelProfiler | undefined;
@@ -58,6 +58,7 @@ export async function gpuCompute(o: ShardInit): Promise<RankCompute> {
   const b = createGpuBackend(ctx);
   let weights: ReturnType<typeof b.createWeights> | undefined;
   let state: ReturnType<typeof b.createState> | undefined;
+  let sum: RowSum | undefined;
   const a = ctx.adapterInfo;
   return {
     info: {
@@ -69,6 +70,7 @@ export async function gpuCompute(o: ShardInit): Promise<RankCompute> {
     adapter: a.description || a.architecture,
     lost: ctx.lost.then((info) => info.message || info.reason || 'unknown'),
     async load(o, packed, rowSum, warnings) {
+      sum = rowSum;
       const t0 = performance.now();
       weights = b.createWeights(o.config, o.plan, packed);
       const uploadMs = performance.now() - t0;
@@ -81,7 +83,7 @@ export async function gpuCompute(o: ShardInit): Promise<RankCompute> {
       await ctx.device.queue.onSubmittedWorkDone();
       return uploadMs;
     },
-    forward: (rowSum, comm, input, into, times) => forward(b, state!, rowSum, comm, input, into, times),
+    forward: (comm, input, into, times) => forward(b, state!, sum!, comm, input, into, times),
     workBytes: () => state?.workBytes ?? 0,
     precision: () => ({
       ...rankPrecision(ctx, weights),
@@ -108,6 +110,7 @@ export function cpuCompute(o: ShardInit): RankCompute {
   const b = createCpuBackend();
   let weights: ReturnType<typeof b.createWeights> | undefined;
   let state: ReturnType<typeof b.createState> | undefined;
+  let sum: RowSum | undefined;
   let weightDtype: RankPrecision['weights'] = 'f32';
   return {
     // The kernel choices are a GPU rank's; handed back unchanged so the group's bookkeeping stays one shape.
@@ -115,6 +118,7 @@ export function cpuCompute(o: ShardInit): RankCompute {
     adapter: CPU_ADAPTER_NAME,
     lost: new Promise<string>(() => {}),
     async load(o, packed, rowSum) {
+      sum = rowSum;
       const t0 = performance.now();
       weights = b.createWeights(o.config, o.plan, packed);
       const uploadMs = performance.now() - t0;
@@ -127,7 +131,7 @@ export function cpuCompute(o: ShardInit): RankCompute {
       });
       return uploadMs;
     },
-    forward: (rowSum, comm, input, into, times) => forward(b, state!, rowSum, comm, input, into, times),
+    forward: (comm, input, into, times) => forward(b, state!, sum!, comm, input, into, times),
     // The state is everything allocated after its mark: activations, tables and the KV cache.
     workBytes: () => (state ? state.kernels.mark() - state.mark : 0),
     // f16 weights are widened to f32 inside the dot products; the KV cache is f32.

@@ -24,7 +24,7 @@ import { DeviceLostError, InvalidArgumentError, WebGpuTpError, serializeError, t
 import { rankDims } from '../src/parallel/plan.js';
 import { isCpuSpec } from '../src/gpu/core/adapter.js';
 import type { StepTimes } from './backend.js';
-import { chooseRowSum, type RowSum } from './row-sum.js';
+import { chooseRowSum } from './row-sum.js';
 import { openTransport, type RankTransport } from './transport.js';
 import type { RankStats } from '../src/engine/types.js';
 import { cpuCompute, gpuCompute, runsExact, type RankCompute } from './rank-compute.js';
@@ -37,8 +37,6 @@ export class ShardWorker implements RankApi {
   private compute?: RankCompute;
   private comm?: Communicator;
   private transport?: RankTransport;
-  /** How this rank combines the row-parallel partial sums, chosen at load. */
-  private rowSum?: RowSum;
   private weightBytes = 0;
   private lastError: SerializedError | null = null;
   private times: StepTimes = { compute: 0, readback: 0, allreduce: 0, upload: 0, roundtrips: [] };
@@ -65,8 +63,8 @@ export class ShardWorker implements RankApi {
     const { compute, init_: o } = this.need();
     const t0 = performance.now();
     this.weightBytes = packed.byteLength;
-    this.rowSum = chooseRowSum(o.rank, o.world, runsExact(o));
-    const uploadMs = await compute.load(o, packed, this.rowSum, this.warnings);
+    // How this rank combines the row-parallel partial sums, chosen once here.
+    const uploadMs = await compute.load(o, packed, chooseRowSum(o.rank, o.world, runsExact(o)), this.warnings);
     return { weightBytes: this.weightBytes, workBytes: this.workBytes(), uploadMs, buildMs: performance.now() - t0 - uploadMs };
   }
 
@@ -110,7 +108,7 @@ export class ShardWorker implements RankApi {
     // uncounted, instead of its compute absorbing the old readback sums.
     const times = this.times;
     const before = times.readback + times.allreduce + times.upload;
-    await this.compute!.forward(this.rowSum!, this.comm!, input, into, times);
+    await this.compute!.forward(this.comm!, input, into, times);
     times.compute += performance.now() - t0 - (times.readback + times.allreduce + times.upload - before);
     if (times === this.times) this.steps++;
   }
