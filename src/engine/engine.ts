@@ -59,7 +59,7 @@ export interface EngineOptions {
    * - a number N: N ranks on the default adapter (as `tensorParallel: N`).
    * - `"cpu"`: CPU ranks, as many as `tensorParallel` says (default 1). A CPU rank computes
    *   with WebAssembly SIMD on its own worker thread and needs no WebGPU, so an engine of CPU
-   *   ranks only works where `navigator.gpu` is absent. It takes f32 and f16 weights; quantised
+   *   ranks also works where `navigator.gpu` is absent. It takes f32 and f16 weights; quantised
    *   weights, int8 activations and an f16 KV cache fail at load with a typed error.
    * - a list: one rank per spec, `{powerPreference}`, `{forceFallbackAdapter: true}`,
    *   `{info: {vendor?, architecture?, device?, description?}}` (case-insensitive substrings)

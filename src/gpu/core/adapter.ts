@@ -73,7 +73,7 @@ export function checkDeviceSpec(spec: unknown, where = 'device spec'): DeviceSpe
 /** A short label: `high-performance`, `low-power`, `fallback`, `cpu`, or `vendor~nvidia`. */
 export function describeSpec(spec: DeviceSpec | undefined): string {
   if (!spec) return 'default';
-  if ('cpu' in spec) return 'cpu';
+  if (isCpuSpec(spec)) return 'cpu';
   if ('powerPreference' in spec) return spec.powerPreference;
   if ('forceFallbackAdapter' in spec) return 'fallback';
   return FILTER_KEYS.filter((k) => spec.info[k] !== undefined).map((k) => `${k}~${spec.info[k]}`).join(',');
@@ -112,7 +112,7 @@ export function matchesFilter(id: AdapterIdentity, f: AdapterFilter): boolean {
  */
 export async function requestAdapterFor(gpu: GPU, spec?: DeviceSpec): Promise<GPUAdapter | null> {
   if (!spec) return gpu.requestAdapter();
-  if ('cpu' in spec) throw new InvalidArgumentError('a CPU rank asks for no WebGPU adapter');
+  if (isCpuSpec(spec)) throw new InvalidArgumentError('a CPU rank asks for no WebGPU adapter');
   if (!('info' in spec)) return gpu.requestAdapter(spec);
   const seen: string[] = [];
   for (const ask of ASK) {
