@@ -1,14 +1,17 @@
 /**
  * The browser environment the engine needs, taken away one piece at a time: no `navigator.gpu`,
  * an adapter request that gives null, and a page served without the cross-origin isolation
- * headers. Each must end in its typed error with the remedy, from `createEngine`, with no worker
- * left behind (counted by wrapping Worker, e2e/counting.ts).
+ * headers. Asked for GPU ranks (`devices: 'gpu'`, the test page's default), each must end in its
+ * typed error with the remedy, from `createEngine`, with no worker left behind (counted by
+ * wrapping Worker, e2e/counting.ts). Without WebGPU the engine's own default (`'auto'`) runs on
+ * CPU ranks instead.
  */
 import { test, expect } from '@playwright/test';
 import { openHarness, type Harness, type HarnessOptions } from '../src/cli/browser.js';
 import { TEST_PAGE } from '../test-support/test-page.js';
 import type { PageGenerateOptions } from '../src/cli/page/types.js';
 import { countingInit, counts } from './counting.js';
+import { greedy } from './greedy.js';
 
 const o: PageGenerateOptions = {
   model: '/models/stories260K.bin', tokenizer: '/models/tok512.bin', tp: 2,
@@ -28,12 +31,32 @@ async function loadError(opts: HarnessOptions) {
   }
 }
 
-test('no navigator.gpu: createEngine throws WebGpuUnavailableError with the remedy, before any worker', async () => {
+test('no navigator.gpu and devices: "gpu": createEngine throws WebGpuUnavailableError naming CPU ranks as the remedy, before any worker', async () => {
   const r = await loadError({ initScript: `delete Navigator.prototype.gpu;\n${countingInit()}` });
   expect(r.error).toMatchObject({ name: 'WebGpuUnavailableError', code: 'NO_WEBGPU' });
-  expect(r.error.message).toContain('navigator.gpu is missing');
+  expect(r.error.message).toContain('navigator.gpu is missing, and devices: "gpu" asks for WebGPU ranks');
   expect(r.error.extra?.remedy).toMatch(/browser with WebGPU/);
+  expect(r.error.extra?.remedy).toContain('run on CPU ranks, which need no WebGPU: devices: "cpu"');
   expect(r.counts.workersMade).toBe(0);
+});
+
+test('no navigator.gpu: the default createEngine generates on CPU ranks, greedy stories260K as llama2.c documents it', async () => {
+  const h: Harness = await openHarness({ path: TEST_PAGE, initScript: 'delete Navigator.prototype.gpu;', probe: false });
+  try {
+    expect(await h.page.evaluate(() => 'gpu' in navigator)).toBe(false);
+    const r = await h.page.evaluate(() => window.tp.engine.generateOnDefault('/models/stories260K.bin', '/models/tok512.bin', '', 256));
+    if ('error' in r) throw new Error(`${r.error.name}: ${r.error.message}`);
+    expect(r.tokens).toEqual(greedy.tokens.slice(1));
+    const p = r.stats.placement!;
+    expect(p.mode).toBe('auto');
+    expect(p.reason).toContain('no WebGPU (navigator.gpu is missing): CPU ranks (WebAssembly SIMD)');
+    expect(p.ranks.map((x) => x.backend)).toEqual(Array.from({ length: r.tp }, () => 'cpu'));
+    expect(r.stats.ranks.map((x) => [x.backend, x.adapter])).toEqual(Array.from({ length: r.tp }, () => ['cpu', 'CPU (WebAssembly SIMD)']));
+    const t = p.timing;
+    console.log(`no WebGPU, default devices: TP=${r.tp}; loaded in ${r.loadMs.toFixed(0)} ms${t ? `, of which choosing ${t.totalMs.toFixed(0)} ms (${t.candidates.map((c) => `${c.label} ${c.msPerStep.toFixed(2)} ms/step`).join(', ')})` : ''}`);
+  } finally {
+    await h.close();
+  }
 });
 
 test('requestAdapter gives null in the rank workers: WebGpuUnavailableError with the remedy, every worker terminated', async () => {

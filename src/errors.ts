@@ -18,6 +18,7 @@ export type ErrorCode =
   | 'NO_BROWSER'
   | 'NO_ADAPTER'
   | 'TAB_JOIN_TIMEOUT'
+  | 'RANK_MEMORY'
   | 'DISPOSED';
 
 export class WebGpuTpError extends Error {
@@ -32,8 +33,11 @@ export class WebGpuTpError extends Error {
 }
 
 export class WebGpuUnavailableError extends WebGpuTpError {
-  constructor(message = 'WebGPU is not available') {
-    super('NO_WEBGPU', message, 'Use a browser with WebGPU enabled (Chrome/Edge 113+, or Chromium with --enable-unsafe-webgpu)');
+  constructor(
+    message = 'WebGPU is not available',
+    remedy = 'Use a browser with WebGPU enabled (Chrome/Edge 113+, or Chromium with --enable-unsafe-webgpu), or run on CPU ranks, which need no WebGPU: devices: "cpu" (or leave devices unset for "auto")',
+  ) {
+    super('NO_WEBGPU', message, remedy);
   }
 }
 
@@ -165,6 +169,36 @@ export class TabJoinTimeoutError extends WebGpuTpError {
   }
 }
 
+/**
+ * A CPU rank's shard, KV cache and activations do not fit one WebAssembly memory (wasm32: 4 GiB),
+ * found from the plan before anything loads. `fitsAt` is the smallest degree at which every
+ * rank fits (undefined when none does).
+ */
+export class RankMemoryError extends WebGpuTpError {
+  readonly tensorParallel: number;
+  /** Bytes the largest rank needs, and the most one memory holds. */
+  readonly bytes: number;
+  readonly limit: number;
+  readonly fitsAt?: number;
+  constructor(tensorParallel: number, bytes: number, limit: number, what: string, fitsAt: number | undefined) {
+    super(
+      'RANK_MEMORY',
+      `At TP=${tensorParallel} a CPU rank needs ${gib(bytes)} (${what}), over one WebAssembly memory's ${gib(limit)}`,
+      fitsAt !== undefined
+        ? `Split it over at least ${fitsAt} CPU ranks (tensorParallel: ${fitsAt}), the smallest degree that fits, or use GPU ranks (devices: "gpu")`
+        : 'No degree fits: lower maxContext or maxBatch, or use GPU ranks (devices: "gpu")',
+    );
+    this.tensorParallel = tensorParallel;
+    this.bytes = bytes;
+    this.limit = limit;
+    this.fitsAt = fitsAt;
+  }
+}
+
+function gib(bytes: number): string {
+  return `${(bytes / 2 ** 30).toFixed(2)} GiB`;
+}
+
 export class DisposedError extends WebGpuTpError {
   constructor() {
     super('DISPOSED', 'The engine was disposed', 'Create a new engine with createEngine()');
@@ -175,7 +209,7 @@ export class DisposedError extends WebGpuTpError {
 const ERROR_CLASSES = {
   WebGpuTpError, WebGpuUnavailableError, NotIsolatedError, ModelFormatError, ModelFetchError, TokenizerFormatError, PlanError,
   CollectiveTimeoutError, DeviceLostError, WorkerFailedError, AbortedError, InvalidArgumentError,
-  BrowserNotFoundError, AdapterNotFoundError, TabJoinTimeoutError, DisposedError,
+  BrowserNotFoundError, AdapterNotFoundError, TabJoinTimeoutError, RankMemoryError, DisposedError,
 };
 for (const [name, cls] of Object.entries(ERROR_CLASSES)) {
   Object.defineProperty(cls.prototype, 'name', { value: name, writable: true, configurable: true });

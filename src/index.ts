@@ -1,5 +1,6 @@
 /**
- * webgpu-tp: tensor-parallel LLM inference in the browser over WebGPU.
+ * webgpu-tp: tensor-parallel LLM inference in the browser, on WebGPU ranks and WebAssembly SIMD
+ * CPU ranks (`devices: 'auto'`, the default, picks by measurement; `stats().placement` says why).
  *
  * ```ts
  * import { createEngine } from 'webgpu-tp';
@@ -30,8 +31,8 @@ export type { CompletionParams, CompletionChoice, Completion, CompletionChunk, C
 export type { ModelSource } from './loader/source.js';
 export type { LoadProgress } from './engine/load-shards.js';
 export type {
-  GenerateOptions, GenerateChunk, GenerationStats, FinishReason, EngineStats, RankStats, StepBreakdown, KernelTiming, DevicePlacement,
-  RankPrecision,
+  GenerateOptions, GenerateChunk, GenerationStats, FinishReason, EngineStats, RankStats, RankReport, StepBreakdown, KernelTiming, DevicePlacement,
+  PlacementTiming, RankPrecision, RankBackend,
 } from './engine/types.js';
 export type { KvCacheOption } from './gpu/kernels/kv-format.js';
 export type { DevicesOption } from './engine/placement.js';
@@ -40,5 +41,5 @@ export type { ModelConfig } from './model/config.js';
 export {
   WebGpuTpError, WebGpuUnavailableError, NotIsolatedError, ModelFormatError, ModelFetchError, TokenizerFormatError, PlanError,
   CollectiveTimeoutError, DeviceLostError, WorkerFailedError, AbortedError, InvalidArgumentError, DisposedError, AdapterNotFoundError,
-  TabJoinTimeoutError, type ErrorCode,
+  TabJoinTimeoutError, RankMemoryError, type ErrorCode,
 } from './errors.js';

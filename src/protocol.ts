@@ -18,7 +18,7 @@ import type { RankPlan } from './parallel/plan.js';
 import type { CollectiveBuffer } from './collective/layout.js';
 import type { ChosenKernels } from './gpu/core/device.js';
 import type { DeviceSpec } from './gpu/core/adapter.js';
-import type { RankStats } from './engine/types.js';
+import type { RankReport } from './engine/types.js';
 
 // ------------------------------------------------------------------------------ options
 
@@ -90,7 +90,7 @@ export interface RankApi {
   abortStep(reason: string): void;
   /** A rank in another tab answers the host's calls over this pair of channels. */
   serve(toWorker: string, toHost: string): void;
-  stats(): RankStats;
+  stats(): RankReport;
   resetStats(): void;
   /** The error of the last failed step (status `STATUS_FAILED`), for the main thread to rethrow typed. */
   takeError(): SerializedError | null;

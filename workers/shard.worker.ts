@@ -26,7 +26,7 @@ import { isCpuSpec } from '../src/gpu/core/adapter.js';
 import type { StepTimes } from './backend.js';
 import { chooseRowSum } from './row-sum.js';
 import { openTransport, type RankTransport } from './transport.js';
-import type { RankStats } from '../src/engine/types.js';
+import type { RankReport } from '../src/engine/types.js';
 import { cpuCompute, gpuCompute, runsExact, type RankCompute } from './rank-compute.js';
 
 installErrorTransfer();
@@ -148,7 +148,7 @@ export class ShardWorker implements RankApi {
     return this.compute?.workBytes() ?? 0;
   }
 
-  stats(): RankStats {
+  stats(): RankReport {
     const o = this.init_;
     const steps = Math.max(this.steps, 1);
     const rt = [...this.times.roundtrips].sort((a, b) => a - b);

@@ -4,7 +4,7 @@
 import { createEngine } from 'webgpu-tp';
 
 const out = document.querySelector('output');
-const engine = await createEngine({ model: '/models/stories260K.bin', tokenizer: '/models/tok512.bin', tensorParallel: 2 });
+const engine = await createEngine({ model: '/models/stories260K.bin', tokenizer: '/models/tok512.bin', devices: 'gpu', tensorParallel: 2 });
 for await (const c of engine.generate('Once upon a time', { temperature: 0, maxTokens: 24 })) out.append(c.text);
 
 await engine.dispose();

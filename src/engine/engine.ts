@@ -7,8 +7,11 @@ import { WorkerGroup, type TabRanksOptions } from './worker-group.js';
 import type { LoadProgress } from './load-shards.js';
 import type { RankOptions } from '../protocol.js';
 import type { DevicePlacement, EngineStats, GenerateChunk, GenerateOptions } from './types.js';
-import { browserProbe, onlyCpuRanks, placeRanks, type DevicesOption } from './placement.js';
-import { describeSpec } from '../gpu/core/adapter.js';
+import { browserProbe, placeRanks, type DevicesOption, type Placement } from './placement.js';
+import { backendOf, describeSpec, isCpuSpec } from '../gpu/core/adapter.js';
+import { checkCpuRanksFit } from './cpu-memory.js';
+import { loadFastest } from './time-placements.js';
+import { calibrateDevices, cpuBlocker } from './device-measure.js';
 import { openSource, type ModelSource } from '../loader/source.js';
 import { detectFormat, MODEL_HEADER_BYTES, parseModelHeader, type ModelLayout } from '../model/formats/detect.js';
 import { Tokenizer } from '../model/tokenizer/tokenizer.js';
@@ -18,7 +21,7 @@ import { openGgufForEngine } from './gguf-open.js';
 import type { ByteSource } from '../loader/source.js';
 import type { TensorInfo } from '../model/config.js';
 import { Sampler } from '../model/sampler.js';
-import { makePlan } from '../parallel/plan.js';
+import { makePlan, type Plan } from '../parallel/plan.js';
 import type { ModelConfig } from '../model/config.js';
 import { DEFAULT_SPIN } from '../collective/index.js';
 import { createCompletions, type Completions } from './completions.js';
@@ -26,7 +29,7 @@ import { createChatCompletions, type ChatCompletions, type ChatMessage } from '.
 import { clearShardCache } from '../cache/shard-cache.js';
 import { registerFaultTarget } from './fault-injection.js';
 import { checkKvCacheOption, type KvCacheOption } from '../gpu/kernels/kv-format.js';
-import { InvalidArgumentError, TokenizerFormatError, NotIsolatedError, WebGpuUnavailableError, DisposedError, AbortedError } from '../errors.js';
+import { InvalidArgumentError, TokenizerFormatError, NotIsolatedError, DisposedError, AbortedError, RankMemoryError } from '../errors.js';
 
 export interface EngineOptions {
   /**
@@ -46,28 +49,40 @@ export interface EngineOptions {
    */
   tokenizer?: ModelSource;
   /**
-   * Ranks to split the model over (default 1). Must divide the query heads unless `split` is
-   * given. `"auto"` is the same as `devices: "auto"`.
+   * Ranks to split the model over. Must divide the query heads unless `split` is given. Unset,
+   * `devices` decides (`"auto"` by measurement, else 1); `"auto"` is the same as
+   * `devices: "auto"`.
    */
   tensorParallel?: number | 'auto';
   /**
-   * Which adapters the ranks run on (default: every rank on the default adapter).
-   * - `"auto"`: ask for a high-performance and a low-power adapter; one rank per distinct one,
-   *   the work split by a short measurement of each (rounded to whole heads). On one adapter
-   *   (most machines, headless Chromium) TP=1, unless a buffer the model needs exceeds that
-   *   adapter's limits; then the smallest degree that fits.
-   * - a number N: N ranks on the default adapter (as `tensorParallel: N`).
+   * Which devices the ranks run on (default `"auto"`; with `tabs`, `"gpu"`).
+   * - `"auto"`: decided on this page by measurement. A real GPU adapter (not the browser's
+   *   fallback adapter, not SwiftShader) gets GPU ranks: one per distinct adapter, split by a
+   *   short matmul measurement, or the smallest degree whose buffers fit the adapter's limits.
+   *   A fallback adapter, or no WebGPU at all, gets CPU ranks: every degree from the smallest
+   *   that fits 4 GiB per rank up to one rank per core (`navigator.hardwareConcurrency`) is
+   *   loaded and timed for a few decode steps, and the fastest is kept (the others' shards stay
+   *   in the shard cache, so the next load times them without downloading). With a GPU and
+   *   cores to spare, GPU + CPU ranks are timed against GPU ranks alone and CPU ranks join only
+   *   if a step is faster. A request CPU ranks cannot run yet (quantised weights, int8
+   *   activations, `runqExact`) gets GPU ranks. A `tensorParallel` number (or a `split`) fixes the
+   *   count, and nothing is timed.
+   * - `"gpu"`: every rank on the default WebGPU adapter, as many as `tensorParallel` says
+   *   (default 1). Without `navigator.gpu`: `WebGpuUnavailableError`.
+   * - a number N: N ranks on the default adapter (as `"gpu"` with `tensorParallel: N`).
    * - `"cpu"`: CPU ranks, as many as `tensorParallel` says (default 1). A CPU rank computes
-   *   with WebAssembly SIMD on its own worker thread and needs no WebGPU, so an engine of CPU
-   *   ranks also works where `navigator.gpu` is absent. It takes f32 and f16 weights; quantised
-   *   weights, int8 activations and an f16 KV cache fail at load with a typed error.
+   *   with WebAssembly SIMD on its own worker thread and needs no WebGPU. It takes f32 and f16
+   *   weights; quantised weights, int8 activations and runq.c's exact W8A8 fail at load with a
+   *   typed error. Its shard, KV cache and activations share one WebAssembly memory (4 GiB at
+   *   most): a model too large for that fails before loading with `RankMemoryError`, which
+   *   names the smallest degree that fits.
    * - a list: one rank per spec, `{powerPreference}`, `{forceFallbackAdapter: true}`,
    *   `{info: {vendor?, architecture?, device?, description?}}` (case-insensitive substrings)
    *   or `{cpu: true}` (a CPU rank), so GPU and CPU ranks can mix.
-   * A `tensorParallel` number must agree with a count or list; with `"auto"` it deals that many
-   * ranks round-robin over the adapters found. Disagreements throw `InvalidArgumentError`; a
-   * filter that matches no adapter throws `AdapterNotFoundError`. `stats().placement` says
-   * what was chosen and why.
+   * A `tensorParallel` number must agree with a count or list; with `"auto"` on GPU adapters it
+   * deals that many ranks round-robin over the adapters found. Disagreements throw
+   * `InvalidArgumentError`; a filter that matches no adapter throws `AdapterNotFoundError`.
+   * `stats().placement` says what was chosen and why, with each rank's `backend`.
    */
   devices?: DevicesOption;
   /**
@@ -193,9 +208,8 @@ const DEFAULT_MAX_CONTEXT = 4096;
 export async function createEngine(options: EngineOptions): Promise<Engine> {
   if (typeof crossOriginIsolated !== 'undefined' && !crossOriginIsolated) throw new NotIsolatedError();
   if (typeof SharedArrayBuffer === 'undefined') throw new NotIsolatedError();
+  // Only a rank that runs on WebGPU needs it: placement finds CPU ranks where it is missing.
   const hasGpu = typeof navigator !== 'undefined' && 'gpu' in navigator;
-  // Only a rank that runs on WebGPU needs it: an engine of CPU ranks runs without.
-  if (!hasGpu && !onlyCpuRanks(options.devices)) throw new WebGpuUnavailableError('navigator.gpu is missing');
 
   const t0 = performance.now();
   const kvCache = checkKvCacheOption(options.kvCache);
@@ -235,20 +249,6 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const maxRows = Math.min(options.maxRows ?? 64, contextLength);
   const maxBatch = options.maxBatch ?? 4;
   if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new InvalidArgumentError(`maxBatch must be a whole number ≥ 1, got ${maxBatch}`, 'Leave maxBatch unset (4), or pass how many requests to decode together');
-  const placement = await placeRanks(
-    { devices: options.devices, tensorParallel: options.tensorParallel, split: options.split },
-    config, { contextLength, maxBatch, maxRows },
-    // Never called for CPU ranks, so only an engine with GPU ranks reaches navigator.gpu.
-    (spec) => browserProbe((navigator as Navigator & { gpu: GPU }).gpu)(spec),
-    // Loaded on demand: it pulls in the GPU modules, which only a multi-adapter "auto" needs here.
-    async (specs) => (await import('../gpu/calibrate.js')).calibrateAdapters(specs),
-  );
-  const tabs = options.tabs && tabRanks(options.tabs, options.model, format, placement.specs.length, options.devices ?? options.tensorParallel);
-  notAborted(options.signal);
-  const plan = placement.fractions
-    ? makePlan(config, { fractions: placement.fractions }, tensors)
-    : makePlan(config, { tensorParallel: placement.specs.length }, tensors);
-
   // The options as every rank runs them, resolved once.
   const rank: RankOptions = {
     maxRows, slots: maxBatch, contextLength,
@@ -260,15 +260,55 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     runqExact: format === 'llama2c-v2' && (options.runqExact ?? true),
     kvCache,
   };
-  const group = await WorkerGroup.create({
-    config, plan, source, rank,
-    onProgress: options.onProgress,
-    signal: options.signal,
-    cache: options.cache ?? true,
-    devices: placement.specs,
-    adapterKeys: placement.keys,
-    tabs,
-  });
+  const sizes = { contextLength, maxBatch, maxRows, kvBytes: kvCache === 'f16' ? 2 : 4 };
+  // Ranks in other tabs lend their GPUs: without a devices option they are GPU ranks, as before "auto".
+  const devices = options.devices ?? (options.tabs ? 'gpu' : 'auto');
+  const decision = await placeRanks(
+    { devices, tensorParallel: options.tensorParallel, split: options.split },
+    config, sizes,
+    // Never called for CPU ranks, so only an engine with GPU ranks reaches navigator.gpu.
+    (spec) => browserProbe((navigator as Navigator & { gpu: GPU }).gpu)(spec),
+    calibrateDevices,
+    { hasGpu, cores: navigator.hardwareConcurrency || 1, cpuBlocker: cpuBlocker(tensors, rank), tensors, kvBytes: sizes.kvBytes },
+  );
+  const planOf = (p: Placement) =>
+    p.fractions ? makePlan(config, { fractions: p.fractions }, tensors) : makePlan(config, { tensorParallel: p.specs.length }, tensors);
+  const loadGroup = (p: Placement, plan: Plan, tabs?: TabRanksOptions) => {
+    notAborted(options.signal);
+    return WorkerGroup.create({
+      config, plan, source, rank,
+      onProgress: options.onProgress,
+      signal: options.signal,
+      cache: options.cache ?? true,
+      devices: p.specs,
+      adapterKeys: p.keys,
+      tabs,
+    });
+  };
+  let placement: Placement, plan: Plan, group: WorkerGroup, tabs: TabRanksOptions | undefined;
+  if ('candidates' in decision) {
+    // "auto" found several placements it can tell apart only by running them.
+    if (options.tabs) throw new InvalidArgumentError('tabs cannot be combined with devices: "auto"', 'Give the rank count with tensorParallel (local ranks plus tab ranks)');
+    ({ placement, group } = await loadFastest(decision, async (p, i) => {
+      const pl = planOf(p);
+      try {
+        checkCpuRanksFit(config, tensors, pl, p.specs.map(isCpuSpec), sizes);
+      } catch (e) {
+        // The baseline must load; a later candidate that does not fit is only left out.
+        if (i === 0 || !(e instanceof RankMemoryError)) throw e;
+        return undefined;
+      }
+      return loadGroup(p, pl);
+    }));
+    plan = planOf(placement);
+  } else {
+    placement = decision;
+    tabs = options.tabs && tabRanks(options.tabs, options.model, format, placement.specs.length, options.devices ?? options.tensorParallel);
+    plan = planOf(placement);
+    // A CPU rank too large for its memory fails here, before anything loads.
+    checkCpuRanksFit(config, tensors, plan, placement.specs.map(isCpuSpec), sizes);
+    group = await loadGroup(placement, plan, tabs);
+  }
   if (options.signal?.aborted) {
     await group.dispose();
     notAborted(options.signal);
@@ -280,6 +320,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     fractions: plan.ranks.map((r) => (r.heads[1] - r.heads[0]) / config.nHeads),
     ranks: plan.ranks.map((r) => ({
       rank: r.rank,
+      backend: backendOf(placement.specs[r.rank]),
       spec: tabs && r.rank >= plan.world - tabs.count ? `tab "${tabs.id}"` : describeSpec(placement.specs[r.rank]),
       adapter: names[r.rank] ?? '', heads: r.heads,
     })),

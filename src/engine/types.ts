@@ -1,4 +1,7 @@
 /** Types shared by the engine's parts and exported by the SDK. */
+import type { RankBackend } from '../gpu/core/adapter.js';
+
+export type { RankBackend };
 
 /**
  * Options of one generation request.
@@ -72,8 +75,14 @@ export interface StepBreakdown {
   scheduler_ms: number;
 }
 
-/** What each rank reports. */
-export interface RankStats {
+/** What each rank reports: its worker's report, and the backend it computes with. */
+export interface RankStats extends RankReport {
+  /** `'gpu'` (WebGPU) or `'cpu'` (WebAssembly SIMD on the rank's own core); why is `placement.reason`. */
+  backend: RankBackend;
+}
+
+/** What a rank's worker reports about itself (`RankStats` without what the main thread adds). */
+export interface RankReport {
   rank: number;
   adapter: string;
   /** Bytes of weights this rank uploaded to its device. */
@@ -121,9 +130,16 @@ export interface KernelTiming {
 
 /** Where the ranks went and why (see `devices` in EngineOptions). */
 export interface DevicePlacement {
-  /** Which option decided: `tensorParallel`, a `devices` count, a `devices` list, `devices: "cpu"`, or `"auto"`. */
-  mode: 'tensorParallel' | 'count' | 'list' | 'cpu' | 'auto';
-  /** One sentence: how many ranks, on which adapters, and why. */
+  /**
+   * Which option decided: a `devices` count, a `devices` list, `devices: "gpu"` or `"cpu"`, or
+   * `"auto"` (the default).
+   */
+  mode: 'count' | 'list' | 'gpu' | 'cpu' | 'auto';
+  /**
+   * One sentence: how many ranks, of which backend, on which adapters, and why; under `"auto"`,
+   * what it saw (a GPU, a CPU fallback adapter, no WebGPU), what CPU ranks cannot run if that
+   * decided, and the timings when it measured.
+   */
   reason: string;
   /** The distinct adapters the choice saw, by name. */
   adapters: string[];
@@ -133,8 +149,12 @@ export interface DevicePlacement {
   fractions: number[];
   /** ms per calibration matmul on each of `adapters`, when they were measured. */
   calibrationMs?: number[];
+  /** When `"auto"` timed candidate placements to choose between them. */
+  timing?: PlacementTiming;
   ranks: {
     rank: number;
+    /** `'gpu'` or `'cpu'`. */
+    backend: RankBackend;
     /** The spec the rank's worker asked with (`default`, `high-performance`, `fallback`, `vendor~x`, ...). */
     spec: string;
     /** The adapter its worker got. */
@@ -142,6 +162,27 @@ export interface DevicePlacement {
     /** Query heads [start, end). */
     heads: [number, number];
   }[];
+}
+
+/**
+ * How `"auto"` chose by measurement: each candidate placement was loaded and ran a warm-up
+ * step and then `steps` decode steps; the fastest won (one with more ranks must be faster by
+ * `TIMING_MARGIN`, so that noise does not add ranks).
+ */
+export interface PlacementTiming {
+  /** Decode steps timed per candidate. */
+  steps: number;
+  /** Wall ms the choice took, the candidates' loads included. */
+  totalMs: number;
+  candidates: {
+    /** e.g. `2 CPU ranks`, `GPU alone`, `GPU + 1 CPU rank`. */
+    label: string;
+    backends: RankBackend[];
+    /** Median ms per decode step. */
+    msPerStep: number;
+  }[];
+  /** Index into `candidates` of the one chosen. */
+  chosen: number;
 }
 
 export interface EngineStats {

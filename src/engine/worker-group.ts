@@ -30,7 +30,7 @@ import { loadShards, type LoadProgress } from './load-shards.js';
 import { acceptTabs, TAB_REMEDY, type TabHost, type TabPeer } from './tab-host.js';
 import { collectiveGroup } from './tab-link.js';
 import { alive, MessageSteps, SharedSteps, type GroupRank, type GroupSteps, type Released } from './group-steps.js';
-import type { DeviceSpec } from '../gpu/core/adapter.js';
+import { backendOf, type DeviceSpec } from '../gpu/core/adapter.js';
 // The shard worker is bundled inline (Vite `?worker&inline`): its code, dependencies included,
 // is a string in the built module and starts as a module worker from a Blob URL. A
 // `new URL('…worker.ts', import.meta.url)` worker would be a second file beside the library,
@@ -362,7 +362,7 @@ export class WorkerGroup implements StepBackend {
   async stats(): Promise<RankStats[]> {
     await this.recovery;
     if (this.broken && !this.policy.rebuild) throw this.broken;
-    return Promise.all(this.ranks.map((r) => alive(r, r.api.stats())));
+    return Promise.all(this.ranks.map(async (r, i) => ({ ...(await alive(r, r.api.stats())), backend: backendOf(this.o.devices?.[i]) })));
   }
 
   async resetStats(): Promise<void> {

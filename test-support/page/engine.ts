@@ -34,12 +34,13 @@ export async function load(o: PageGenerateOptions): Promise<{ tp: number; loadMs
 }
 
 /**
- * `createEngine` on sources built in the page (a Blob, a buffer) and options as given, then
- * disposed at once: tests of what loading refuses call it and look at the error's `code`.
+ * `createEngine` on sources built in the page (a Blob, a buffer) and options as given (on GPU
+ * ranks unless they name devices, as every test-page engine: gpu-default.ts), then disposed at
+ * once: tests of what loading refuses call it and look at the error's `code`.
  */
 export async function tryCreate(o: EngineOptions): Promise<{ tp: number } | { error: SerializedError }> {
   try {
-    const engine = await createEngine(o);
+    const engine = await createEngine({ ...o, devices: o.devices ?? 'gpu' });
     const tp = engine.tensorParallel;
     await engine.dispose();
     return { tp };

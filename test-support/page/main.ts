@@ -13,9 +13,16 @@ import * as q8 from './kernels-q8';
 import * as q4 from './kernels-q4';
 import * as q4engine from './engine-q4';
 import * as f16 from './kernels-f16';
+import { generateOnDefault, onGpu } from './gpu-default';
 
 const tp = {
-  engine: { ...cliEngine, ...engine },
+  // Every entry that loads an engine from PageGenerateOptions runs it on WebGPU unless told otherwise (gpu-default.ts).
+  engine: {
+    ...cliEngine, ...engine, generateOnDefault,
+    generate: onGpu(cliEngine.generate), timedConcurrent: onGpu(cliEngine.timedConcurrent), engineFor: onGpu(cliEngine.engineFor),
+    load: onGpu(engine.load), generateConcurrent: onGpu(engine.generateConcurrent), generateWithFault: onGpu(engine.generateWithFault),
+    runRequests: onGpu(engine.runRequests), cancelDuring: onGpu(engine.cancelDuring),
+  },
   collective,
   tabs: { ...cliTabs, ...tabs },
   kernels,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { adapterKey, adapterName, checkDeviceSpec, identityOf, matchesFilter, requestAdapterFor } from './adapter.js';
+import { adapterKey, adapterName, backendOf, checkDeviceSpec, identityOf, isSoftwareAdapter, matchesFilter, requestAdapterFor } from './adapter.js';
 import { AdapterNotFoundError, InvalidArgumentError } from '../../errors.js';
 
 const fakeAdapter = (vendor: string, architecture: string, isFallbackAdapter = false) =>
@@ -20,6 +20,17 @@ function fakeGpu(asked: unknown[]): GPU {
 }
 
 describe('device specs', () => {
+  it('tells a GPU from an adapter that computes on the CPU', () => {
+    expect(isSoftwareAdapter(identityOf(fakeAdapter('nvidia', 'ampere')))).toBe(false);
+    expect(isSoftwareAdapter(identityOf(fakeAdapter('intel', 'gen-12lp')))).toBe(false);
+    expect(isSoftwareAdapter(identityOf(fakeAdapter('google', 'swiftshader', true)))).toBe(true);
+    // A software renderer is one even where the browser does not flag it as the fallback.
+    expect(isSoftwareAdapter(identityOf(fakeAdapter('google', 'swiftshader')))).toBe(true);
+    expect(isSoftwareAdapter(identityOf(fakeAdapter('mesa', 'llvmpipe')))).toBe(true);
+    expect(isSoftwareAdapter(identityOf(fakeAdapter('some-vendor', 'gpu', true)))).toBe(true);
+    expect([backendOf(undefined), backendOf({ forceFallbackAdapter: true }), backendOf({ cpu: true })]).toEqual(['gpu', 'gpu', 'cpu']);
+  });
+
   it('filters match case-insensitive substrings of every given field', () => {
     const id = identityOf(fakeAdapter('NVIDIA', 'ampere'));
     expect(matchesFilter(id, { vendor: 'nvidia' })).toBe(true);

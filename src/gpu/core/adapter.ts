@@ -34,6 +34,14 @@ export function isCpuSpec(spec: DeviceSpec | undefined): spec is { cpu: true } {
 /** What a CPU rank reports as its adapter. */
 export const CPU_ADAPTER_NAME = 'CPU (WebAssembly SIMD)';
 
+/** What computes a rank: WebGPU, or WebAssembly SIMD on its own core. */
+export type RankBackend = 'gpu' | 'cpu';
+
+/** The backend a rank of `spec` runs. */
+export function backendOf(spec: DeviceSpec | undefined): RankBackend {
+  return isCpuSpec(spec) ? 'cpu' : 'gpu';
+}
+
 /** The fields of `adapter.info` that tell adapters apart. */
 export interface AdapterIdentity {
   vendor: string;
@@ -88,6 +96,18 @@ export function identityOf(a: GPUAdapter): AdapterIdentity {
     description: i.description ?? '',
     isFallbackAdapter: i.isFallbackAdapter ?? false,
   };
+}
+
+/** Software renderers that draw on the CPU, by the names their `adapter.info` gives. */
+const SOFTWARE_NAMES = /swiftshader|llvmpipe|lavapipe|microsoft basic render/i;
+
+/**
+ * True for an adapter that computes on the CPU: the browser's fallback adapter, or a software
+ * renderer (SwiftShader, llvmpipe) even where it is not flagged as the fallback. Its WebGPU
+ * ranks share the cores a CPU rank would have to itself.
+ */
+export function isSoftwareAdapter(id: AdapterIdentity): boolean {
+  return id.isFallbackAdapter || FILTER_KEYS.some((k) => SOFTWARE_NAMES.test(id[k]));
 }
 
 /** Equal keys mean the same adapter: what `"auto"` uses to count distinct devices. */
