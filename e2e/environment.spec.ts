@@ -18,14 +18,14 @@ const o: PageGenerateOptions = {
   prompt: '', maxTokens: 4, temperature: 0, topP: 0.9, seed: 1,
 };
 
-/** Opens the harness without its own WebGPU/isolation probe, runs `load`, returns the error. */
-async function loadError(opts: HarnessOptions) {
+/** Opens the harness without its own WebGPU/isolation probe, runs `load` (of `o` and `over`), returns the error. */
+async function loadError(opts: HarnessOptions, over: Partial<PageGenerateOptions> = {}) {
   const h: Harness = await openHarness({ path: TEST_PAGE, ...opts, probe: false });
   try {
-    const r = await h.page.evaluate((x) => window.tp.engine.load(x), o);
+    const r = await h.page.evaluate((x) => window.tp.engine.load(x), { ...o, ...over });
     expect('error' in r).toBe(true);
     const c = await counts(h.page);
-    return { error: (r as { error: { name: string; code?: string; message: string; extra?: { remedy?: string } } }).error, counts: c, isolated: await h.page.evaluate(() => crossOriginIsolated) };
+    return { error: (r as { error: { name: string; code?: string; message: string; extra?: { remedy?: string; fitsAt?: number } } }).error, counts: c, isolated: await h.page.evaluate(() => crossOriginIsolated) };
   } finally {
     await h.close();
   }
@@ -57,6 +57,16 @@ test('no navigator.gpu: the default createEngine generates on CPU ranks, greedy 
   } finally {
     await h.close();
   }
+});
+
+test('a CPU rank too large for its 4 GiB memory fails before loading, naming the smallest degree that fits', async () => {
+  // 7000 KV-cache slots of 512 positions: 4.3 GiB of cache on one rank, 2.1 GiB on each of two.
+  const r = await loadError({ initScript: countingInit() }, { devices: 'cpu', tp: 1, maxBatch: 7000 });
+  expect(r.error).toMatchObject({ name: 'RankMemoryError', code: 'RANK_MEMORY' });
+  expect(r.error.message).toMatch(/^At TP=1 a CPU rank needs 4\.\d\d GiB \(rank 0: shard 1\.1 MiB \+ KV cache 4375\.0 MiB \+ activations 0\.\d MiB\), over one WebAssembly memory's 4\.00 GiB/);
+  expect(r.error.extra?.fitsAt).toBe(2);
+  expect(r.error.extra?.remedy).toContain('at least 2 CPU ranks (tensorParallel: 2)');
+  expect(r.counts.workersMade).toBe(0);
 });
 
 test('requestAdapter gives null in the rank workers: WebGpuUnavailableError with the remedy, every worker terminated', async () => {
