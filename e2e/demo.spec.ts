@@ -1,6 +1,7 @@
 /**
- * The demo page (index.html, src/demo/) driven as a user would: pick TP, type a prompt,
- * generate, stop, reload and generate from the shard cache; plus its error panels.
+ * The demo page (index.html, src/demo/) driven as a user would: pick the devices and TP, type a
+ * prompt, generate, stop, reload and generate from the shard cache; plus its error panels. The
+ * tests that predate CPU ranks pin GPU ranks, so the WebGPU path keeps its coverage.
  */
 import { test, expect } from '@playwright/test';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -36,8 +37,9 @@ test.afterAll(async () => {
   await h?.close();
 });
 
-async function generateWith(o: { tp?: string; prompt?: string; temperature?: string; maxTokens?: string }) {
+async function generateWith(o: { devices?: string; tp?: string; prompt?: string; temperature?: string; maxTokens?: string }) {
   const page = h.page;
+  if (o.devices) await page.selectOption('#devices', o.devices);
   if (o.tp) await page.selectOption('#tp', o.tp);
   if (o.prompt !== undefined) await page.fill('#prompt', o.prompt);
   if (o.temperature !== undefined) await page.fill('#temperature', o.temperature);
@@ -49,12 +51,23 @@ async function waitForState(state: string | RegExp) {
   await expect(h.page.locator('body')).toHaveAttribute('data-state', state, { timeout: 180_000 });
 }
 
+/** Waits for the run a click started to end (Generate is disabled from the click on), in `state`. */
+async function runEnds(state: string, page = h.page) {
+  await expect(page.locator('#generate')).toBeEnabled({ timeout: 180_000 });
+  await expect(page.locator('body')).toHaveAttribute('data-state', state);
+}
+
+/** Each workers-table row's backend, from its `data-backend`. */
+async function rowBackends(page = h.page): Promise<string[]> {
+  return page.locator('#ranks-body tr').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.backend ?? ''));
+}
+
 test('TP=2, greedy: the page streams the prompt and its continuation, with tokens/s and per-rank charts', async () => {
   const page = h.page;
   await expect(page.locator('#env-webgpu')).toHaveClass(/ok/);
   await expect(page.locator('#env-isolated')).toHaveClass(/ok/);
   await expect(page.locator('#default-status')).toContainText('Available');
-  await generateWith({ tp: '2', prompt: 'Once upon a time', temperature: '0', maxTokens: '48' });
+  await generateWith({ devices: 'gpu', tp: '2', prompt: 'Once upon a time', temperature: '0', maxTokens: '48' });
   await waitForState('done');
 
   const shown = (await page.locator('#output').textContent()) ?? '';
@@ -74,7 +87,7 @@ test('TP=2, greedy: the page streams the prompt and its continuation, with token
 
 test('Stop aborts a long generation and the page stays usable', async () => {
   const page = h.page;
-  await generateWith({ tp: '2', prompt: 'Once upon a time', temperature: '1', maxTokens: '400' });
+  await generateWith({ devices: 'gpu', tp: '2', prompt: 'Once upon a time', temperature: '1', maxTokens: '400' });
   await expect(page.locator('#token-count')).toHaveText(/^([3-9]|\d\d+)$/, { timeout: 120_000 });
   await page.click('#stop');
   await waitForState('stopped');
@@ -95,7 +108,7 @@ test('after a reload the shards come from the cache: hits are shown and no weigh
   const mark = h.server.log.length;
   await page.reload();
   await expect(page.locator('#env-webgpu')).toHaveClass(/ok/);
-  await generateWith({ tp: '2', prompt: 'Once upon a time', temperature: '0', maxTokens: '24' });
+  await generateWith({ devices: 'gpu', tp: '2', prompt: 'Once upon a time', temperature: '0', maxTokens: '24' });
   await waitForState('done');
 
   await expect(page.locator('#cache-status')).toContainText('2/2 cache hits');
@@ -144,7 +157,7 @@ test('a GGUF by URL runs on its own tokenizer, whatever the tokenizer field says
     await page.click('#source-url');
     await page.fill('#model-url', url);
     await page.fill('#tokenizer-url', '/models/tok512.bin');
-    await generateWith({ tp: '1', prompt: 'Once upon a time', temperature: '0', maxTokens: '48' });
+    await generateWith({ devices: 'gpu', tp: '1', prompt: 'Once upon a time', temperature: '0', maxTokens: '48' });
     await waitForState('done');
     const shown = (await page.locator('#output').textContent()) ?? '';
     expect(shown.startsWith(GREEDY), shown).toBe(true);
@@ -172,7 +185,52 @@ test('a GGUF by URL runs on its own tokenizer, whatever the tokenizer field says
   await expect(page.locator('#panel-file')).toBeVisible();
 });
 
-test('without WebGPU or cross-origin isolation the page says so and how to fix it', async () => {
+test('the device selector drives the engine: CPU gives CPU ranks, GPU a GPU rank, GPU + CPU one of each, all streaming the same greedy text', async () => {
+  const page = h.page;
+  await page.click('#source-default');
+  const runs = [
+    { devices: 'cpu', tp: '2', backends: ['cpu', 'cpu'], summary: 'TP=2 (2 CPU ranks)' },
+    { devices: 'gpu', tp: '1', backends: ['gpu'], summary: 'TP=1 (1 GPU rank)' },
+    { devices: 'mixed', tp: '2', backends: ['gpu', 'cpu'], summary: 'TP=2 (1 GPU + 1 CPU ranks)' },
+  ];
+  for (const r of runs) {
+    await generateWith({ devices: r.devices, tp: r.tp, prompt: 'Once upon a time', temperature: '0', maxTokens: '16' });
+    await runEnds('done');
+    const shown = (await page.locator('#output').textContent()) ?? '';
+    expect(GREEDY.startsWith(shown) || shown.startsWith(GREEDY), `${r.devices}: ${shown}`).toBe(true);
+    expect(shown.length, shown).toBeGreaterThan('Once upon a time'.length + 8);
+    expect(await rowBackends(), r.devices).toEqual(r.backends);
+    await expect(page.locator('#engine-info')).toContainText(r.summary);
+    for (const [i, b] of r.backends.entries()) {
+      const row = page.locator('#ranks-body tr').nth(i);
+      await expect(row.locator('.kind')).toHaveText(b.toUpperCase());
+      if (b === 'cpu') await expect(row.locator('td.device')).toContainText('WebAssembly SIMD');
+      else await expect(row.locator('td.device')).not.toContainText('WebAssembly');
+    }
+    for (const id of ['steps', 'memory', 'load']) await expect(page.locator(`#chart-${id}-empty`)).toBeHidden();
+  }
+});
+
+test('the default choice is auto: CPU ranks where the only WebGPU adapter is a CPU fallback, GPU ranks on a GPU', async () => {
+  const page = h.page;
+  await page.reload();
+  await expect(page.locator('#env-webgpu')).toHaveClass(/ok/);
+  await expect(page.locator('#devices')).toHaveValue('auto');
+  const fallback = await page.evaluate(async () => {
+    const a = await (navigator as Navigator & { gpu: GPU }).gpu.requestAdapter({ powerPreference: 'high-performance' });
+    const i = a!.info as GPUAdapterInfo & { isFallbackAdapter?: boolean };
+    return !!i.isFallbackAdapter || /swiftshader/i.test(`${i.vendor} ${i.architecture} ${i.description}`);
+  });
+  await generateWith({ prompt: 'Once upon a time', temperature: '0', maxTokens: '16' });
+  await runEnds('done');
+  const backends = await rowBackends();
+  expect(backends.length).toBeGreaterThan(0);
+  expect(new Set(backends)).toEqual(new Set([fallback ? 'cpu' : 'gpu']));
+  await expect(page.locator('#placement-info')).toContainText(`auto → ${backends.length} ${fallback ? 'CPU' : 'GPU'} rank`);
+  await expect(page.locator('#output')).toContainText('Once upon a time, there was');
+});
+
+test('without WebGPU the page runs CPU ranks and an explicit GPU choice fails typed; without cross-origin isolation the page says how to fix it', async () => {
   const context = h.browser.context;
   const noGpu = await context.newPage();
   try {
@@ -180,9 +238,23 @@ test('without WebGPU or cross-origin isolation the page says so and how to fix i
       delete (Navigator.prototype as { gpu?: unknown }).gpu;
     });
     await noGpu.goto(`${h.server.url}/index.html`);
+    await expect(noGpu.locator('#env-webgpu')).toHaveText('No WebGPU');
+    await expect(noGpu.locator('#env-adapter')).toHaveText('no adapter');
+    await noGpu.selectOption('#devices', 'gpu');
+    await noGpu.selectOption('#tp', '1');
+    await noGpu.click('#generate');
+    await runEnds('error', noGpu);
     await expect(noGpu.locator('#error-code')).toHaveText('NO_WEBGPU');
     await expect(noGpu.locator('#error-remedy')).toContainText('WebGPU');
-    await expect(noGpu.locator('#generate')).toBeDisabled();
+
+    await noGpu.selectOption('#devices', 'auto');
+    await noGpu.fill('#temperature', '0');
+    await noGpu.fill('#max-tokens', '16');
+    await noGpu.click('#generate');
+    await runEnds('done', noGpu);
+    await expect(noGpu.locator('#error-panel')).toBeHidden();
+    expect(await rowBackends(noGpu)).toEqual(['cpu']);
+    await expect(noGpu.locator('#output')).toContainText('Once upon a time, there was');
   } finally {
     await noGpu.close();
   }

@@ -176,6 +176,7 @@ test('the demo shows the placement "auto" chose (CPU ranks here) and each rank\'
   try {
     await page.goto(`${harness.server.url}/index.html`);
     await expect(page.locator('#default-status')).toContainText('Available', { timeout: 60_000 });
+    await page.selectOption('#devices', 'gpu');
     await page.selectOption('#tp', 'auto');
     await page.fill('#prompt', 'Once upon a time');
     await page.fill('#temperature', '0');

@@ -165,6 +165,7 @@ test('the demo page\'s "Hugging Face" field loads a model from its base URL', as
     await page.click('#source-hf');
     await page.fill('#hf-url', `${harness.server.url}${hf}`);
     await expect(page.locator('#model-name')).toHaveText('qwen');
+    await page.selectOption('#devices', 'gpu');
     await page.selectOption('#tp', '2');
     await page.fill('#prompt', 'Say hello');
     await page.fill('#temperature', '0');

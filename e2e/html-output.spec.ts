@@ -75,6 +75,7 @@ test('pieces that are HTML are shown as text: no element is created and no dialo
   await page.click('#source-url');
   await page.fill('#model-url', '/models/stories260K.bin');
   await page.fill('#tokenizer-url', '/evil/tok512-html.bin');
+  await page.selectOption('#devices', 'gpu');
   await page.selectOption('#tp', '1');
   await page.fill('#prompt', PROMPT);
   await page.fill('#temperature', '0');

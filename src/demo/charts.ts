@@ -1,12 +1,14 @@
 /**
  * The demo's live charts (Chart.js, registered piecemeal so only bar and line charts ship):
  * a per-rank timeline of the mean decode step, throughput over time, shard memory per rank,
- * and load progress per rank split into downloaded and cache-hit bytes.
+ * and load progress per rank split into downloaded and cache-hit bytes. Each rank's bars are
+ * labelled with its backend, CPU or GPU.
  */
 import {
   Chart, BarController, BarElement, LineController, LineElement, PointElement, CategoryScale, LinearScale,
   Legend, Tooltip, Filler, type ChartConfiguration,
 } from 'chart.js';
+import type { Backend } from './devices.js';
 import { formatBytes, formatMsShort } from './format.js';
 
 Chart.register(BarController, BarElement, LineController, LineElement, PointElement, CategoryScale, LinearScale, Legend, Tooltip, Filler);
@@ -38,8 +40,6 @@ const SEGMENTS: { key: keyof StepSegments; label: string; color: string }[] = [
   { key: 'idle', label: 'idle', color: '#cbd2e1' },
 ];
 
-const rankLabels = (n: number) => Array.from({ length: n }, (_, r) => `rank ${r}`);
-
 function show(emptyId: string, hasData: boolean): void {
   document.getElementById(emptyId)!.hidden = hasData;
 }
@@ -66,6 +66,12 @@ export class DemoCharts {
   private readonly load: Chart<'bar'>;
   /** Bytes of each rank's shard, for the load chart's tooltips. */
   private loadTotals: number[] = [];
+  /** Each rank's kind (`CPU`, `GPU`) once the engine says, so CPU and GPU ranks read apart on every chart. */
+  private kinds: string[] = [];
+
+  private rankLabels(n: number): string[] {
+    return Array.from({ length: n }, (_, r) => (this.kinds[r] ? `rank ${r} · ${this.kinds[r]}` : `rank ${r}`));
+  }
 
   constructor() {
     const ms = formatMsShort;
@@ -80,7 +86,8 @@ export class DemoCharts {
         labels: [],
         datasets: [{
           label: 'tokens/s', data: [], borderColor: '#4f46e5', backgroundColor: 'rgba(79, 70, 229, 0.12)',
-          fill: true, tension: 0.3, pointRadius: 0, borderWidth: 2,
+          // A decode shorter than a few polls has too few points for a line: show them as dots.
+          fill: true, tension: 0.3, pointRadius: (c) => (c.dataset.data.length < 3 ? 3 : 0), borderWidth: 2,
         }],
       },
       options: {
@@ -123,7 +130,7 @@ export class DemoCharts {
 
   /** One stacked bar per rank: the mean decode step from compute to idle. */
   setSteps(perRank: StepSegments[]): void {
-    this.steps.data.labels = rankLabels(perRank.length);
+    this.steps.data.labels = this.rankLabels(perRank.length);
     SEGMENTS.forEach((s, i) => (this.steps.data.datasets[i]!.data = perRank.map((p) => p[s.key])));
     this.steps.update();
     show('chart-steps-empty', perRank.length > 0);
@@ -144,17 +151,25 @@ export class DemoCharts {
   }
 
   setMemory(perRank: { weightBytes: number; workBytes: number }[]): void {
-    this.memory.data.labels = rankLabels(perRank.length);
+    this.memory.data.labels = this.rankLabels(perRank.length);
     this.memory.data.datasets[0]!.data = perRank.map((r) => r.weightBytes);
     this.memory.data.datasets[1]!.data = perRank.map((r) => r.workBytes);
     this.memory.update();
     show('chart-memory-empty', perRank.length > 0);
   }
 
-  /** Starts a load of `ranks` shards: empty bars, memory cleared. */
+  /** Names each rank's bars by its backend, on every chart (the load chart's bars are already there). */
+  setBackends(backends: readonly Backend[]): void {
+    this.kinds = backends.map((b) => b.toUpperCase());
+    this.load.data.labels = this.rankLabels(Math.max(backends.length, this.loadTotals.length));
+    this.load.update();
+  }
+
+  /** Starts a load of `ranks` shards: empty bars, memory cleared, kinds unknown until placed. */
   resetLoad(ranks: number): void {
+    this.kinds = [];
     this.loadTotals = Array(ranks).fill(0);
-    this.load.data.labels = rankLabels(ranks);
+    this.load.data.labels = this.rankLabels(ranks);
     this.load.data.datasets[0]!.data = Array(ranks).fill(0);
     this.load.data.datasets[1]!.data = Array(ranks).fill(0);
     this.load.update();
@@ -166,7 +181,7 @@ export class DemoCharts {
   setLoad(rank: number, loadedBytes: number, totalBytes: number, fromCache: boolean): void {
     const p = totalBytes > 0 ? (100 * loadedBytes) / totalBytes : 0;
     // Under "auto" the rank count is known only once placement is done: grow the bars.
-    if (rank >= this.loadTotals.length) this.load.data.labels = rankLabels(rank + 1);
+    if (rank >= this.loadTotals.length) this.load.data.labels = this.rankLabels(rank + 1);
     this.loadTotals[rank] = totalBytes;
     (this.load.data.datasets[0]!.data as number[])[rank] = fromCache ? 0 : p;
     (this.load.data.datasets[1]!.data as number[])[rank] = fromCache ? p : 0;

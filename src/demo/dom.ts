@@ -17,6 +17,7 @@ export const el = {
   fileTokenizer: $('file-tokenizer'),
   engineInfo: $('engine-info'),
   placementInfo: $('placement-info'),
+  devices: $<HTMLSelectElement>('devices'),
   tp: $<HTMLSelectElement>('tp'),
   temperature: $<HTMLInputElement>('temperature'),
   maxTokens: $<HTMLInputElement>('max-tokens'),
@@ -40,6 +41,7 @@ export const el = {
   cacheStatus: $('cache-status'),
   warnings: $('warnings'),
   ranksBody: $('ranks-body'),
+  ranksWhy: $('ranks-why'),
   tabs: [...document.querySelectorAll<HTMLButtonElement>('.tab')],
   panels: [...document.querySelectorAll<HTMLElement>('.tab-panel')],
 };

@@ -1,19 +1,49 @@
-/** The demo's engine: loaded for the chosen model and degree, reused until either changes, and shown per rank. */
-import { createEngine, type Engine, type EngineStats, type LoadProgress } from '../index.js';
+/** The demo's engine: loaded for the chosen model, devices and degree, reused until one changes, and shown per rank. */
+import { createEngine, type Engine, type EngineOptions, type EngineStats, type LoadProgress } from '../index.js';
+import { autoNote, backendLabel, backendSummary, devicesFor, rankBackend, rankReason, type Backend } from './devices.js';
 import { charts, el } from './dom.js';
 import { formatBytes, formatCount, formatMs, parameterCount } from './format.js';
 import { session } from './session.js';
-import { currentSource, resolveTp, showPlacement } from './source.js';
+import { currentSource, resolveDevices, resolveTp, showPlacement } from './source.js';
 import { setStatus } from './status.js';
 
-function modelSummary(engine: Engine, label: string, loadMs: number): string {
+function modelSummary(engine: Engine, label: string, loadMs: number, backends: Backend[]): string {
   const c = engine.config;
+  const n = engine.tensorParallel;
   return `${label} · ${formatCount(parameterCount(c))} params · dim ${c.dim}, ${c.nLayers} layers, ${c.nHeads} heads, vocab ${c.vocabSize} · ` +
-    `TP=${engine.tensorParallel} (${engine.tensorParallel} worker${engine.tensorParallel === 1 ? '' : 's'}) · loaded in ${formatMs(loadMs)}`;
+    `TP=${n} (${backendSummary(backends)} rank${n === 1 ? '' : 's'}) · loaded in ${formatMs(loadMs)}`;
 }
 
-/** The workers table: one row per rank, from `stats()`. */
+/** The rank count the options ask for, when they give it; `auto` settles it only once placed. */
+function askedRanks(o: Pick<EngineOptions, 'devices' | 'tensorParallel'>): number | undefined {
+  if (Array.isArray(o.devices)) return o.devices.length;
+  if (typeof o.devices === 'number') return o.devices;
+  return typeof o.tensorParallel === 'number' ? o.tensorParallel : undefined;
+}
+
+/** The device column: what computes (WebAssembly SIMD, or the GPU adapter's name) and the rank's query heads. */
+function deviceCell(backend: Backend, adapter: string, heads: string, spec: string | undefined): HTMLTableCellElement {
+  const { device } = backendLabel(backend, adapter);
+  return Object.assign(document.createElement('td'), {
+    className: 'device',
+    textContent: [device, heads].filter(Boolean).join(' · '),
+    title: [backend === 'cpu' ? 'CPU rank: WebAssembly SIMD on its own worker thread' : `GPU rank: ${adapter}`, spec && `asked for: ${spec}`].filter(Boolean).join('\n'),
+  });
+}
+
+/** Why each rank runs where it does, under the table: once when every rank has the same reason. */
+function showReasons(stats: EngineStats | undefined): void {
+  const why = stats ? stats.ranks.map((r) => rankReason(stats, r.rank)) : [];
+  const told = why.filter((w): w is string => !!w);
+  el.ranksWhy.hidden = told.length === 0;
+  el.ranksWhy.textContent = told.length === 0 ? '' : new Set(told).size === 1 && told.length === why.length
+    ? `Why: ${told[0]}`
+    : `Why: ${why.map((w, r) => (w ? `rank ${r}: ${w}` : '')).filter(Boolean).join('; ')}`;
+}
+
+/** The workers table: one row per rank, from `stats()`, each marked CPU or GPU. */
 export function renderRanks(stats: EngineStats | undefined): void {
+  showReasons(stats);
   if (!stats || stats.ranks.length === 0) {
     const td = Object.assign(document.createElement('td'), { colSpan: 6, className: 'muted', textContent: 'No workers yet' });
     el.ranksBody.replaceChildren(document.createElement('tr'));
@@ -28,13 +58,14 @@ export function renderRanks(stats: EngineStats | undefined): void {
       const dot = document.createElement('span');
       dot.className = `dot${cached ? ' cached' : ''}`;
       dot.title = cached ? 'shard from the IndexedDB cache' : 'shard downloaded';
-      first.append(dot, String(r.rank));
+      const backend = rankBackend(stats, r.rank);
+      tr.dataset.backend = backend;
+      const kind = Object.assign(document.createElement('span'), { className: `kind kind-${backend}`, textContent: backendLabel(backend, r.adapter).kind });
+      first.append(dot, String(r.rank), kind);
       first.title = r.adapter;
       const placed = stats.placement?.ranks[r.rank];
-      const device = Object.assign(document.createElement('td'), {
-        textContent: placed ? `${placed.adapter} · heads ${placed.heads[0]}–${placed.heads[1] - 1}` : r.adapter,
-        title: placed ? `asked for: ${placed.spec}` : '',
-      });
+      const heads = placed ? `heads ${placed.heads[0]}–${placed.heads[1] - 1}` : '';
+      const device = deviceCell(backend, placed?.adapter || r.adapter, heads, placed?.spec);
       const cells = [
         formatBytes(r.weightBytes),
         formatBytes(r.workBytes),
@@ -52,11 +83,13 @@ export function showWarnings(stats: EngineStats): void {
   el.warnings.title = stats.warnings.join('\n');
 }
 
-/** The engine for the chosen model and degree: the current one when neither changed. */
+/** The engine for the chosen model, devices and degree: the current one when none changed. */
 export async function ensureEngine(signal: AbortSignal): Promise<Engine> {
+  await session.checked;
   const src = currentSource();
-  const tp = resolveTp();
-  const key = `${src.key}|tp=${tp}`;
+  const choice = resolveDevices();
+  const placement = devicesFor(choice, resolveTp(), session.gpu);
+  const key = `${src.key}|${JSON.stringify(placement)}`;
   if (session.current?.key === key) return session.current.engine;
   if (session.current) {
     el.engineInfo.textContent = 'Releasing the previous engine…';
@@ -64,11 +97,13 @@ export async function ensureEngine(signal: AbortSignal): Promise<Engine> {
   }
 
   setStatus('loading', 'Loading model');
-  el.engineInfo.textContent = tp === 'auto' ? `Loading ${src.label}, one worker per adapter…` : `Loading ${src.label} over ${tp} worker${tp === 1 ? '' : 's'}…`;
+  const asked = askedRanks(placement);
+  const kind = placement.devices === 'cpu' ? 'CPU rank' : Array.isArray(placement.devices) ? 'rank' : 'GPU rank';
+  el.engineInfo.textContent = asked === undefined ? `Loading ${src.label}, one rank per adapter…` : `Loading ${src.label} over ${asked} ${kind}${asked === 1 ? '' : 's'}…`;
   el.placementInfo.hidden = true;
   el.cacheStatus.dataset.cache = 'loading';
   el.cacheStatus.textContent = 'Shard cache: loading…';
-  charts.resetLoad(tp === 'auto' ? 1 : tp);
+  charts.resetLoad(asked ?? 1);
   const fromCache = new Map<number, boolean>();
   const shardBytes = new Map<number, number>();
   const onProgress = (p: LoadProgress) => {
@@ -79,14 +114,16 @@ export async function ensureEngine(signal: AbortSignal): Promise<Engine> {
     }
   };
 
-  const engine = await createEngine({ model: src.model, tokenizer: src.tokenizer, tensorParallel: tp, onProgress, signal });
+  const engine = await createEngine({ model: src.model, tokenizer: src.tokenizer, ...placement, onProgress, signal });
   session.current = { key, engine, label: src.label, fromCache };
   const stats = await engine.stats();
+  const backends = stats.ranks.map((r) => rankBackend(stats, r.rank));
+  charts.setBackends(backends);
   charts.setMemory(stats.ranks);
   renderRanks(stats);
   showWarnings(stats);
-  showPlacement(stats);
-  el.engineInfo.textContent = modelSummary(engine, src.label, stats.loadMs);
+  showPlacement(stats, autoNote(choice, session.gpu, session.adapterName, engine.tensorParallel));
+  el.engineInfo.textContent = modelSummary(engine, src.label, stats.loadMs, backends);
   const ranks = engine.tensorParallel;
 
   const hits = [...fromCache.values()].filter(Boolean).length;

@@ -1,42 +1,49 @@
-/** What this browser offers (WebGPU, cross-origin isolation, an adapter) and whether the default model is served. */
-import { WebGpuUnavailableError, NotIsolatedError, type WebGpuTpError } from '../index.js';
+/** What this browser offers (cross-origin isolation, WebGPU and what its adapter is) and whether the default model is served. */
+import { NotIsolatedError } from '../index.js';
+import { gpuKindOf } from './devices.js';
 import { el } from './dom.js';
 import { formatBytes } from './format.js';
 import { session, syncControls } from './session.js';
 import { DEFAULT_MODEL } from './source.js';
 import { describe, missingModel, probe, setStatus, showError } from './status.js';
 
+/**
+ * Isolation is required (the all-reduce is over SharedArrayBuffer); WebGPU is not, since CPU ranks
+ * run without it. A missing WebGPU only narrows the choice: auto picks CPU ranks, and an
+ * explicit GPU choice fails with the engine's typed error and its remedy.
+ */
 export async function checkEnvironment(): Promise<void> {
   const isolated = typeof crossOriginIsolated !== 'undefined' && crossOriginIsolated && typeof SharedArrayBuffer !== 'undefined';
   el.envIsolated.textContent = isolated ? 'Cross-origin isolated' : 'Not isolated';
   el.envIsolated.className = `pill ${isolated ? 'ok' : 'bad'}`;
 
-  let gpuError: WebGpuTpError | undefined;
+  let gpuError: string | undefined;
+  let info: GPUAdapterInfo | undefined;
   const gpu = (navigator as Navigator & { gpu?: GPU }).gpu;
   if (!gpu) {
-    gpuError = new WebGpuUnavailableError('navigator.gpu is missing: this browser does not expose WebGPU');
+    gpuError = 'navigator.gpu is missing: this browser does not expose WebGPU';
   } else {
     try {
-      const adapter = await gpu.requestAdapter();
-      if (!adapter) gpuError = new WebGpuUnavailableError('navigator.gpu gave no adapter (WebGPU is blocked or no GPU is usable)');
-      else {
-        const i = adapter.info;
-        const name = [i.vendor, i.architecture, i.description].filter(Boolean).join(' · ') || 'unnamed adapter';
-        el.envAdapter.textContent = name;
-        el.envAdapter.title = `GPU adapter: ${name}`;
-      }
+      // The best adapter there is: when even it is a CPU fallback, auto runs CPU ranks.
+      const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+      if (!adapter) gpuError = 'navigator.gpu gave no adapter (WebGPU is blocked or no GPU is usable)';
+      else info = adapter.info;
     } catch (e) {
-      gpuError = new WebGpuUnavailableError(`requestAdapter failed: ${(e as Error).message}`);
+      gpuError = `requestAdapter failed: ${(e as Error).message}`;
     }
   }
+  session.gpu = gpuKindOf(info);
+  const name = info ? [info.vendor, info.architecture, info.description].filter(Boolean).join(' · ') || 'unnamed adapter' : 'no adapter';
+  session.adapterName = name;
   el.envWebgpu.textContent = gpuError ? 'No WebGPU' : 'WebGPU';
   el.envWebgpu.className = `pill ${gpuError ? 'bad' : 'ok'}`;
-  if (gpuError) el.envAdapter.textContent = 'no adapter';
+  el.envWebgpu.title = gpuError ? `${gpuError}. CPU ranks (WebAssembly SIMD) still run; GPU ranks cannot.` : 'navigator.gpu and an adapter';
+  el.envAdapter.textContent = session.gpu === 'fallback' ? `${name} (CPU fallback)` : name;
+  el.envAdapter.title = session.gpu === 'gpu' ? `GPU adapter: ${name}` : session.gpu === 'fallback' ? `${name} is WebGPU on the CPU: auto runs CPU ranks instead` : 'No GPU adapter: auto runs CPU ranks';
 
-  session.environmentOk = isolated && !gpuError;
-  if (!isolated) showError(describe(new NotIsolatedError()));
-  else if (gpuError) showError(describe(gpuError));
-  if (!session.environmentOk) {
+  session.environmentOk = isolated;
+  if (!isolated) {
+    showError(describe(new NotIsolatedError()));
     el.generate.title = 'This browser cannot run webgpu-tp: see the message above';
     setStatus('error', 'Unsupported');
   }

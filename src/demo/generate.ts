@@ -88,6 +88,8 @@ function startPolling(engine: Engine, t0: number, tokens: () => number) {
       stopped = true;
       clearTimeout(timer);
       await busy;
+      // A fast decode (CPU ranks) may end before the first poll; a short tail after the last one would only be noise.
+      if (tEnd > tPrev && (tPrev === t0 || tEnd - tPrev >= POLL_MS / 2)) charts.addThroughput((tEnd - t0) / 1000, ((tokens() - tokPrev) * 1000) / (tEnd - tPrev));
       try {
         const stats = await engine.stats();
         const seg = segments(sumsOf(stats), undefined, tEnd - t0);

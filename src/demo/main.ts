@@ -1,10 +1,10 @@
 /**
  * The demo page (issue #5): pick a model (the built-in stories260K, a URL, or local files),
- * a tensor-parallel degree and sampling settings, then stream a generation while live charts
+ * the devices (GPU, CPU or both) and a tensor-parallel degree, and sampling settings, then stream a generation while live charts
  * show where each rank's decode step goes, its shard memory, and how its shard was loaded.
  *
  * Model output only ever reaches the page as text nodes (never HTML). The engine is re-created
- * only when the model or the degree changes, and the old one is disposed first. This module wires
+ * only when the model, the devices or the degree changes, and the old one is disposed first. This module wires
  * the page's controls to the modules that do each job.
  */
 import './style.css';
@@ -76,4 +76,5 @@ setMode('default');
 el.output.classList.add('empty');
 setStatus('idle', 'Idle');
 syncControls();
-void checkEnvironment().then(checkDefaultModel);
+session.checked = checkEnvironment();
+void session.checked.then(checkDefaultModel);

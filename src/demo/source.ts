@@ -1,5 +1,6 @@
-/** Where the model comes from (stories260K, a URL, local files, a Hugging Face base URL) and the degree asked for. */
+/** Where the model comes from (stories260K, a URL, local files, a Hugging Face base URL), and the devices and degree asked for. */
 import { InvalidArgumentError, type EngineStats } from '../index.js';
+import { DEVICE_CHOICES, type DeviceChoice } from './devices.js';
 import { el } from './dom.js';
 import { formatBytes } from './format.js';
 
@@ -93,17 +94,24 @@ export function takeFiles(list: File[]): void {
   setMode('file');
 }
 
-/** `auto` leaves the degree to the engine's placement (one rank per distinct adapter). */
+/** `auto` leaves the degree to the engine's placement (one rank per distinct adapter, or per core). */
 export function resolveTp(): number | 'auto' {
   return el.tp.value === 'auto' ? 'auto' : Number(el.tp.value);
 }
 
-/** Where the ranks went and why, from `stats().placement`. */
-export function showPlacement(stats: EngineStats): void {
+export function resolveDevices(): DeviceChoice {
+  const v = el.devices.value as DeviceChoice;
+  return DEVICE_CHOICES.includes(v) ? v : 'auto';
+}
+
+/** Where the ranks went and why, from `stats().placement`, after the demo's own `note` when it has one. */
+export function showPlacement(stats: EngineStats, note?: string): void {
   const p = stats.placement;
   el.placementInfo.hidden = !p;
   if (!p) return;
   const split = p.split === 'even' ? '' : ` · split ${p.fractions.map((f) => `${Math.round(f * 100)}%`).join('/')} (${p.split})`;
-  el.placementInfo.textContent = `Devices: ${p.reason}${split}`;
-  el.placementInfo.title = p.calibrationMs ? `calibration, ms per 1024×1024 matmul: ${p.adapters.map((a, i) => `${a} ${p.calibrationMs![i]!.toFixed(2)}`).join(', ')}` : '';
+  // The demo's own note speaks for a choice it made; the engine's reason then goes to the tooltip.
+  el.placementInfo.textContent = `Devices: ${note ?? p.reason}${split}`;
+  const calibration = p.calibrationMs ? `calibration, ms per 1024×1024 matmul: ${p.adapters.map((a, i) => `${a} ${p.calibrationMs![i]!.toFixed(2)}`).join(', ')}` : '';
+  el.placementInfo.title = [note && `engine: ${p.reason}`, calibration].filter(Boolean).join('\n');
 }

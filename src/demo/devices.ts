@@ -1,0 +1,96 @@
+/**
+ * The device selector: which kind of rank the demo asks `createEngine` for (auto, GPU, CPU, or a
+ * GPU rank beside CPU ranks), and what each rank turned out to be, as the engine reports it.
+ */
+import type { DevicePlacement, DeviceSpec, EngineOptions, EngineStats, RankStats } from '../index.js';
+import { InvalidArgumentError } from '../errors.js';
+import { CPU_ADAPTER_NAME } from '../gpu/core/adapter.js';
+
+export type DeviceChoice = 'auto' | 'gpu' | 'cpu' | 'mixed';
+export type Backend = 'cpu' | 'gpu';
+
+/** What this browser's best adapter is: a real GPU, a CPU fallback (SwiftShader), or none at all. */
+export type GpuKind = 'gpu' | 'fallback' | 'none';
+
+export const DEVICE_CHOICES: readonly DeviceChoice[] = ['auto', 'gpu', 'cpu', 'mixed'];
+
+export function gpuKindOf(info: GPUAdapterInfo | undefined): GpuKind {
+  if (!info) return 'none';
+  const i = info as GPUAdapterInfo & { isFallbackAdapter?: boolean };
+  // Headless Chromium's SwiftShader does not always set isFallbackAdapter, but it is a CPU all the same.
+  return i.isFallbackAdapter || /swiftshader/i.test(`${i.vendor} ${i.architecture} ${i.description}`) ? 'fallback' : 'gpu';
+}
+
+/** CPU ranks for an `auto` degree: one per core, as a power of two so it divides the usual head counts. */
+export function cpuDegree(cores = (typeof navigator !== 'undefined' && navigator.hardwareConcurrency) || 1): number {
+  let n = 1;
+  while (n * 2 <= Math.min(cores, 8)) n *= 2;
+  return n;
+}
+
+const GPU_RANK: DeviceSpec = { powerPreference: 'high-performance' };
+const CPU_RANK: DeviceSpec = { cpu: true };
+
+/** The selector's choice and the TP control as `createEngine`'s `devices` and `tensorParallel`. */
+export function devicesFor(choice: DeviceChoice, tp: number | 'auto', gpu: GpuKind): Pick<EngineOptions, 'devices' | 'tensorParallel'> {
+  switch (choice) {
+    case 'auto':
+      // Seam: `return { devices: 'auto', tensorParallel: tp }` once the engine's "auto" chooses the kind of rank itself.
+      return devicesFor(gpu === 'gpu' ? 'gpu' : 'cpu', tp, gpu);
+    case 'gpu':
+      // Today's devices "auto" places GPU ranks only, one per distinct adapter; with a GPU kind it is {devices: 'gpu', tensorParallel: tp}.
+      return tp === 'auto' ? { devices: 'auto' } : { devices: tp };
+    case 'cpu':
+      return { devices: 'cpu', tensorParallel: tp === 'auto' ? cpuDegree() : tp };
+    case 'mixed': {
+      const n = tp === 'auto' ? 2 : tp;
+      if (n < 2) throw new InvalidArgumentError('GPU + CPU needs at least 2 ranks, got tensor parallel 1', 'Pick tensor parallel 2 or more, or auto');
+      return { devices: [GPU_RANK, ...Array.from({ length: n - 1 }, () => CPU_RANK)], tensorParallel: n };
+    }
+  }
+}
+
+/**
+ * Why the demo's `auto` chose the kind it did, shown beside the engine's own reason.
+ * Seam: gone once the engine's "auto" decides and reports why.
+ */
+export function autoNote(choice: DeviceChoice, gpu: GpuKind, adapter: string, ranks: number): string | undefined {
+  if (choice !== 'auto') return undefined;
+  const n = `${ranks} ${gpu === 'gpu' ? 'GPU' : 'CPU'} rank${ranks === 1 ? '' : 's'}`;
+  if (gpu === 'gpu') return `auto → ${n}: ${adapter} is a GPU`;
+  if (gpu === 'fallback') return `auto → ${n}, one per core: the only WebGPU adapter (${adapter}) is a CPU fallback`;
+  return `auto → ${n}, one per core: this browser has no WebGPU`;
+}
+
+type Placed = DevicePlacement['ranks'][number];
+/** Fields the engine may report per rank (in `ranks` or `placement.ranks`); read defensively until every build has them. */
+type Reported = { backend?: unknown; reason?: unknown };
+
+/** Whether a rank computes on the CPU (WebAssembly SIMD) or on a GPU adapter. */
+export function rankBackend(stats: EngineStats, rank: number): Backend {
+  const r = stats.ranks[rank] as (RankStats & Reported) | undefined;
+  const p = stats.placement?.ranks[rank] as (Placed & Reported) | undefined;
+  const b = r?.backend ?? p?.backend;
+  if (b === 'cpu' || b === 'gpu') return b;
+  // Seam: without a reported backend, a CPU rank is the one with the CPU adapter name.
+  return (r?.adapter ?? p?.adapter) === CPU_ADAPTER_NAME ? 'cpu' : 'gpu';
+}
+
+/** Why the engine put this rank where it is, when it says. */
+export function rankReason(stats: EngineStats, rank: number): string | undefined {
+  const r = stats.ranks[rank] as (RankStats & Reported) | undefined;
+  const p = stats.placement?.ranks[rank] as (Placed & Reported) | undefined;
+  const why = r?.reason ?? p?.reason;
+  return typeof why === 'string' && why ? why : undefined;
+}
+
+/** `CPU` or `GPU`, and what runs it: WebAssembly SIMD, or the adapter's name. */
+export function backendLabel(backend: Backend, adapter: string): { kind: string; device: string } {
+  return backend === 'cpu' ? { kind: 'CPU', device: 'WebAssembly SIMD' } : { kind: 'GPU', device: adapter };
+}
+
+/** `2 CPU`, `1 GPU + 1 CPU`: the kinds of the engine's ranks, GPU first. */
+export function backendSummary(backends: readonly Backend[]): string {
+  const count = (b: Backend) => backends.filter((x) => x === b).length;
+  return (['gpu', 'cpu'] as const).filter((b) => count(b) > 0).map((b) => `${count(b)} ${b.toUpperCase()}`).join(' + ');
+}
