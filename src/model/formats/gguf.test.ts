@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { GGUFValueType } from '@huggingface/gguf';
 import { ModelFormatError, PlanError, TokenizerFormatError } from '../../errors.js';
 import type { ByteSource } from '../../loader/source.js';
@@ -359,6 +360,25 @@ describe('GGUF architectures: qwen2 (q/k/v biases, rotate_half), llama with rope
     expect((await layoutError(noBias)).message).toMatch(/lacks 1 tensor\(s\).*blk\.0\.attn_v\.bias/);
     const scaled = rebuildArch(qwen, qwenKv, (kv) => { kv['qwen2.rope.scaling.type'] = { value: 'yarn', type: GGUFValueType.STRING }; });
     expect((await layoutError(scaled)).message).toMatch(/RoPE scaling "yarn" in GGUF is not supported/);
+  });
+
+  it('fuzzed: a Llama (rope_freqs) or Qwen2 (biases) file with bytes changed or cut reads or fails with a ModelFormatError', async () => {
+    const config = { ...stories.config, ropeScaling: { type: 'factors' as const, factors: [1, 2, 4, 8] } };
+    const files = [qwenFile('f32'), encodeGguf({ config, weights: stories.weights }, 'f32', tok)];
+    const mutation = fc.record({
+      file: fc.constantFrom(0, 1),
+      flips: fc.array(fc.record({ at: fc.nat({ max: 40_000 }), value: fc.integer({ min: 0, max: 255 }) }), { minLength: 1, maxLength: 4 }),
+      cut: fc.option(fc.nat({ max: 60_000 })),
+    });
+    await fc.assert(fc.asyncProperty(mutation, async ({ file, flips, cut }) => {
+      const bytes = files[file]!.slice(0, cut ?? undefined);
+      for (const f of flips) if (f.at < bytes.byteLength) bytes[f.at] = f.value;
+      try {
+        await readGguf(headSource(bytes));
+      } catch (e) {
+        expect(e).toBeInstanceOf(ModelFormatError);
+      }
+    }), { numRuns: 150, seed: 3 });
   });
 });
 

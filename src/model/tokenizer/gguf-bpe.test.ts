@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import type { MetadataValue } from '@huggingface/gguf';
 import { TokenizerFormatError } from '../../errors.js';
 import { ggufEngineTokenizer } from '../../engine/tokenizers.js';
@@ -127,5 +128,51 @@ describe('GGUF byte-level BPE ("gpt2") tokenizer', () => {
     const dup = [...fx.gguf.tokens];
     dup[300] = dup[0]!;
     expect(() => ggufBpeTokenizer(meta({ ...fx.gguf, tokens: dup, types: fx.gguf.types.map((t, i) => (i === 300 ? 1 : t)) }), V)).toThrow(/in the vocabulary twice/);
+  });
+});
+
+describe('GGUF BPE tokenizer metadata, fuzzed', () => {
+  /** Either a TokenizerFormatError, or a tokenizer whose ids stay in the vocabulary and decode. */
+  function buildsOrRefuses(m: Meta, n: number): boolean {
+    let t: HfTokenizer;
+    try {
+      t = ggufBpeTokenizer(m, n);
+    } catch (e) {
+      if (e instanceof TokenizerFormatError) return true;
+      throw e;
+    }
+    for (const text of ['hello world 🙂 12345', '<|eot_id|>\n\n x', '']) {
+      const ids = t.encode(text, true);
+      for (const [i, id] of ids.entries()) {
+        expect(Number.isInteger(id) && id >= 0 && id < n).toBe(true);
+        t.decodeBytes(i ? ids[i - 1]! : -1, id);
+      }
+    }
+    return true;
+  }
+
+  it('random keys and values never crash the reader or the tokenizer it builds', () => {
+    const anyValue = fc.oneof(fc.string(), fc.integer({ min: -2, max: 400 }), fc.boolean(), fc.array(fc.oneof(fc.string({ maxLength: 6 }), fc.integer({ min: -1, max: 7 })), { maxLength: 12 }));
+    const key = fc.constantFrom('tokenizer.ggml.pre', 'tokenizer.ggml.tokens', 'tokenizer.ggml.token_type', 'tokenizer.ggml.merges', 'tokenizer.ggml.bos_token_id', 'tokenizer.ggml.eos_token_id', 'tokenizer.ggml.eot_token_id', 'tokenizer.ggml.add_bos_token', 'tokenizer.ggml.add_eos_token', 'tokenizer.chat_template');
+    const good = meta(fx.gguf);
+    fc.assert(fc.property(fc.array(fc.tuple(key, anyValue), { maxLength: 3 }), fc.constantFrom(V, V - 1, 1), (edits, n) => {
+      const m: Meta = { ...good };
+      for (const [k, v] of edits) m[k] = v as MetadataValue;
+      return buildsOrRefuses(m, n);
+    }), { numRuns: 300, seed: 5 });
+  });
+
+  it('a random small vocabulary (tokens, types, merges) builds or is refused', () => {
+    const vocab = fc.record({
+      tokens: fc.uniqueArray(fc.string({ minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 40 }),
+      types: fc.array(fc.integer({ min: 0, max: 7 }), { maxLength: 40 }),
+      merges: fc.array(fc.tuple(fc.string({ maxLength: 3 }), fc.string({ maxLength: 3 })).map(([a, b]) => `${a} ${b}`), { maxLength: 30 }),
+      pre: fc.constantFrom('llama-bpe', 'qwen2', 'smollm', 'default'),
+      bos: fc.integer({ min: 0, max: 45 }),
+    });
+    fc.assert(fc.property(vocab, (v) => {
+      const types = v.tokens.map((_, i) => v.types[i] ?? 1);
+      return buildsOrRefuses(meta({ tokens: v.tokens, types, merges: v.merges, pre: v.pre, bos: v.bos, addBos: true }), v.tokens.length);
+    }), { numRuns: 300, seed: 9 });
   });
 });

@@ -113,12 +113,19 @@ export function ggufBpeFiles(meta: Meta, vocabSize: number): GgufBpeFiles {
     return [m.slice(0, at), m.slice(at + 1)];
   });
 
+  const n = tokens.length;
+  const bos = tokenId(meta, 'tokenizer.ggml.bos_token_id', n);
+  const eos = tokenId(meta, 'tokenizer.ggml.eos_token_id', n);
+  // llama.cpp names an empty token [EMPTY_i]; BOS and EOS are control tokens whatever their type says.
+  tokens.forEach((t, id) => (tokens[id] = t === '' ? `[EMPTY_${id}]` : t));
+  const typeOf = (id: number) => (id === bos || id === eos ? TOKEN_TYPE.control : types[id]);
+
   const vocab: Record<string, number> = Object.create(null) as Record<string, number>;
   const added: Json[] = [];
   const seen = new Set<string>();
   tokens.forEach((t, id) => {
-    const type = types[id];
-    if (type === TOKEN_TYPE.unused || t === '') return;
+    const type = typeOf(id);
+    if (type === TOKEN_TYPE.unused) return;
     if (seen.has(t)) throw new TokenizerFormatError(`GGUF token ${id} "${t}" is in the vocabulary twice`, 'The file is inconsistent; convert the model again');
     seen.add(t);
     if (type === TOKEN_TYPE.control || type === TOKEN_TYPE.userDefined || type === TOKEN_TYPE.unknown) {
@@ -128,9 +135,6 @@ export function ggufBpeFiles(meta: Meta, vocabSize: number): GgufBpeFiles {
     }
   });
 
-  const n = tokens.length;
-  const bos = tokenId(meta, 'tokenizer.ggml.bos_token_id', n);
-  const eos = tokenId(meta, 'tokenizer.ggml.eos_token_id', n);
   const addBos = flag(meta, 'tokenizer.ggml.add_bos_token', pre.addBos);
   const addEos = flag(meta, 'tokenizer.ggml.add_eos_token', false);
   if (addBos && bos === undefined) throw new TokenizerFormatError('the GGUF asks for a BOS token (add_bos_token) but has no tokenizer.ggml.bos_token_id', REMEDY);
