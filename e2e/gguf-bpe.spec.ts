@@ -80,6 +80,22 @@ test('a Llama 3.1-style GGUF (BPE tokenizer, rope_freqs, tied output) at TP 1 an
   }
 });
 
+test('generation stops on the GGUF\'s EOS and on its EOT (<|eot_id|>), each an end-of-generation id', async ({ harness }) => {
+  const bytes = encodeGguf(llama, 'f32', ggufBpeKv(tok.gguf));
+  const { model } = await loadGgufDequantized(bytes);
+  const url = serve(harness, 'llama31-stop.gguf', bytes);
+  // prompts whose greedy continuations (top-two margins ≥ 0.14) reach each stop id within a few tokens
+  for (const [prompt, stop] of [['6', '<|end_of_text|>'], [';', '<|eot_id|>']] as const) {
+    const ids = hfTok.encode(prompt, true);
+    const want = greedyDecided(model, ids, STEPS, 0.1);
+    const at = want.tokens.indexOf(tok.id(stop));
+    expect(at, prompt).toBeGreaterThan(0);
+    expect(at).toBeLessThanOrEqual(want.decided);
+    const r = await runGenerate(harness, { ...base, ignoreEos: false, model: url, tp: 1, prompt });
+    expect(r.tokens, prompt).toEqual(want.tokens.slice(0, at));
+  }
+});
+
 test('a Qwen2 GGUF (q/k/v biases, qwen2 pre-tokenizer) chats through tokenizer.chat_template at TP 1 and 2: the oracle\'s greedy tokens', async ({ harness }) => {
   const bytes = encodeGguf(qwen, 'f32', ggufBpeKv(bpeFixture(320, 'qwen2').gguf));
   const { model } = await loadGgufDequantized(bytes);
