@@ -88,3 +88,31 @@ export function bpeFixture(vocabSize = 320, pre = 'llama-bpe'): BpeFixture {
     id,
   };
 }
+
+interface TokenizerJsonLike {
+  model: { vocab: Record<string, number>; merges: (string | [string, string])[] };
+  added_tokens: { id: number; content: string; special: boolean }[];
+}
+
+/**
+ * The `tokenizer.ggml.*` keys convert_hf_to_gguf.py writes for a tokenizer.json (get_vocab_base):
+ * tokens by id with [PADi] in the gaps, added tokens CONTROL when special or `<|...|>`-shaped,
+ * else USER_DEFINED, the rest NORMAL; merges as "a b".
+ */
+export function ggufFormOf(tj: TokenizerJsonLike, rest: Omit<GgufBpeTokenizer, 'tokens' | 'types' | 'merges'>): GgufBpeTokenizer {
+  const byId = new Map<number, string>();
+  for (const [t, id] of Object.entries(tj.model.vocab)) byId.set(id, t);
+  const added = new Map(tj.added_tokens.map((a) => [a.id, a]));
+  for (const a of tj.added_tokens) byId.set(a.id, a.content);
+  let n = 0;
+  for (const id of byId.keys()) n = Math.max(n, id + 1);
+  const tokens: string[] = [];
+  const types: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = byId.get(i);
+    const a = added.get(i);
+    tokens.push(t ?? `[PAD${i}]`);
+    types.push(t === undefined ? 5 : !a ? 1 : a.special || (t.startsWith('<|') && t.endsWith('|>')) ? 3 : 4);
+  }
+  return { tokens, types, merges: tj.model.merges.map((m) => (Array.isArray(m) ? m.join(' ') : m)), ...rest };
+}
