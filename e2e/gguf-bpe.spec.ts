@@ -16,7 +16,8 @@ import { bpeFixture } from '../test-support/model/gguf-bpe-fixture.js';
  * GGUFs as people download them, written by this spec: a Llama 3.1-style file (byte-level BPE
  * "llama-bpe" tokenizer with a chat template, rope_freqs, no output.weight) and a Qwen2 one
  * (q/k/v biases, rotate_half rows, "qwen2" tokenizer). The prompt's tokens are the equivalent
- * tokenizer.json's; the generated ones are the oracle's on the weights the file holds.
+ * tokenizer.json's; the generated ones are the oracle's on the weights the file holds, on GPU
+ * and CPU ranks.
  */
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-tp-gguf-bpe-'));
 test.afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -57,10 +58,13 @@ function greedyDecided(model: R.ReferenceModel, prompt: number[], steps: number,
 
 const STEPS = 24;
 const base = { maxTokens: STEPS, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, cache: false } as const;
+const CPU = 'CPU (WebAssembly SIMD)';
+/** TP 1 and 2 on the default (GPU) ranks, and TP 2 on CPU ranks. */
+const RANKS = [[1, undefined], [2, undefined], [2, 'cpu']] as const;
 
 test.describe.configure({ mode: 'serial' });
 
-test('a Llama 3.1-style GGUF (BPE tokenizer, rope_freqs, tied output) at TP 1 and 2: tokenizer.json\'s prompt tokens, the oracle\'s greedy tokens', async ({ harness }) => {
+test('a Llama 3.1-style GGUF (BPE tokenizer, rope_freqs, tied output) at TP 1 and 2, GPU and CPU ranks: tokenizer.json\'s prompt tokens, the oracle\'s greedy tokens', async ({ harness }) => {
   const bytes = encodeGguf(llama, 'f32', ggufBpeKv(tok.gguf));
   const { model } = await loadGgufDequantized(bytes);
   expect(model.config.ropeScaling).toEqual({ type: 'factors', factors: FACTORS.map(Math.fround) });
@@ -73,10 +77,11 @@ test('a Llama 3.1-style GGUF (BPE tokenizer, rope_freqs, tied output) at TP 1 an
   // the divisors change the continuation: a file whose rope_freqs were dropped would fail here
   const unscaled = greedyDecided({ ...model, config: { ...LLAMA, ropeScaling: undefined } }, ids, STEPS);
   expect(unscaled.tokens.slice(0, want.decided)).not.toEqual(want.tokens.slice(0, want.decided));
-  for (const tp of [1, 2]) {
-    const r = await runGenerate(harness, { ...base, model: url, tp, prompt });
+  for (const [tp, devices] of RANKS) {
+    const r = await runGenerate(harness, { ...base, model: url, tp, prompt, ...(devices ? { devices } : {}) });
     expect(r.prompt_tokens).toEqual(ids);
-    expect(r.tokens.slice(0, want.decided), `TP ${tp}`).toEqual(want.tokens.slice(0, want.decided));
+    expect(r.tokens.slice(0, want.decided), `TP ${tp} ${devices ?? 'gpu'}`).toEqual(want.tokens.slice(0, want.decided));
+    expect(r.stats.ranks.map((x) => x.adapter === CPU)).toEqual(Array(tp).fill(devices === 'cpu'));
   }
 });
 
@@ -96,7 +101,7 @@ test('generation stops on the GGUF\'s EOS and on its EOT (<|eot_id|>), each an e
   }
 });
 
-test('a Qwen2 GGUF (q/k/v biases, qwen2 pre-tokenizer) chats through tokenizer.chat_template at TP 1 and 2: the oracle\'s greedy tokens', async ({ harness }) => {
+test('a Qwen2 GGUF (q/k/v biases, qwen2 pre-tokenizer) chats through tokenizer.chat_template at TP 1 and 2, GPU and CPU ranks: the oracle\'s greedy tokens', async ({ harness }) => {
   const bytes = encodeGguf(qwen, 'f32', ggufBpeKv(bpeFixture(320, 'qwen2').gguf));
   const { model } = await loadGgufDequantized(bytes);
   expect(model.config).toMatchObject({ qkvBias: true, ropeStyle: 'rotate_half', sharedClassifier: true });
@@ -105,10 +110,11 @@ test('a Qwen2 GGUF (q/k/v biases, qwen2 pre-tokenizer) chats through tokenizer.c
   const ids = hfTok.encode(hfTok.applyChatTemplate([{ role: 'user', content }]), false);
   const want = greedyDecided(model, ids, STEPS);
   expect(want.decided).toBeGreaterThanOrEqual(8);
-  for (const tp of [1, 2]) {
-    const r = await runGenerate(harness, { ...base, model: url, tp, prompt: content, chat: true });
+  for (const [tp, devices] of RANKS) {
+    const r = await runGenerate(harness, { ...base, model: url, tp, prompt: content, chat: true, ...(devices ? { devices } : {}) });
     expect(r.prompt_tokens).toEqual(ids);
-    expect(r.tokens.slice(0, want.decided), `TP ${tp}`).toEqual(want.tokens.slice(0, want.decided));
+    expect(r.tokens.slice(0, want.decided), `TP ${tp} ${devices ?? 'gpu'}`).toEqual(want.tokens.slice(0, want.decided));
+    expect(r.stats.ranks.map((x) => x.adapter === CPU)).toEqual(Array(tp).fill(devices === 'cpu'));
   }
 });
 
