@@ -210,7 +210,7 @@ const ARCHITECTURES: Readonly<Record<string, Pick<ModelConfig, 'ropeStyle' | 'qk
   llama: { ropeStyle: 'interleaved' },
   qwen2: { ropeStyle: 'rotate_half', qkvBias: true },
 };
-export const GGUF_ARCHITECTURES = Object.keys(ARCHITECTURES);
+const GGUF_ARCHITECTURES = Object.keys(ARCHITECTURES);
 
 /** The ModelConfig of a GGUF's metadata; the vocabulary is token_embd's row count. */
 export function ggufConfig(h: GgufHeader, file: string): ModelConfig {

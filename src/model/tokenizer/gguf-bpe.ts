@@ -43,10 +43,10 @@ const PRE: Readonly<Record<string, PreTokenizer>> = {
   default: { regexes: ['[\\p{P}\\$\\+<=>\\^~\\|]+', GPT2, '\\p{N}+', '[0-9][0-9][0-9]'], ignoreMerges: false, addBos: false, nfc: false },
 };
 
-/** The `tokenizer.ggml.pre` values webgpu-tp reads. */
-export const GGUF_BPE_PRE = Object.keys(PRE);
+/** The `tokenizer.ggml.pre` values read. */
+const GGUF_BPE_PRE = Object.keys(PRE);
 
-/** Token texts llama.cpp ends a generation on wherever they are in the vocabulary. */
+/** Token texts llama.cpp ends a generation on wherever they are in the vocabulary (of its FIM ones, Qwen's). */
 const EOG_TEXTS = new Set([
   '<|eot_id|>', '<|im_end|>', '<|end|>', '<end_of_turn>', '<|endoftext|>', '<|eom_id|>', '<EOT>', '_<EOT>',
   '<|end_of_text|>', '<end_of_utterance>', '<|fim_pad|>', '<|repo_name|>', '<|file_sep|>',
