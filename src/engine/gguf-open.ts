@@ -7,8 +7,7 @@ import { ggufStream } from '../loader/gguf-stream.js';
 import { openSource, type ByteSource, type ModelSource } from '../loader/source.js';
 import type { ModelConfig, TensorInfo } from '../model/config.js';
 import { readGguf } from '../model/formats/gguf.js';
-import { ggufTokenizer } from '../model/tokenizer/gguf-tokenizer.js';
-import { llama2cTokenizer, parseTokenizer, type EngineTokenizer } from './tokenizers.js';
+import { ggufEngineTokenizer, parseTokenizer, type EngineTokenizer } from './tokenizers.js';
 
 export async function openGgufForEngine(
   file: ByteSource, tokenizer?: ModelSource,
@@ -16,7 +15,7 @@ export async function openGgufForEngine(
   const layout = await readGguf(file);
   const { config } = layout;
   const tok = tokenizer === undefined
-    ? llama2cTokenizer(ggufTokenizer(layout.metadata, config.vocabSize))
+    ? ggufEngineTokenizer(layout.metadata, config.vocabSize)
     : parseTokenizer(await readBytes(openSource(tokenizer)), config.vocabSize);
   return { config, tensors: layout.tensors, source: ggufStream(file, layout), tokenizer: tok };
 }

@@ -1,10 +1,13 @@
 /**
  * The tokenizer an engine drives: llama2.c's `tokenizer.bin` or a Hugging Face `tokenizer.json`,
- * told apart by their bytes, behind the scheduler's `TokenizerLike`.
+ * told apart by their bytes, or the one in a GGUF's metadata, behind the scheduler's `TokenizerLike`.
  */
 import { TokenizerFormatError } from '../errors.js';
 import { Tokenizer } from '../model/tokenizer/tokenizer.js';
 import { HfTokenizer, type ChatMessage } from '../model/tokenizer/hf-tokenizer.js';
+import { ggufTokenizer } from '../model/tokenizer/gguf-tokenizer.js';
+import { ggufBpeTokenizer } from '../model/tokenizer/gguf-bpe.js';
+import type { MetadataValue } from '@huggingface/gguf';
 import type { TokenizerLike } from './scheduler.js';
 
 export interface EngineTokenizer extends TokenizerLike {
@@ -42,7 +45,11 @@ export function parseTokenizer(bytes: Uint8Array, vocabSize: number, hf: HfToken
   } catch (e) {
     throw new TokenizerFormatError(`tokenizer.json is not valid JSON (${(e as Error).message})`);
   }
-  const t = new HfTokenizer(json, hf.config, hf.eosTokenIds);
+  return hfEngineTokenizer(new HfTokenizer(json, hf.config, hf.eosTokenIds), vocabSize);
+}
+
+/** A Hugging Face tokenizer (from tokenizer.json or a GGUF's metadata) as an EngineTokenizer. */
+export function hfEngineTokenizer(t: HfTokenizer, vocabSize: number): EngineTokenizer {
   // A model may pad its embedding past the tokenizer's vocabulary (Qwen2), never the reverse.
   if (t.vocabSize > vocabSize) {
     throw new TokenizerFormatError(`tokenizer.json has ${t.vocabSize} tokens but the model's vocabulary is ${vocabSize}`);
@@ -53,4 +60,13 @@ export function parseTokenizer(bytes: Uint8Array, vocabSize: number, hf: HfToken
     stopTokens: t.stopTokens,
     ...(t.hasChatTemplate ? { applyChatTemplate: (messages: readonly ChatMessage[]) => t.applyChatTemplate(messages) } : {}),
   };
+}
+
+/**
+ * The tokenizer in a GGUF's metadata: SentencePiece ("llama") as llama2.c's BPE, byte-level BPE
+ * ("gpt2") through @huggingface/tokenizers, with its chat template and end-of-generation ids.
+ */
+export function ggufEngineTokenizer(meta: Readonly<Record<string, MetadataValue>>, vocabSize: number): EngineTokenizer {
+  if (meta['tokenizer.ggml.model'] === 'gpt2') return hfEngineTokenizer(ggufBpeTokenizer(meta, vocabSize), vocabSize);
+  return llama2cTokenizer(ggufTokenizer(meta, vocabSize));
 }

@@ -14,6 +14,8 @@ export interface ByteSource {
   size(): Promise<number>;
   /** The first `n` bytes (or fewer if the file is shorter). */
   head(n: number): Promise<Uint8Array>;
+  /** Bytes [start, end) (fewer past the end): a small piece far into a file, such as a GGUF's rope_freqs. */
+  range?(start: number, end: number): Promise<Uint8Array>;
   /** Every byte once, in order, in chunks. */
   chunks(signal?: AbortSignal): AsyncIterable<Uint8Array>;
   /** An identity for cache keys: e.g. URL + size + ETag + Last-Modified; undefined when none is cheap. */
@@ -39,6 +41,9 @@ class BufferSource implements ByteSource {
   async head(n: number) {
     return this.bytes.subarray(0, n);
   }
+  async range(start: number, end: number) {
+    return this.bytes.subarray(start, end);
+  }
   async *chunks() {
     for (let o = 0; o < this.bytes.byteLength; o += CHUNK) yield this.bytes.subarray(o, o + CHUNK);
   }
@@ -57,6 +62,9 @@ class BlobSource implements ByteSource {
   }
   async head(n: number) {
     return new Uint8Array(await this.blob.slice(0, n).arrayBuffer());
+  }
+  async range(start: number, end: number) {
+    return new Uint8Array(await this.blob.slice(start, end).arrayBuffer());
   }
   async *chunks(signal?: AbortSignal) {
     for (let o = 0; o < this.blob.size; o += CHUNK) {
@@ -127,9 +135,13 @@ class UrlSource implements ByteSource {
   }
 
   async head(n: number) {
-    const r = await fetchOk(this.name, { headers: { Range: `bytes=0-${n - 1}` } });
+    return this.range(0, n);
+  }
+  async range(start: number, end: number) {
+    const r = await fetchOk(this.name, { headers: { Range: `bytes=${start}-${end - 1}` } });
     const b = new Uint8Array(await r.arrayBuffer());
-    return b.subarray(0, n);
+    // A server that ignores Range sends the whole file (200).
+    return r.status === 206 ? b.subarray(0, end - start) : b.subarray(start, end);
   }
 
   /** Size, ETag and Last-Modified: a file replaced in place at the same URL gets new cache keys. */

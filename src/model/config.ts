@@ -33,13 +33,22 @@ export interface ModelConfig {
   outBias?: boolean;
 }
 
+/** RoPE frequency scaling: Llama 3's parameters (Hugging Face) or the per-frequency divisors they give (GGUF). */
+export type RopeScaling = Llama3RopeScaling | RopeFreqFactors;
+
 /** Llama 3's RoPE scaling: long wavelengths are slowed by `factor`, short ones kept, a smooth ramp between. */
-export interface RopeScaling {
+export interface Llama3RopeScaling {
   type: 'llama3';
   factor: number;
   lowFreqFactor: number;
   highFreqFactor: number;
   originalMaxPositionEmbeddings: number;
+}
+
+/** Frequency i is divided by `factors[i]` (headSize / 2 of them): llama.cpp's `rope_freqs` tensor, as Llama 3.1+ GGUFs store their scaling. */
+export interface RopeFreqFactors {
+  type: 'factors';
+  factors: readonly number[];
 }
 
 /** One tensor of a checkpoint file, as the plan and the loader see it. */

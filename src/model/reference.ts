@@ -13,7 +13,7 @@
  *
  * Layout conventions: row-major, weights stored W[out][in] (a row per output unit).
  */
-import type { ModelConfig, RopeScaling } from './config.js';
+import type { Llama3RopeScaling, ModelConfig, RopeScaling } from './config.js';
 import { f32ToF16 } from './formats/gguf-blocks.js';
 import { f16ToF32 } from './formats/safetensors.js';
 
@@ -64,7 +64,8 @@ export function ropeTables(headSize: number, seqLen: number, theta: number, scal
   const thetaF = f(theta);
   const freqs = new Float32Array(half);
   for (let i = 0; i < half; i++) freqs[i] = f(1 / f(Math.pow(thetaF, f((2 * i) / headSize))));
-  if (scaling) scaleLlama3(freqs, scaling);
+  if (scaling?.type === 'factors') for (let i = 0; i < half; i++) freqs[i] = f(freqs[i]! / scaling.factors[i]!);
+  else if (scaling) scaleLlama3(freqs, scaling);
   for (let pos = 0; pos < seqLen; pos++) {
     for (let i = 0; i < half; i++) {
       const val = f(f(pos) * freqs[i]!);
@@ -80,7 +81,7 @@ export function ropeTables(headSize: number, seqLen: number, theta: number, scal
  * than original_context/low_freq_factor are divided by `factor`, shorter than
  * original_context/high_freq_factor kept, and those between interpolated smoothly.
  */
-function scaleLlama3(freqs: Float32Array, s: RopeScaling): void {
+function scaleLlama3(freqs: Float32Array, s: Llama3RopeScaling): void {
   const lowWavelen = s.originalMaxPositionEmbeddings / s.lowFreqFactor;
   const highWavelen = s.originalMaxPositionEmbeddings / s.highFreqFactor;
   for (let i = 0; i < freqs.length; i++) {

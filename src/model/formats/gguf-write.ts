@@ -1,6 +1,9 @@
 /**
- * Writes Llama GGUF files (tests, `synth --format gguf`): llama.cpp's names and metadata keys,
- * tensors in F32, F16, Q8_0 or Q4_0 by ggml's quantisation rules (gguf-blocks.ts).
+ * Writes Llama and Qwen2 GGUF files (tests, `synth --format gguf`): llama.cpp's names and
+ * metadata keys, tensors in F32, F16, Q8_0 or Q4_0 by ggml's quantisation rules (gguf-blocks.ts),
+ * a SentencePiece tokenizer from llama2.c's or any `tokenizer.ggml.*` keys (`ggufBpeKv`).
+ * A config with q/k/v biases is written as `qwen2` (rotate_half rows, as its converter keeps
+ * them), one without as `llama` (interleaved rows); RoPE divisors become `rope_freqs.weight`.
  *
  * The metadata section is serialised by `@huggingface/gguf` (`serializeGgufMetadata`); the
  * library has no tensor-info writer, so the tensor infos (name, dims, type, offset) and the
@@ -9,10 +12,10 @@
 import { GGUFValueType, serializeGgufMetadata, type GGUFTypedMetadata, type MetadataValue } from '@huggingface/gguf';
 import type { ModelConfig } from '../config.js';
 import type { ReferenceModel } from '../reference.js';
-import type { Tokenizer } from '../tokenizer/tokenizer.js';
+import { Tokenizer } from '../tokenizer/tokenizer.js';
 import { ggufTokenizerMetadata } from '../tokenizer/gguf-tokenizer.js';
 import { GGML_TYPE_ID, ggmlBytes, quantize, type GgmlType } from './gguf-blocks.js';
-import { ggufName } from './gguf.js';
+import { ggufName, ROPE_FREQS } from './gguf.js';
 import { expectedShapes } from './hf.js';
 
 /** What `synth --format gguf --quant` and the tests write the matrices as. */
@@ -40,7 +43,7 @@ export interface GgufTensorOut {
  */
 export function ggufTensorType(quant: GgufQuant, shape: readonly [number, number]): GgmlType {
   const type = QUANT_TYPE[quant];
-  if (shape[0] === 1) return 'F32';
+  if (shape[0] === 1 || shape[1] === 1) return 'F32';
   if ((type === 'Q8_0' || type === 'Q4_0') && shape[1] % 32 !== 0) return 'F16';
   return type;
 }
@@ -50,7 +53,8 @@ export function ggufTensorPlan(c: ModelConfig, quant: GgufQuant): { name: string
   const shapes = expectedShapes(c);
   const names = ['tok_embeddings'];
   for (let l = 0; l < c.nLayers; l++) {
-    for (const k of ['attention_norm', 'attention.wq', 'attention.wk', 'attention.wv', 'attention.wo', 'ffn_norm', 'feed_forward.w1', 'feed_forward.w3', 'feed_forward.w2']) names.push(`layers.${l}.${k}`);
+    const attn = c.qkvBias ? ['attention.wq', 'attention.bq', 'attention.wk', 'attention.bk', 'attention.wv', 'attention.bv'] : ['attention.wq', 'attention.wk', 'attention.wv'];
+    for (const k of ['attention_norm', ...attn, 'attention.wo', 'ffn_norm', 'feed_forward.w1', 'feed_forward.w3', 'feed_forward.w2']) names.push(`layers.${l}.${k}`);
   }
   names.push('norm');
   if (!c.sharedClassifier) names.push('output');
@@ -60,26 +64,41 @@ export function ggufTensorPlan(c: ModelConfig, quant: GgufQuant): { name: string
   });
 }
 
-/** llama.cpp's metadata of a Llama with this config, and its tokenizer when given. */
-export function ggufMetadata(c: ModelConfig, quant: GgufQuant, tokenizer?: Tokenizer, name = 'webgpu-tp'): GgufKv {
-  const u32 = (value: number) => ({ value, type: GGUFValueType.UINT32 });
-  const f32 = (value: number) => ({ value, type: GGUFValueType.FLOAT32 });
+const u32 = (value: number) => ({ value, type: GGUFValueType.UINT32 });
+const f32 = (value: number) => ({ value, type: GGUFValueType.FLOAT32 });
+const str = (value: string) => ({ value, type: GGUFValueType.STRING });
+const strings = (value: string[]) => ({ value, type: GGUFValueType.ARRAY, subType: GGUFValueType.STRING });
+
+/** The GGUF architecture a config is written as: `qwen2` has q/k/v biases and rotate_half rows, `llama` neither. */
+export function ggufArchitecture(c: ModelConfig): 'llama' | 'qwen2' {
+  const arch = c.qkvBias ? 'qwen2' : 'llama';
+  const want = arch === 'qwen2' ? 'rotate_half' : 'interleaved';
+  if (c.ropeStyle !== want) throw new RangeError(`a ${arch} GGUF stores q/k rows in ${want} order; the config has ${c.ropeStyle}`);
+  if (c.outBias) throw new RangeError('no GGUF architecture written here has an o_proj bias');
+  if (c.ropeScaling?.type === 'llama3') throw new RangeError('GGUF stores RoPE scaling as rope_freqs divisors: pass ropeScaling {type: "factors"}');
+  return arch;
+}
+
+/** llama.cpp's metadata of a model with this config, and its tokenizer (llama2.c's, or `tokenizer.ggml.*` keys) when given. */
+export function ggufMetadata(c: ModelConfig, quant: GgufQuant, tokenizer?: Tokenizer | GgufKv, name = 'webgpu-tp'): GgufKv {
+  const arch = ggufArchitecture(c);
   const kv: GgufKv = {
-    'general.architecture': { value: 'llama', type: GGUFValueType.STRING },
-    'general.name': { value: name, type: GGUFValueType.STRING },
+    'general.architecture': str(arch),
+    'general.name': str(name),
     'general.file_type': u32(FILE_TYPE[quant]),
-    'llama.context_length': u32(c.seqLen),
-    'llama.embedding_length': u32(c.dim),
-    'llama.feed_forward_length': u32(c.hiddenDim),
-    'llama.block_count': u32(c.nLayers),
-    'llama.attention.head_count': u32(c.nHeads),
-    'llama.attention.head_count_kv': u32(c.nKvHeads),
-    'llama.rope.dimension_count': u32(c.headSize),
-    'llama.attention.layer_norm_rms_epsilon': f32(c.normEps),
-    'llama.rope.freq_base': f32(c.ropeTheta),
+    [`${arch}.context_length`]: u32(c.seqLen),
+    [`${arch}.embedding_length`]: u32(c.dim),
+    [`${arch}.feed_forward_length`]: u32(c.hiddenDim),
+    [`${arch}.block_count`]: u32(c.nLayers),
+    [`${arch}.attention.head_count`]: u32(c.nHeads),
+    [`${arch}.attention.head_count_kv`]: u32(c.nKvHeads),
+    [`${arch}.rope.dimension_count`]: u32(c.headSize),
+    [`${arch}.attention.layer_norm_rms_epsilon`]: f32(c.normEps),
+    [`${arch}.rope.freq_base`]: f32(c.ropeTheta),
   };
-  if (c.headSize !== c.dim / c.nHeads) kv['llama.attention.key_length'] = u32(c.headSize);
-  if (tokenizer) {
+  if (c.headSize !== c.dim / c.nHeads) kv[`${arch}.attention.key_length`] = u32(c.headSize);
+  if (tokenizer && !(tokenizer instanceof Tokenizer)) Object.assign(kv, tokenizer);
+  else if (tokenizer) {
     const t = ggufTokenizerMetadata(tokenizer);
     kv['tokenizer.ggml.model'] = { value: 'llama', type: GGUFValueType.STRING };
     kv['tokenizer.ggml.tokens'] = { value: t.tokens, type: GGUFValueType.ARRAY, subType: GGUFValueType.STRING };
@@ -142,6 +161,37 @@ export function ggufHeader(kv: GgufKv, tensors: readonly GgufTensorOut[]): { hea
   return { header, offsets: relOffsets.map((r) => header.byteLength + r), fileSize: header.byteLength + last };
 }
 
+/** A byte-level BPE tokenizer's `tokenizer.ggml.*` keys, as convert_hf_to_gguf.py writes them. */
+export interface GgufBpeTokenizer {
+  tokens: string[];
+  /** llama_token_type per token (1 normal, 3 control, 4 user-defined, 5 unused). */
+  types: number[];
+  /** "a b": the pair a, b merges, highest priority first. */
+  merges: string[];
+  pre: string;
+  bos?: number;
+  eos?: number;
+  eot?: number;
+  addBos?: boolean;
+  addEos?: boolean;
+  chatTemplate?: string;
+}
+
+export function ggufBpeKv(t: GgufBpeTokenizer): GgufKv {
+  const kv: GgufKv = {
+    'tokenizer.ggml.model': str('gpt2'),
+    'tokenizer.ggml.pre': str(t.pre),
+    'tokenizer.ggml.tokens': strings(t.tokens),
+    'tokenizer.ggml.token_type': { value: t.types, type: GGUFValueType.ARRAY, subType: GGUFValueType.INT32 },
+    'tokenizer.ggml.merges': strings(t.merges),
+  };
+  for (const [key, id] of [['bos', t.bos], ['eos', t.eos], ['eot', t.eot]] as const) if (id !== undefined) kv[`tokenizer.ggml.${key}_token_id`] = u32(id);
+  if (t.addBos !== undefined) kv['tokenizer.ggml.add_bos_token'] = { value: t.addBos, type: GGUFValueType.BOOL };
+  if (t.addEos !== undefined) kv['tokenizer.ggml.add_eos_token'] = { value: t.addEos, type: GGUFValueType.BOOL };
+  if (t.chatTemplate !== undefined) kv['tokenizer.chat_template'] = str(t.chatTemplate);
+  return kv;
+}
+
 /** Plan name → the rows of a reference model's stacked weights it covers. */
 export function referenceTensor(m: ReferenceModel, name: string): Float32Array {
   const w = m.weights;
@@ -153,19 +203,27 @@ export function referenceTensor(m: ReferenceModel, name: string): Float32Array {
   const stacked: Record<string, Float32Array> = {
     attention_norm: w.rmsAttWeight, ffn_norm: w.rmsFfnWeight, 'attention.wq': w.wq, 'attention.wk': w.wk, 'attention.wv': w.wv,
     'attention.wo': w.wo, 'feed_forward.w1': w.w1, 'feed_forward.w2': w.w2, 'feed_forward.w3': w.w3,
+    ...(w.bq && w.bk && w.bv ? { 'attention.bq': w.bq, 'attention.bk': w.bk, 'attention.bv': w.bv } : {}),
   };
-  const all = stacked[kind!]!;
+  const all = stacked[kind!];
+  if (!all) throw new RangeError(`the reference model has no ${name}`);
   const per = all.length / c.nLayers;
   return all.subarray(Number(l) * per, (Number(l) + 1) * per);
 }
 
 /** A whole model as one GGUF file in memory (tests; stories260K-sized models). */
-export function encodeGguf(model: ReferenceModel, quant: GgufQuant, tokenizer?: Tokenizer): Uint8Array {
-  const plan = ggufTensorPlan(model.config, quant);
-  const tensors = plan.map((t) => ({ name: ggufName(t.name), dims: t.shape[0] === 1 ? [t.shape[1]] : [t.shape[1], t.shape[0]], type: t.type, byteLength: ggmlBytes(t.type, t.shape[0] * t.shape[1]) }));
-  const { header, offsets, fileSize } = ggufHeader(ggufMetadata(model.config, quant, tokenizer), tensors);
+export function encodeGguf(model: ReferenceModel, quant: GgufQuant, tokenizer?: Tokenizer | GgufKv): Uint8Array {
+  const c = model.config;
+  const plan = ggufTensorPlan(c, quant).map((t) => ({ ...t, values: referenceTensor(model, t.name), name: ggufName(t.name) }));
+  // The converter writes the divisors first, before the model's own tensors.
+  if (c.ropeScaling?.type === 'factors') plan.unshift({ name: ROPE_FREQS, shape: [1, c.headSize / 2], type: 'F32', values: Float32Array.from(c.ropeScaling.factors) });
+  const tensors = plan.map((t) => {
+    const [rows, cols] = t.shape;
+    return { name: t.name, dims: rows === 1 || cols === 1 ? [rows * cols] : [cols, rows], type: t.type, byteLength: ggmlBytes(t.type, rows * cols) };
+  });
+  const { header, offsets, fileSize } = ggufHeader(ggufMetadata(c, quant, tokenizer), tensors);
   const out = new Uint8Array(fileSize);
   out.set(header);
-  plan.forEach((t, i) => out.set(quantize(t.type, referenceTensor(model, t.name)), offsets[i]));
+  plan.forEach((t, i) => out.set(quantize(t.type, t.values), offsets[i]));
   return out;
 }

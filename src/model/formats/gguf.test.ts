@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { GGUFValueType } from '@huggingface/gguf';
 import { ModelFormatError, PlanError, TokenizerFormatError } from '../../errors.js';
 import type { ByteSource } from '../../loader/source.js';
@@ -10,10 +11,13 @@ import { modelsDir, readArrayBuffer } from '../../../test-support/fixtures/paths
 import { Tokenizer } from '../tokenizer/tokenizer.js';
 import { ggufTokenizer } from '../tokenizer/gguf-tokenizer.js';
 import { dequantize, quantize } from './gguf-blocks.js';
-import { isGguf, layoutGguf, loadGgufDequantized, readGguf, readGgufHeader, type HeadSource } from './gguf.js';
-import { encodeGguf, ggufHeader, ggufMetadata, type GgufKv, type GgufQuant, type GgufTensorOut } from './gguf-write.js';
+import { ggufName, isGguf, layoutGguf, loadGgufDequantized, readGguf, readGgufHeader, type HeadSource } from './gguf.js';
+import { encodeGguf, ggufBpeKv, ggufHeader, ggufMetadata, ggufTensorPlan, referenceTensor, type GgufKv, type GgufQuant, type GgufTensorOut } from './gguf-write.js';
 import { loadLlama2c } from './llama2c.js';
-import { argmax, generate } from '../reference.js';
+import { argmax, generate, ropeTables, type ReferenceModel } from '../reference.js';
+import type { Llama3RopeScaling } from '../config.js';
+import { randomWeights, TINY_QWEN2 } from '../../../test-support/model/hf-testing.js';
+import { bpeFixture } from '../../../test-support/model/gguf-bpe-fixture.js';
 import { detectFormat, parseModelHeader } from './detect.js';
 
 const stories = loadLlama2c(readArrayBuffer(resolve(modelsDir, 'stories260K.bin')));
@@ -276,3 +280,119 @@ describe('GGML block rules', () => {
     expect(Array.from(y)).toEqual([1, -2.5, 65504, 1, 1 + 2 ** -9, 2 ** -24, 2 ** -24, Infinity]);
   });
 });
+
+/** Llama 3's RoPE scaling as the per-frequency divisors convert_hf_to_gguf.py writes to rope_freqs. */
+function llama3Factors(headSize: number, theta: number, s: Llama3RopeScaling): number[] {
+  const lowWavelen = s.originalMaxPositionEmbeddings / s.lowFreqFactor;
+  const highWavelen = s.originalMaxPositionEmbeddings / s.highFreqFactor;
+  return Array.from({ length: headSize / 2 }, (_, i) => {
+    const wavelen = (2 * Math.PI) / (1 / theta ** ((2 * i) / headSize));
+    if (wavelen < highWavelen) return 1;
+    if (wavelen > lowWavelen) return s.factor;
+    const smooth = (s.originalMaxPositionEmbeddings / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
+    return Math.fround(1 / ((1 - smooth) / s.factor + smooth));
+  });
+}
+
+describe('GGUF architectures: qwen2 (q/k/v biases, rotate_half), llama with rope_freqs, the tied output', () => {
+  const qwen = { config: TINY_QWEN2, weights: randomWeights(TINY_QWEN2, 3) };
+  const qwenTok = bpeFixture(TINY_QWEN2.vocabSize, 'qwen2');
+  const qwenKv = ggufBpeKv(qwenTok.gguf);
+  const qwenFile = (q: GgufQuant) => encodeGguf(qwen, q, qwenKv);
+
+  it('reads a Qwen2 GGUF: qwen2.* keys, F32 bias vectors split with their rows, rows kept in rotate_half order, no output.weight', async () => {
+    const bytes = qwenFile('f32');
+    const h = await readGgufHeader(headSource(bytes));
+    expect(h.metadata['general.architecture']).toBe('qwen2');
+    expect(h.tensors.find((t) => t.name === 'blk.1.attn_k.bias')).toMatchObject({ dims: [32], type: 0 });
+    expect(h.tensors.some((t) => t.name === 'output.weight')).toBe(false);
+    const { layout, model } = await loadGgufDequantized(bytes);
+    expect(layout.config).toEqual({ ...TINY_QWEN2, normEps: Math.fround(1e-6) });
+    expect(layout.tensors.find((t) => t.name === 'layers.1.attention.bq')).toMatchObject({ shape: [64, 1], dtype: 'f32', byteLength: 64 * 4 });
+    expect(layout.tensors.find((t) => t.name === 'output')).toMatchObject({ aliasOf: 'tok_embeddings' });
+    for (const k of ['tokenEmbeddingTable', 'wq', 'wk', 'bq', 'bk', 'bv', 'wo', 'w2', 'rmsFinalWeight'] as const) expect(model.weights[k], k).toEqual(qwen.weights[k]);
+    // the oracle on the file's weights is the oracle on the model's
+    expect(generate(model, [1, 2, 3], 12, (l) => argmax(l, 320))).toEqual(generate(qwen, [1, 2, 3], 12, (l) => argmax(l, 320)));
+    const plan = makePlan(layout.config, { tensorParallel: 2 }, layout.tensors);
+    expect(plan.ranks[1]!.slices.find((s) => s.name === 'layers.0.attention.bq')).toMatchObject({ shape: [32, 1] });
+  });
+
+  it('Q8_0 Qwen2: matrices stay q8_0, biases stay f32 vectors', async () => {
+    const c = { ...TINY_QWEN2, dim: 64 }; // rows of 64 take blocks of 32
+    const { layout } = await loadGgufDequantized(encodeGguf({ config: c, weights: randomWeights(c, 4) }, 'q8_0', qwenKv));
+    const dtypes = Object.fromEntries(layout.tensors.map((t) => [t.name, t.dtype]));
+    expect(dtypes).toMatchObject({ 'layers.0.attention.wq': 'q8_0', 'layers.0.attention.bq': 'f32', 'layers.0.attention.bv': 'f32', 'layers.0.attention_norm': 'f32' });
+  });
+
+  it('a Llama 3.1 GGUF\'s rope_freqs becomes config.ropeScaling (not a streamed tensor), and its tables are Llama 3\'s', async () => {
+    const scaling: Llama3RopeScaling = { type: 'llama3', factor: 8, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositionEmbeddings: 64 };
+    const factors = llama3Factors(8, 10000, scaling);
+    expect(new Set(factors).size).toBeGreaterThan(2); // kept, ramped and slowed frequencies all present
+    const config = { ...stories.config, ropeScaling: { type: 'factors' as const, factors } };
+    const bytes = encodeGguf({ config, weights: stories.weights }, 'q8_0', tok);
+    const h = await readGgufHeader(headSource(bytes));
+    expect(h.tensors[0]).toMatchObject({ name: 'rope_freqs.weight', dims: [4], type: 0 });
+    for (const src of [headSource(bytes), { ...headSource(bytes), range: async (a: number, b: number) => bytes.subarray(a, b) }]) {
+      const layout = await readGguf(src);
+      expect(layout.config.ropeScaling).toEqual({ type: 'factors', factors });
+      expect(layout.tensors.some((t) => t.name.includes('rope'))).toBe(false);
+      expect(layout.segments).toHaveLength(layout.tensors.filter((t) => !t.aliasOf).length);
+    }
+    const fromFile = ropeTables(8, 512, 10000, config.ropeScaling);
+    const hf = ropeTables(8, 512, 10000, scaling);
+    for (const k of ['cos', 'sin'] as const) for (let i = 0; i < hf[k].length; i++) expect(Math.abs(fromFile[k][i]! - hf[k][i]!)).toBeLessThan(2e-5);
+    expect(fromFile.cos).not.toEqual(ropeTables(8, 512, 10000).cos);
+    const { model } = await loadGgufDequantized(bytes);
+    expect(model.config.ropeScaling).toEqual(config.ropeScaling);
+  });
+
+  it('refuses qwen3 (q/k norm not implemented), a malformed rope_freqs, rope_freqs outside llama, a Qwen2 without its biases', async () => {
+    const q3 = rebuildArch(qwen, qwenKv, (kv) => { kv['general.architecture'] = { value: 'qwen3', type: GGUFValueType.STRING }; });
+    expect((await layoutError(q3)).message).toMatch(/"qwen3" is not supported yet: its per-head q\/k RMSNorm/);
+    const other = await layoutError(rewrite((kv) => { kv['general.architecture'] = { value: 'phi3', type: GGUFValueType.STRING }; }));
+    expect(other.message).toMatch(/"phi3" is not supported; webgpu-tp runs "llama" and "qwen2"/);
+    const freqs = (dims: number[], type: number) => rewrite(() => {}, (l) => l.unshift({ name: 'rope_freqs.weight', dims, type, byteLength: 16 }));
+    expect((await layoutError(freqs([8], 0))).message).toMatch(/rope_freqs\.weight is F32 \[8\]; llama\.cpp writes F32 \[4\]/);
+    expect((await layoutError(freqs([4], 1))).message).toMatch(/rope_freqs\.weight is F16 \[4\]/);
+    const inQwen = rebuildArch(qwen, qwenKv, () => {}, (l) => l.unshift({ name: 'rope_freqs.weight', dims: [8], type: 0, byteLength: 32 }));
+    expect((await layoutError(inQwen)).message).toMatch(/"rope_freqs\.weight" is not part of a Qwen2 model/);
+    const noBias = rebuildArch(qwen, qwenKv, () => {}, (l) => l.splice(l.findIndex((t) => t.name === 'blk.0.attn_v.bias'), 1));
+    expect((await layoutError(noBias)).message).toMatch(/lacks 1 tensor\(s\).*blk\.0\.attn_v\.bias/);
+    const scaled = rebuildArch(qwen, qwenKv, (kv) => { kv['qwen2.rope.scaling.type'] = { value: 'yarn', type: GGUFValueType.STRING }; });
+    expect((await layoutError(scaled)).message).toMatch(/RoPE scaling "yarn" in GGUF is not supported/);
+  });
+
+  it('fuzzed: a Llama (rope_freqs) or Qwen2 (biases) file with bytes changed or cut reads or fails with a ModelFormatError', async () => {
+    const config = { ...stories.config, ropeScaling: { type: 'factors' as const, factors: [1, 2, 4, 8] } };
+    const files = [qwenFile('f32'), encodeGguf({ config, weights: stories.weights }, 'f32', tok)];
+    const mutation = fc.record({
+      file: fc.constantFrom(0, 1),
+      flips: fc.array(fc.record({ at: fc.nat({ max: 40_000 }), value: fc.integer({ min: 0, max: 255 }) }), { minLength: 1, maxLength: 4 }),
+      cut: fc.option(fc.nat({ max: 60_000 })),
+    });
+    await fc.assert(fc.asyncProperty(mutation, async ({ file, flips, cut }) => {
+      const bytes = files[file]!.slice(0, cut ?? undefined);
+      for (const f of flips) if (f.at < bytes.byteLength) bytes[f.at] = f.value;
+      try {
+        await readGguf(headSource(bytes));
+      } catch (e) {
+        expect(e).toBeInstanceOf(ModelFormatError);
+      }
+    }), { numRuns: 150, seed: 3 });
+  });
+});
+
+/** `model` as an F32 GGUF with `edit` applied to the metadata and `tensors` to the tensor infos (added tensors hold zeros). */
+function rebuildArch(model: ReferenceModel, tokenizer: GgufKv, edit: (kv: GgufKv) => void, tensors?: (t: GgufTensorOut[]) => void): Uint8Array {
+  const kv = ggufMetadata(model.config, 'f32', tokenizer);
+  edit(kv);
+  const plan = ggufTensorPlan(model.config, 'f32');
+  const list: GgufTensorOut[] = plan.map((t) => ({ name: ggufName(t.name), dims: t.shape[0] === 1 || t.shape[1] === 1 ? [t.shape[0] * t.shape[1]] : [t.shape[1], t.shape[0]], type: 'F32', byteLength: t.shape[0] * t.shape[1] * 4 }));
+  const data = new Map(plan.map((t) => [ggufName(t.name), quantize('F32', referenceTensor(model, t.name))]));
+  tensors?.(list);
+  const { header, offsets, fileSize } = ggufHeader(kv, list);
+  const out = new Uint8Array(fileSize);
+  out.set(header);
+  list.forEach((t, i) => out.set((data.get(t.name) ?? new Uint8Array(t.byteLength)).subarray(0, t.byteLength), offsets[i]));
+  return out;
+}

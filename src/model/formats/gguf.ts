@@ -1,10 +1,10 @@
 /**
- * GGUF files (llama.cpp's format) of the Llama architecture, laid out for the plan.
+ * GGUF files (llama.cpp's format) of the `llama` and `qwen2` architectures, laid out for the plan.
  *
  * The header (metadata and tensor infos) is read by `@huggingface/gguf`, which asks for byte
  * ranges through a `fetch`; here that fetch is answered from any ByteSource's prefix, so the
- * same reader serves a URL, a File or a buffer. Hyperparameters come from `llama.*` metadata,
- * the tokenizer from `tokenizer.ggml.*` (../tokenizer/gguf-tokenizer.ts).
+ * same reader serves a URL, a File or a buffer. Hyperparameters come from `<arch>.*` metadata,
+ * the tokenizer from `tokenizer.ggml.*` (../tokenizer/gguf-tokenizer.ts, gguf-bpe.ts).
  *
  * The weights are presented as HF checkpoints are (hf.ts): one stream laid out tensor after
  * tensor in file order, produced from the real file in one pass (src/loader/gguf-stream.ts).
@@ -14,8 +14,11 @@
  * order, then f32 scales): the kernels' planes, not GGML's interleaved blocks. A quantised norm,
  * or a quantised matrix fused with one stored otherwise (wq|wk|wv, w1|w3), is dequantised to f32.
  *
- * GGUF dims list ne[0], the row length, first: a matrix [out, in] is stored as [in, out]. Llama
- * GGUFs keep q/k rows in the interleaved (Meta, llama2.c) RoPE order.
+ * GGUF dims list ne[0], the row length, first: a matrix [out, in] is stored as [in, out]. The
+ * RoPE pairing is the converter's: llama.cpp's convert_hf_to_gguf.py permutes a Llama's q/k rows
+ * back to Meta's interleaved pairs (llama.cpp's "norm" RoPE), and keeps Qwen2's in Hugging Face's
+ * rotate_half order ("neox"). Llama 3.1+ store their RoPE scaling as a `rope_freqs` tensor of
+ * per-frequency divisors: read from the file with the header and kept in the config, not streamed.
  */
 import { gguf, GGMLQuantizationType, type MetadataValue } from '@huggingface/gguf';
 import { ModelFormatError } from '../../errors.js';
@@ -27,11 +30,13 @@ import { expectedShapes } from './hf.js';
 /** "GGUF" as a little-endian uint32. */
 export const GGUF_MAGIC = 0x46554747;
 
-/** What the reader needs of a source: its size and prefixes of it. */
+/** What the reader needs of a source: its size and prefixes of it (or any range, where it can). */
 export interface HeadSource {
   readonly name: string;
   size(): Promise<number>;
   head(n: number): Promise<Uint8Array>;
+  /** Bytes [start, end); without it a range is read as a prefix. */
+  range?(start: number, end: number): Promise<Uint8Array>;
 }
 
 export interface GgufTensorHeader {
@@ -71,6 +76,8 @@ export interface GgufLayout {
   /** Bytes of the converted stream. */
   streamBytes: number;
   metadata: Readonly<Record<string, MetadataValue>>;
+  /** Where the F32 `rope_freqs` tensor is (headSize / 2 values); its values go into config.ropeScaling. */
+  ropeFreqs?: { offset: number; count: number };
 }
 
 const TYPES: Readonly<Record<number, GgmlType>> = { 0: 'F32', 1: 'F16', 2: 'Q4_0', 8: 'Q8_0' };
@@ -121,9 +128,19 @@ export async function readGgufHeader(src: HeadSource): Promise<GgufHeader> {
   };
 }
 
-/** Reads the header of `src` and lays out the model. */
+/** Reads the header of `src` (and its `rope_freqs`, a few hundred bytes) and lays out the model. */
 export async function readGguf(src: HeadSource): Promise<GgufLayout> {
-  return layoutGguf(await readGgufHeader(src), await src.size(), src.name);
+  const layout = layoutGguf(await readGgufHeader(src), await src.size(), src.name);
+  const rf = layout.ropeFreqs;
+  if (rf) {
+    const end = rf.offset + rf.count * 4;
+    const bytes = src.range ? await src.range(rf.offset, end) : (await src.head(end)).subarray(rf.offset, end);
+    if (bytes.byteLength !== rf.count * 4) throw new ModelFormatError(`${src.name}: rope_freqs.weight could not be read (${bytes.byteLength} of ${rf.count * 4} bytes)`, 'Re-download the file; it may be truncated');
+    const factors = Array.from(new Float32Array(bytes.slice().buffer));
+    if (!factors.every((x) => x > 0 && Number.isFinite(x))) throw new ModelFormatError(`${src.name}: rope_freqs.weight holds a value that is not a positive number`, 'The file is damaged; convert the model again');
+    layout.config.ropeScaling = { type: 'factors', factors };
+  }
+  return layout;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -149,7 +166,7 @@ function metaCount(m: GgufHeader['metadata'], key: string, file: string, limit: 
   return n;
 }
 
-/** Plan name of a GGUF tensor name, or undefined. */
+/** Plan names of GGUF tensor names (`blk.N.<key>`). */
 const LAYER_NAMES: Readonly<Record<string, string>> = {
   attn_norm: 'attention_norm',
   attn_q: 'attention.wq',
@@ -161,13 +178,17 @@ const LAYER_NAMES: Readonly<Record<string, string>> = {
   ffn_down: 'feed_forward.w2',
   ffn_up: 'feed_forward.w3',
 };
+const LAYER_BIASES: Readonly<Record<string, string>> = { attn_q: 'attention.bq', attn_k: 'attention.bk', attn_v: 'attention.bv' };
+
+/** llama.cpp's name of the Llama 3.1+ RoPE frequency divisors (one tensor, not per layer). */
+export const ROPE_FREQS = 'rope_freqs.weight';
 
 export function ggufPlanName(name: string): string | undefined {
   if (name === 'token_embd.weight') return 'tok_embeddings';
   if (name === 'output_norm.weight') return 'norm';
   if (name === 'output.weight') return 'output';
-  const m = /^blk\.(\d+)\.([a-z_]+)\.weight$/.exec(name);
-  const kind = m ? LAYER_NAMES[m[2]!] : undefined;
+  const m = /^blk\.(\d+)\.([a-z_]+)\.(weight|bias)$/.exec(name);
+  const kind = m ? (m[3] === 'weight' ? LAYER_NAMES : LAYER_BIASES)[m[2]!] : undefined;
   return kind ? `layers.${Number(m![1])}.${kind}` : undefined;
 }
 
@@ -177,53 +198,67 @@ export function ggufName(name: string): string {
   if (name === 'norm') return 'output_norm.weight';
   if (name === 'output') return 'output.weight';
   const m = /^layers\.(\d+)\.(.+)$/.exec(name);
-  const entry = m ? Object.entries(LAYER_NAMES).find(([, v]) => v === m[2]) : undefined;
-  if (!entry) throw new RangeError(`no GGUF name for ${name}`);
-  return `blk.${m![1]}.${entry[0]}.weight`;
+  for (const [table, suffix] of [[LAYER_NAMES, 'weight'], [LAYER_BIASES, 'bias']] as const) {
+    const entry = m ? Object.entries(table).find(([, v]) => v === m[2]) : undefined;
+    if (entry) return `blk.${m![1]}.${entry[0]}.${suffix}`;
+  }
+  throw new RangeError(`no GGUF name for ${name}`);
 }
 
-/** The ModelConfig of a Llama GGUF's metadata; the vocabulary is token_embd's row count. */
+/** The architectures read, and how each one's llama.cpp converter stores it. */
+const ARCHITECTURES: Readonly<Record<string, Pick<ModelConfig, 'ropeStyle' | 'qkvBias'>>> = {
+  llama: { ropeStyle: 'interleaved' },
+  qwen2: { ropeStyle: 'rotate_half', qkvBias: true },
+};
+const GGUF_ARCHITECTURES = Object.keys(ARCHITECTURES);
+
+/** The ModelConfig of a GGUF's metadata; the vocabulary is token_embd's row count. */
 export function ggufConfig(h: GgufHeader, file: string): ModelConfig {
   const m = h.metadata;
   const arch = m['general.architecture'];
-  if (arch !== 'llama') {
-    throw new ModelFormatError(`${file}: GGUF architecture "${String(arch)}" is not supported; webgpu-tp runs "llama"`, 'Use a Llama-architecture GGUF (Llama, TinyLlama, Mistral converted as llama), or the model\'s Hugging Face safetensors');
+  if (arch === 'qwen3') {
+    throw new ModelFormatError(`${file}: GGUF architecture "qwen3" is not supported yet: its per-head q/k RMSNorm (attn_q_norm, attn_k_norm) before RoPE is not implemented`, 'Use a Qwen2/Qwen2.5 or Llama GGUF for now');
   }
+  const kind = typeof arch === 'string' ? ARCHITECTURES[arch] : undefined;
+  if (!kind) {
+    throw new ModelFormatError(`${file}: GGUF architecture "${String(arch)}" is not supported; webgpu-tp runs ${GGUF_ARCHITECTURES.map((a) => `"${a}"`).join(' and ')}`, 'Use a Llama-architecture GGUF (Llama, TinyLlama, SmolLM, Mistral converted as llama) or a Qwen2 one, or the model\'s Hugging Face safetensors');
+  }
+  const k = (key: string) => `${arch}.${key}`;
   const emb = h.tensors.find((t) => t.name === 'token_embd.weight');
   if (!emb || emb.dims.length !== 2) throw new ModelFormatError(`${file}: the GGUF has no 2-D token_embd.weight tensor`, 'The file is incomplete or not a Llama model');
-  const dim = metaCount(m, 'llama.embedding_length', file, 1 << 16);
-  const nHeads = metaCount(m, 'llama.attention.head_count', file, 1 << 12);
-  const nKvHeads = metaCount(m, 'llama.attention.head_count_kv', file, 1 << 12, nHeads);
-  const headSize = metaCount(m, 'llama.attention.key_length', file, 1 << 12, dim / nHeads);
-  const valueLength = metaCount(m, 'llama.attention.value_length', file, 1 << 12, headSize);
+  const dim = metaCount(m, k('embedding_length'), file, 1 << 16);
+  const nHeads = metaCount(m, k('attention.head_count'), file, 1 << 12);
+  const nKvHeads = metaCount(m, k('attention.head_count_kv'), file, 1 << 12, nHeads);
+  const headSize = metaCount(m, k('attention.key_length'), file, 1 << 12, dim / nHeads);
+  const valueLength = metaCount(m, k('attention.value_length'), file, 1 << 12, headSize);
   if (valueLength !== headSize) throw new ModelFormatError(`${file}: key_length ${headSize} and value_length ${valueLength} differ, which attention does not implement`);
   if (!Number.isInteger(headSize) || headSize % 2 !== 0) {
     throw new ModelFormatError(`${file}: the head size must be a whole even number for RoPE, got ${dim}/${nHeads} = ${headSize}`);
   }
   if (nHeads % nKvHeads !== 0) throw new ModelFormatError(`${file}: head_count_kv ${nKvHeads} must divide head_count ${nHeads}`);
-  const ropeDims = metaNumber(m, 'llama.rope.dimension_count', file, headSize);
+  const ropeDims = metaNumber(m, k('rope.dimension_count'), file, headSize);
   if (ropeDims !== headSize) throw new ModelFormatError(`${file}: RoPE over ${ropeDims} of ${headSize} head dims (partial rotary) is not supported`);
-  const scaling = m['llama.rope.scaling.type'];
-  if ((scaling !== undefined && scaling !== 'none') || h.tensors.some((t) => t.name === 'rope_freqs.weight')) {
-    throw new ModelFormatError(`${file}: RoPE scaling (${scaling === undefined ? 'rope_freqs' : String(scaling)}) in GGUF is not supported`, 'Use the model\'s Hugging Face safetensors, which carry Llama 3 RoPE scaling in config.json');
+  const scaling = m[k('rope.scaling.type')];
+  if (scaling !== undefined && scaling !== 'none') {
+    throw new ModelFormatError(`${file}: RoPE scaling "${String(scaling)}" in GGUF is not supported (supported: none, and Llama 3's rope_freqs)`, 'Use the model\'s Hugging Face safetensors, or a GGUF without rope.scaling.type');
   }
-  const normEps = metaNumber(m, 'llama.attention.layer_norm_rms_epsilon', file);
+  const normEps = metaNumber(m, k('attention.layer_norm_rms_epsilon'), file);
   if (!(normEps > 0 && normEps < 1)) throw new ModelFormatError(`${file}: layer_norm_rms_epsilon must be in (0, 1), got ${normEps}`);
-  const ropeTheta = metaNumber(m, 'llama.rope.freq_base', file, 10000);
+  const ropeTheta = metaNumber(m, k('rope.freq_base'), file, 10000);
   if (!(ropeTheta > 0)) throw new ModelFormatError(`${file}: rope.freq_base must be positive, got ${ropeTheta}`);
   const vocabSize = emb.dims[1]!;
   if (!Number.isInteger(vocabSize) || vocabSize <= 0 || vocabSize > 1 << 24) throw new ModelFormatError(`${file}: token_embd.weight has ${vocabSize} rows`, 'The header is corrupt');
   return {
     dim,
-    hiddenDim: metaCount(m, 'llama.feed_forward_length', file, 1 << 20),
-    nLayers: metaCount(m, 'llama.block_count', file, 1024),
+    hiddenDim: metaCount(m, k('feed_forward_length'), file, 1 << 20),
+    nLayers: metaCount(m, k('block_count'), file, 1024),
     nHeads, nKvHeads, vocabSize,
-    seqLen: metaCount(m, 'llama.context_length', file, 1 << 24),
+    seqLen: metaCount(m, k('context_length'), file, 1 << 24),
     headSize,
     sharedClassifier: !h.tensors.some((t) => t.name === 'output.weight'),
     normEps: Math.fround(normEps),
     ropeTheta,
-    ropeStyle: 'interleaved',
+    ...kind,
   };
 }
 
@@ -250,9 +285,19 @@ export function layoutGguf(h: GgufHeader, fileSize: number, file: string): GgufL
   const want = expectedShapes(config);
   const found: { name: string; t: GgufTensorHeader; type: GgmlType; rows: number; cols: number; byteLength: number }[] = [];
   const seen = new Set<string>();
+  let ropeFreqs: GgufLayout['ropeFreqs'];
   for (const t of h.tensors) {
+    if (t.name === ROPE_FREQS && h.metadata['general.architecture'] === 'llama') {
+      const count = config.headSize / 2;
+      if (t.type !== 0 || t.dims.length !== 1 || t.dims[0] !== count) {
+        throw new ModelFormatError(`${file}: ${ROPE_FREQS} is ${GGMLQuantizationType[t.type] ?? `type ${t.type}`} [${t.dims.join(', ')}]; llama.cpp writes F32 [${count}] (head size / 2)`, 'The file is damaged; convert the model again');
+      }
+      if (t.offset + count * 4 > fileSize) throw new ModelFormatError(`${file}: ${ROPE_FREQS} ends past the end of the file`, 'Re-download the file; it was cut short');
+      ropeFreqs = { offset: t.offset, count };
+      continue;
+    }
     const name = ggufPlanName(t.name);
-    if (name === undefined) throw new ModelFormatError(`${file}: tensor "${t.name}" is not part of a Llama model`, 'webgpu-tp runs Llama-architecture GGUFs (token_embd, blk.N.attn_*/ffn_*, output_norm, output)');
+    if (name === undefined) throw new ModelFormatError(`${file}: tensor "${t.name}" is not part of a ${h.metadata['general.architecture'] === 'qwen2' ? 'Qwen2' : 'Llama'} model`, 'webgpu-tp runs Llama and Qwen2 GGUFs (token_embd, blk.N.attn_*/ffn_*, attn_q/k/v biases in qwen2, rope_freqs in llama, output_norm, output)');
     if (seen.has(name)) throw new ModelFormatError(`${file}: tensor "${t.name}" is stored twice`);
     seen.add(name);
     const shape = want.get(name);
@@ -263,16 +308,18 @@ export function layoutGguf(h: GgufHeader, fileSize: number, file: string): GgufL
       throw new ModelFormatError(`${file}: tensor "${t.name}" is ${label}; webgpu-tp reads ${SUPPORTED} tensors`, `Convert or quantise the model to one of ${SUPPORTED} (llama-quantize ... Q8_0 or Q4_0)`);
     }
     const [rows, cols] = shape;
-    const vector = rows === 1;
+    // Norms are [1, dim] and biases [rows, 1] in the plan; GGUF stores both as one dimension.
+    const vector = rows === 1 || cols === 1;
+    const n = rows * cols;
     const ok = vector
-      ? (t.dims.length === 1 && t.dims[0] === cols) || (t.dims.length === 2 && t.dims[0] === cols && t.dims[1] === 1)
+      ? (t.dims.length === 1 && t.dims[0] === n) || (t.dims.length === 2 && t.dims[0] === n && t.dims[1] === 1)
       : t.dims.length === 2 && t.dims[0] === cols && t.dims[1] === rows;
     if (!ok) {
-      const expect = vector ? `[${cols}]` : `[${cols}, ${rows}] (ne[0] = ${cols} columns, ${rows} rows)`;
+      const expect = vector ? `[${n}]` : `[${cols}, ${rows}] (ne[0] = ${cols} columns, ${rows} rows)`;
       throw new ModelFormatError(`${file}: tensor "${t.name}" has dims [${t.dims.join(', ')}], the metadata implies ${expect}`, 'The metadata does not match the tensors');
     }
     const block = GGML_BLOCK[type].values;
-    if (cols % block !== 0) throw new ModelFormatError(`${file}: tensor "${t.name}" rows of ${cols} values do not split into ${type} blocks of ${block}`);
+    if ((vector ? n : cols) % block !== 0) throw new ModelFormatError(`${file}: tensor "${t.name}" rows of ${vector ? n : cols} values do not split into ${type} blocks of ${block}`);
     found.push({ name, t, type, rows, cols, byteLength: ggmlBytes(type, rows * cols) });
   }
   const missing = [...want.keys()].filter((n) => !seen.has(n));
@@ -291,7 +338,7 @@ export function layoutGguf(h: GgufHeader, fileSize: number, file: string): GgufL
   // The stream's dtype: quantised and f16 matrices stay so unless a fusion partner is not.
   const MATRIX_DTYPE: Partial<Record<GgmlType, TensorInfo['dtype']>> = { F16: 'f16', Q8_0: 'q8_0', Q4_0: 'q4_0' };
   const dtypeOf = new Map<string, TensorInfo['dtype']>();
-  for (const x of found) dtypeOf.set(x.name, (x.rows > 1 && MATRIX_DTYPE[x.type]) || 'f32');
+  for (const x of found) dtypeOf.set(x.name, (x.rows > 1 && x.cols > 1 && MATRIX_DTYPE[x.type]) || 'f32');
   for (let l = 0; l < config.nLayers; l++) {
     for (const group of FUSED) {
       const names = group.map((k) => `layers.${l}.${k}`);
@@ -317,7 +364,7 @@ export function layoutGguf(h: GgufHeader, fileSize: number, file: string): GgufL
     const emb = tensors.find((t) => t.name === 'tok_embeddings')!;
     tensors.push({ ...emb, name: 'output', aliasOf: 'tok_embeddings' });
   }
-  return { format: 'gguf', config, tensors, segments, streamBytes: v, metadata: h.metadata };
+  return { format: 'gguf', config, tensors, segments, streamBytes: v, metadata: h.metadata, ...(ropeFreqs ? { ropeFreqs } : {}) };
 }
 
 /** Bytes of the stream for one segment (the loader sizes the stream with it). */
@@ -331,7 +378,7 @@ export function segmentStreamBytes(s: GgufSegment): number {
  * comparing the engine on a quantised file (every value is what the kernels dequantise).
  */
 export async function loadGgufDequantized(bytes: Uint8Array, name = 'model.gguf'): Promise<{ layout: GgufLayout; model: ReferenceModel }> {
-  const src: HeadSource = { name, size: async () => bytes.byteLength, head: async (n) => bytes.subarray(0, n) };
+  const src: HeadSource = { name, size: async () => bytes.byteLength, head: async (n) => bytes.subarray(0, n), range: async (a, b) => bytes.subarray(a, b) };
   const layout = await readGguf(src);
   const c = layout.config;
   const values = new Map<string, Float32Array>();
@@ -362,6 +409,7 @@ export async function loadGgufDequantized(bytes: Uint8Array, name = 'model.gguf'
     w3: stack('feed_forward.w3'),
     rmsFinalWeight: values.get('norm')!,
     wcls: c.sharedClassifier ? tokenEmbeddingTable : values.get('output')!,
+    ...(c.qkvBias ? { bq: stack('attention.bq'), bk: stack('attention.bk'), bv: stack('attention.bv') } : {}),
   };
   return { layout, model: { config: c, weights } };
 }

@@ -29,7 +29,7 @@ export function ggufTokenizer(meta: Readonly<Record<string, MetadataValue>>, voc
   const model = meta['tokenizer.ggml.model'];
   if (model === undefined) throw new TokenizerFormatError('the GGUF carries no tokenizer (tokenizer.ggml.model)', 'Pass tokenizer: the model\'s tokenizer.json or tokenizer.bin');
   if (model !== 'llama') {
-    throw new TokenizerFormatError(`the GGUF's tokenizer is "${String(model)}"; webgpu-tp reads the SentencePiece "llama" one from GGUF`, 'Pass tokenizer: the model\'s tokenizer.json');
+    throw new TokenizerFormatError(`the GGUF's tokenizer is "${String(model)}"; webgpu-tp reads the SentencePiece "llama" and byte-level BPE "gpt2" ones from GGUF`, 'Pass tokenizer: the model\'s tokenizer.json');
   }
   const tokens = array(meta, 'tokenizer.ggml.tokens');
   const scores = array(meta, 'tokenizer.ggml.scores');
