@@ -2,9 +2,8 @@
  * The device selector: which kind of rank the demo asks `createEngine` for (auto, GPU, CPU, or a
  * GPU rank beside CPU ranks), and what each rank turned out to be, as the engine reports it.
  */
-import type { DevicePlacement, DeviceSpec, EngineOptions, EngineStats, RankStats } from '../index.js';
+import type { DeviceSpec, EngineOptions, EngineStats } from '../index.js';
 import { InvalidArgumentError } from '../errors.js';
-import { CPU_ADAPTER_NAME } from '../gpu/core/adapter.js';
 
 export type DeviceChoice = 'auto' | 'gpu' | 'cpu' | 'mixed';
 export type Backend = 'cpu' | 'gpu';
@@ -32,14 +31,13 @@ const GPU_RANK: DeviceSpec = { powerPreference: 'high-performance' };
 const CPU_RANK: DeviceSpec = { cpu: true };
 
 /** The selector's choice and the TP control as `createEngine`'s `devices` and `tensorParallel`. */
-export function devicesFor(choice: DeviceChoice, tp: number | 'auto', gpu: GpuKind): Pick<EngineOptions, 'devices' | 'tensorParallel'> {
+export function devicesFor(choice: DeviceChoice, tp: number | 'auto'): Pick<EngineOptions, 'devices' | 'tensorParallel'> {
   switch (choice) {
     case 'auto':
-      // Seam: `return { devices: 'auto', tensorParallel: tp }` once the engine's "auto" chooses the kind of rank itself.
-      return devicesFor(gpu === 'gpu' ? 'gpu' : 'cpu', tp, gpu);
+      // The engine's auto picks the kind of rank and, with tensor parallel auto, times the degrees.
+      return { devices: 'auto', tensorParallel: tp };
     case 'gpu':
-      // Today's devices "auto" places GPU ranks only, one per distinct adapter; with a GPU kind it is {devices: 'gpu', tensorParallel: tp}.
-      return tp === 'auto' ? { devices: 'auto' } : { devices: tp };
+      return tp === 'auto' ? { devices: 'gpu' } : { devices: 'gpu', tensorParallel: tp };
     case 'cpu':
       return { devices: 'cpu', tensorParallel: tp === 'auto' ? cpuDegree() : tp };
     case 'mixed': {
@@ -50,38 +48,9 @@ export function devicesFor(choice: DeviceChoice, tp: number | 'auto', gpu: GpuKi
   }
 }
 
-/**
- * Why the demo's `auto` chose the kind it did, shown beside the engine's own reason.
- * Seam: gone once the engine's "auto" decides and reports why.
- */
-export function autoNote(choice: DeviceChoice, gpu: GpuKind, adapter: string, ranks: number): string | undefined {
-  if (choice !== 'auto') return undefined;
-  const n = `${ranks} ${gpu === 'gpu' ? 'GPU' : 'CPU'} rank${ranks === 1 ? '' : 's'}`;
-  if (gpu === 'gpu') return `auto → ${n}: ${adapter} is a GPU`;
-  if (gpu === 'fallback') return `auto → ${n}, one per core: the only WebGPU adapter (${adapter}) is a CPU fallback`;
-  return `auto → ${n}, one per core: this browser has no WebGPU`;
-}
-
-type Placed = DevicePlacement['ranks'][number];
-/** Fields the engine may report per rank (in `ranks` or `placement.ranks`); read defensively until every build has them. */
-type Reported = { backend?: unknown; reason?: unknown };
-
-/** Whether a rank computes on the CPU (WebAssembly SIMD) or on a GPU adapter. */
+/** Whether a rank computes on the CPU (WebAssembly SIMD) or on a GPU adapter, as the engine reports it. */
 export function rankBackend(stats: EngineStats, rank: number): Backend {
-  const r = stats.ranks[rank] as (RankStats & Reported) | undefined;
-  const p = stats.placement?.ranks[rank] as (Placed & Reported) | undefined;
-  const b = r?.backend ?? p?.backend;
-  if (b === 'cpu' || b === 'gpu') return b;
-  // Seam: without a reported backend, a CPU rank is the one with the CPU adapter name.
-  return (r?.adapter ?? p?.adapter) === CPU_ADAPTER_NAME ? 'cpu' : 'gpu';
-}
-
-/** Why the engine put this rank where it is, when it says. */
-export function rankReason(stats: EngineStats, rank: number): string | undefined {
-  const r = stats.ranks[rank] as (RankStats & Reported) | undefined;
-  const p = stats.placement?.ranks[rank] as (Placed & Reported) | undefined;
-  const why = r?.reason ?? p?.reason;
-  return typeof why === 'string' && why ? why : undefined;
+  return stats.ranks[rank]?.backend ?? 'gpu';
 }
 
 /** `CPU` or `GPU`, and what runs it: WebAssembly SIMD, or the adapter's name. */

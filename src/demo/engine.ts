@@ -1,6 +1,6 @@
 /** The demo's engine: loaded for the chosen model, devices and degree, reused until one changes, and shown per rank. */
 import { createEngine, type Engine, type EngineOptions, type EngineStats, type LoadProgress } from '../index.js';
-import { autoNote, backendLabel, backendSummary, devicesFor, rankBackend, rankReason, type Backend } from './devices.js';
+import { backendLabel, backendSummary, devicesFor, rankBackend, type Backend } from './devices.js';
 import { charts, el } from './dom.js';
 import { formatBytes, formatCount, formatMs, parameterCount } from './format.js';
 import { session } from './session.js';
@@ -31,14 +31,11 @@ function deviceCell(backend: Backend, adapter: string, heads: string, spec: stri
   });
 }
 
-/** Why each rank runs where it does, under the table: once when every rank has the same reason. */
+/** Why the ranks run where they do, under the table: the placement's reason. */
 function showReasons(stats: EngineStats | undefined): void {
-  const why = stats ? stats.ranks.map((r) => rankReason(stats, r.rank)) : [];
-  const told = why.filter((w): w is string => !!w);
-  el.ranksWhy.hidden = told.length === 0;
-  el.ranksWhy.textContent = told.length === 0 ? '' : new Set(told).size === 1 && told.length === why.length
-    ? `Why: ${told[0]}`
-    : `Why: ${why.map((w, r) => (w ? `rank ${r}: ${w}` : '')).filter(Boolean).join('; ')}`;
+  const why = stats?.placement?.reason;
+  el.ranksWhy.hidden = !why;
+  el.ranksWhy.textContent = why ? `Why: ${why}` : '';
 }
 
 /** The workers table: one row per rank, from `stats()`, each marked CPU or GPU. */
@@ -88,7 +85,7 @@ export async function ensureEngine(signal: AbortSignal): Promise<Engine> {
   await session.checked;
   const src = currentSource();
   const choice = resolveDevices();
-  const placement = devicesFor(choice, resolveTp(), session.gpu);
+  const placement = devicesFor(choice, resolveTp());
   const key = `${src.key}|${JSON.stringify(placement)}`;
   if (session.current?.key === key) return session.current.engine;
   if (session.current) {
@@ -122,7 +119,7 @@ export async function ensureEngine(signal: AbortSignal): Promise<Engine> {
   charts.setMemory(stats.ranks);
   renderRanks(stats);
   showWarnings(stats);
-  showPlacement(stats, autoNote(choice, session.gpu, session.adapterName, engine.tensorParallel));
+  showPlacement(stats);
   el.engineInfo.textContent = modelSummary(engine, src.label, stats.loadMs, backends);
   const ranks = engine.tensorParallel;
 

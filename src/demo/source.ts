@@ -105,13 +105,12 @@ export function resolveDevices(): DeviceChoice {
 }
 
 /** Where the ranks went and why, from `stats().placement`, after the demo's own `note` when it has one. */
-export function showPlacement(stats: EngineStats, note?: string): void {
+export function showPlacement(stats: EngineStats): void {
   const p = stats.placement;
   el.placementInfo.hidden = !p;
   if (!p) return;
   const split = p.split === 'even' ? '' : ` · split ${p.fractions.map((f) => `${Math.round(f * 100)}%`).join('/')} (${p.split})`;
-  // The demo's own note speaks for a choice it made; the engine's reason then goes to the tooltip.
-  el.placementInfo.textContent = `Devices: ${note ?? p.reason}${split}`;
+  el.placementInfo.textContent = `Devices: ${p.reason}${split}`;
   const calibration = p.calibrationMs ? `calibration, ms per 1024×1024 matmul: ${p.adapters.map((a, i) => `${a} ${p.calibrationMs![i]!.toFixed(2)}`).join(', ')}` : '';
-  el.placementInfo.title = [note && `engine: ${p.reason}`, calibration].filter(Boolean).join('\n');
+  el.placementInfo.title = calibration;
 }
