@@ -122,11 +122,11 @@ function workBytes(s: Shape, tp: number, rank: number, sizes: { maxRows: number;
   return rows.reduce((x, y) => x + y, 0) + logits + kv;
 }
 
-const load = (model: string, tokenizer: string, tp: number): PageGenerateOptions => ({
-  model, tokenizer, tp, devices: 'cpu', prompt: '', maxTokens: 1, temperature: 0, topP: 0.9, seed: 1, cache: false,
-});
-/** The engine's defaults for these models: 4 sequences, 64-row steps, the model's whole context. */
+/** 4 sequences of the model's whole context, 64-row steps. */
 const SIZES = { maxRows: 64, slots: 4 };
+const load = (model: string, tokenizer: string, tp: number): PageGenerateOptions => ({
+  model, tokenizer, tp, devices: 'cpu', maxRows: SIZES.maxRows, maxBatch: SIZES.slots, prompt: '', maxTokens: 1, temperature: 0, topP: 0.9, seed: 1, cache: false,
+});
 
 for (const tp of [1, 2, 4, 8]) {
   test(`each CPU rank copies its shard, not the model, into its memory at TP=${tp} (stories260K; counted by wrapping WebAssembly)`, async ({ counted }) => {
