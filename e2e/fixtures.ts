@@ -20,3 +20,23 @@ export const test = base.extend<object, { harness: Harness }>({
   ],
 });
 export { expect } from '@playwright/test';
+
+/**
+ * `counted`: like `harness`, on a page opened with `initScript` (e.g. code that counts what the
+ * workers do, from outside the engine).
+ */
+export function withInitScript(initScript: string) {
+  return base.extend<object, { counted: Harness }>({
+    counted: [
+      async ({}, use) => {
+        const h = await openHarness({ path: TEST_PAGE, initScript });
+        try {
+          await use(h);
+        } finally {
+          await h.close();
+        }
+      },
+      { scope: 'worker', timeout: 120_000 },
+    ],
+  });
+}

@@ -193,6 +193,7 @@ export class ShardWorker implements RankApi {
    * a GPU reset or a driver crash would lose it. The next step fails with `DeviceLostError`.
    */
   _destroyDeviceForTest(): void {
+    if (isCpuSpec(this.init_?.device)) throw new InvalidArgumentError('a CPU rank has no device to lose', 'Fault a CPU rank by terminating its worker');
     this.compute?.destroyDevice();
   }
 

@@ -13,7 +13,10 @@ import { faultTarget } from '../../src/engine/fault-injection.js';
  */
 export type Fault = { kind: 'terminate-worker' | 'crash-worker' | 'destroy-device'; rank: number };
 
-/** Terminates rank `rank`'s worker or destroys its GPU device. */
+/**
+ * Terminates rank `rank`'s worker or destroys its GPU device. A CPU rank has no device: its
+ * worker refuses `destroy-device` with InvalidArgumentError, and is faulted by terminating it.
+ */
 export async function injectFault(engine: object, fault: Fault): Promise<void> {
   const group = faultTarget(engine);
   if (!group) throw new InvalidArgumentError('injectFault needs an engine made by createEngine');
