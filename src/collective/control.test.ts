@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AbortedError, CollectiveTimeoutError, DisposedError, InvalidArgumentError } from '../errors.js';
-import { createCollectiveBuffer } from './layout.js';
+import { DONE_SEQ, createCollectiveBuffer } from './layout.js';
 import { ControlBlock } from './control.js';
 import { STATUS_FAILED, STATUS_OK, STATUS_PARKED } from '../protocol.js';
 import { RankPool } from '../../test-support/collective/pool.js';
@@ -89,6 +89,29 @@ describe('control block: failing fast and parking after an abort', () => {
     expect(await ctrl.waitStep(seq, 10_000)).toBe('failed');
     expect(performance.now() - t0).toBeLessThan(5000);
   });
+
+  it('waitStep sees a rank that finishes between its check and its wait (one rank: no poll would rescue it)', async () => {
+    const ctrl = new ControlBlock(createCollectiveBuffer({ world: 1, slotFloats: 0 }));
+    const seq = ctrl.postStep([1]);
+    // The rank signals right after waitStep's first read of its done word, as a real rank can.
+    const load = Atomics.load;
+    const doneWord = (ctrl as unknown as { doneIndex(r: number): number }).doneIndex(0) + DONE_SEQ;
+    let signalled = false;
+    const spy = vi.spyOn(Atomics, 'load').mockImplementation(((ta: Int32Array, i: number) => {
+      const v = load(ta, i);
+      if (i === doneWord && !signalled) {
+        signalled = true;
+        ctrl.signalDone(0, seq, STATUS_OK);
+      }
+      return v;
+    }) as typeof Atomics.load);
+    try {
+      // With the wait on a fresh read it would sleep for the whole minute and fail the test's 10 s limit.
+      expect(await ctrl.waitStep(seq, 60_000)).toBe('done');
+    } finally {
+      spy.mockRestore();
+    }
+  }, 10_000);
 
   it('waitStep returns done when every rank succeeded and timeout when one is missing', async () => {
     const ctrl = new ControlBlock(createCollectiveBuffer({ world: 2, slotFloats: 0 }));

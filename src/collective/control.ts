@@ -133,17 +133,20 @@ export class ControlBlock {
     for (;;) {
       if (this.disposed) throw new DisposedError();
       let pending = -1;
+      let seen = 0;
       for (let j = 0; j < this.world; j++) {
         const i = this.doneIndex(j);
-        if (((Atomics.load(this.f, i + DONE_SEQ) - seq) | 0) < 0) {
-          if (pending < 0) pending = j;
+        const v = Atomics.load(this.f, i + DONE_SEQ);
+        if (((v - seq) | 0) < 0) {
+          if (pending < 0) [pending, seen] = [j, v];
         } else if (Atomics.load(this.f, i + DONE_STATUS) !== STATUS_OK) return 'failed';
       }
       if (pending < 0) return 'done';
       const left = deadline - performance.now();
       if (left <= 0) return 'timeout';
-      const i = this.doneIndex(pending) + DONE_SEQ;
-      await waitAsync(this.f, i, Atomics.load(this.f, i), Math.min(left, this.world > 1 ? POLL_MS : left));
+      // Wait on the value the check saw: a rank that finished since then has changed it already,
+      // so the wait returns at once (re-reading here could sleep through its signal to the deadline).
+      await waitAsync(this.f, this.doneIndex(pending) + DONE_SEQ, seen, Math.min(left, this.world > 1 ? POLL_MS : left));
     }
   }
 
