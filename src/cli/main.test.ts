@@ -61,6 +61,8 @@ describe('webgpu-tp usage errors', () => {
       [['generate', '--model', model, '--tokenizer', tokenizer, '--temperature', 'hot'], '--temperature must be a number ≥ 0'],
       [['bench', 'generate', '--model', model, '--tokenizer', tokenizer, '--batch', '0'], '--batch must be a whole number ≥ 1'],
       [['bench', 'allreduce', '--workers', '2,x'], '--workers must be a whole number ≥ 2; got "x"'],
+      [['generate', '--model', model, '--tokenizer', tokenizer, '--devices', 'tpu'], '--devices is auto, gpu, cpu, high-performance, low-power, fallback'],
+      [['bench', 'generate', '--model', model, '--tokenizer', tokenizer, '--devices', 'cpu', '--devices', 'cpu,x'], '--devices is auto, gpu, cpu'],
       [['bench', 'report', '--from', '/nonexistent/run.json'], 'bench report: no file /nonexistent/run.json'],
     ] as const;
     const [missing, ...errors] = await Promise.all([
