@@ -7,6 +7,28 @@ import { writeReport, type BenchAllReport } from '../src/cli/bench-report.js';
 import { sharedModelsDir } from '../src/cli/browser.js';
 import { parseDevices } from '../src/cli/devices.js';
 
+/** A `bench all` report around `generate`, with minimal other sections. */
+function benchAllReport(generate: BenchAllReport['generate']): BenchAllReport {
+  return {
+    date: '2026-01-01T00:00:00.000Z',
+    allreduce: {
+      results: [{ workers: 2, floats: 2048, algorithm: 'auto', picked: 'direct', median_us: 5, busbw_gbs: 1, batch: 1000, samples: 3 }],
+      baselines: { memcpy_gbs: 4, postmessage: [{ workers: 2, floats: 2048, median_us: 150 }] },
+      meta: { spin: 2000, hardwareConcurrency: 2, note: '' },
+    },
+    kernels: {
+      adapter: { vendor: 'google', architecture: 'swiftshader' },
+      choices: { gemm: 'regblock', gemv: 'tree', measured: {} },
+      results: [{ kernel: 'gemv', m: 1, k: 64, n: 64, median_ms: 0.1, gflops: 0.08 }],
+      variants: [],
+      baselines: { js: [], tfjs: [] },
+      readback_ms: 1,
+      readback: {} as BenchAllReport['kernels']['readback'],
+    },
+    generate,
+  };
+}
+
 // Smoke pass of `bench generate` so the benchmark never rots: tiny model, few tokens, shape only.
 test('bench generate runs and reports every field per TP degree and batch, with a kernel profile', async () => {
   const r = await benchGenerate({
@@ -59,24 +81,7 @@ test('bench generate runs and reports every field per TP degree and batch, with 
 
   // The report renders from these figures: an HTML page with its data and charts, and a PNG.
   const dir = mkdtempSync(join(tmpdir(), 'tp-report-'));
-  const report: BenchAllReport = {
-    date: '2026-01-01T00:00:00.000Z',
-    allreduce: {
-      results: [{ workers: 2, floats: 2048, algorithm: 'auto', picked: 'direct', median_us: 5, busbw_gbs: 1, batch: 1000, samples: 3 }],
-      baselines: { memcpy_gbs: 4, postmessage: [{ workers: 2, floats: 2048, median_us: 150 }] },
-      meta: { spin: 2000, hardwareConcurrency: 2, note: '' },
-    },
-    kernels: {
-      adapter: { vendor: 'google', architecture: 'swiftshader' },
-      choices: { gemm: 'regblock', gemv: 'tree', measured: {} },
-      results: [{ kernel: 'gemv', m: 1, k: 64, n: 64, median_ms: 0.1, gflops: 0.08 }],
-      variants: [],
-      baselines: { js: [], tfjs: [] },
-      readback_ms: 1,
-      readback: {} as BenchAllReport['kernels']['readback'],
-    },
-    generate: { stories15M: r },
-  };
+  const report = benchAllReport({ stories15M: r });
   await writeReport(report, join(dir, 'report.html'), join(dir, 'report.png'));
   const html = readFileSync(join(dir, 'report.html'), 'utf8');
   expect(html).toContain('Targets (issue #6)');
@@ -172,4 +177,11 @@ test('bench generate --devices cpu --devices gpu,cpu compares the kinds in one r
   expect(ro.read.one_thread.median_ms).toBeGreaterThan(0);
   expect(ro.roofline_tokens_per_s).toBeCloseTo(1000 / ro.read.two_threads.median_ms, 6);
   for (const x of r.results) expect(x.vs_roofline).toBeGreaterThan(0);
+
+  // The report charts the CPU and mixed cases beside each other, with the roofline.
+  const dir = mkdtempSync(join(tmpdir(), 'tp-report-'));
+  await writeReport(benchAllReport({ stories260K: r }), join(dir, 'report.html'), join(dir, 'report.png'));
+  const html = readFileSync(join(dir, 'report.html'), 'utf8');
+  expect(html).toContain('Memory roofline of CPU ranks');
+  expect(html).toContain('<td>stories260K</td><td>mixed</td><td>gpu,cpu</td>');
 });
