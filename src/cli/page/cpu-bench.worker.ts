@@ -40,8 +40,9 @@ function readJob(memory: WebAssembly.Memory, at: number, bytes: number): () => v
 
 /** Ms for `reps` runs, timed from the moment the whole group has arrived. */
 function run(reps: number, arrived: Int32Array, threads: number): number {
-  if (!job) throw new Error('cpu-bench worker: run before matmul or read');
+  // Arrive before any check can throw, so that no other thread of the group spins forever.
   Atomics.add(arrived, 0, 1);
+  if (!job) throw new Error('cpu-bench worker: run before matmul or read');
   while (Atomics.load(arrived, 0) < threads) {
     // Spin: the group starts within microseconds of each other.
   }
