@@ -5,6 +5,29 @@ import { join, resolve } from 'node:path';
 import { benchGenerate, type BenchGenerateResult } from '../src/cli/bench-generate.js';
 import { writeReport, type BenchAllReport } from '../src/cli/bench-report.js';
 import { sharedModelsDir } from '../src/cli/browser.js';
+import { parseDevices } from '../src/cli/devices.js';
+
+/** A `bench all` report around `generate`, with minimal other sections. */
+function benchAllReport(generate: BenchAllReport['generate']): BenchAllReport {
+  return {
+    date: '2026-01-01T00:00:00.000Z',
+    allreduce: {
+      results: [{ workers: 2, floats: 2048, algorithm: 'auto', picked: 'direct', median_us: 5, busbw_gbs: 1, batch: 1000, samples: 3 }],
+      baselines: { memcpy_gbs: 4, postmessage: [{ workers: 2, floats: 2048, median_us: 150 }] },
+      meta: { spin: 2000, hardwareConcurrency: 2, note: '' },
+    },
+    kernels: {
+      adapter: { vendor: 'google', architecture: 'swiftshader' },
+      choices: { gemm: 'regblock', gemv: 'tree', measured: {} },
+      results: [{ kernel: 'gemv', m: 1, k: 64, n: 64, median_ms: 0.1, gflops: 0.08 }],
+      variants: [],
+      baselines: { js: [], tfjs: [] },
+      readback_ms: 1,
+      readback: {} as BenchAllReport['kernels']['readback'],
+    },
+    generate,
+  };
+}
 
 // Smoke pass of `bench generate` so the benchmark never rots: tiny model, few tokens, shape only.
 test('bench generate runs and reports every field per TP degree and batch, with a kernel profile', async () => {
@@ -58,24 +81,7 @@ test('bench generate runs and reports every field per TP degree and batch, with 
 
   // The report renders from these figures: an HTML page with its data and charts, and a PNG.
   const dir = mkdtempSync(join(tmpdir(), 'tp-report-'));
-  const report: BenchAllReport = {
-    date: '2026-01-01T00:00:00.000Z',
-    allreduce: {
-      results: [{ workers: 2, floats: 2048, algorithm: 'auto', picked: 'direct', median_us: 5, busbw_gbs: 1, batch: 1000, samples: 3 }],
-      baselines: { memcpy_gbs: 4, postmessage: [{ workers: 2, floats: 2048, median_us: 150 }] },
-      meta: { spin: 2000, hardwareConcurrency: 2, note: '' },
-    },
-    kernels: {
-      adapter: { vendor: 'google', architecture: 'swiftshader' },
-      choices: { gemm: 'regblock', gemv: 'tree', measured: {} },
-      results: [{ kernel: 'gemv', m: 1, k: 64, n: 64, median_ms: 0.1, gflops: 0.08 }],
-      variants: [],
-      baselines: { js: [], tfjs: [] },
-      readback_ms: 1,
-      readback: {} as BenchAllReport['kernels']['readback'],
-    },
-    generate: { stories15M: r },
-  };
+  const report = benchAllReport({ stories15M: r });
   await writeReport(report, join(dir, 'report.html'), join(dir, 'report.png'));
   const html = readFileSync(join(dir, 'report.html'), 'utf8');
   expect(html).toContain('Targets (issue #6)');
@@ -132,4 +138,50 @@ test('bench generate --quant measures each synth GGUF quantisation against f32',
   expect(w4a8.tokens).toBe(4);
   expect(w4a8.decode_vs_f32).toBeCloseTo(w4a8.decode_tokens_per_s / f32.decode_tokens_per_s, 9);
   expect(r.results).toHaveLength(5);
+});
+
+// `--devices`, once per configuration: CPU ranks and a GPU + CPU list in one run, interleaved,
+// with each case's ranks named, the ratios to the first case and to batch 1, and the memory
+// roofline (the one- and two-thread WebAssembly read of the weights' bytes) beside the CPU cases.
+test('bench generate --devices cpu --devices gpu,cpu compares the kinds in one run, with the roofline', async () => {
+  const r = await benchGenerate({
+    model: resolve(sharedModelsDir, 'stories260K.bin'),
+    tokenizer: resolve(sharedModelsDir, 'tok512.bin'),
+    devices: [parseDevices('cpu'), parseDevices('gpu,cpu')],
+    tp: [1],
+    batch: [1, 2],
+    maxTokens: 4,
+    rounds: 2,
+  });
+  expect(r.results.map((x) => [x.devices, x.backend, x.tp, x.batch])).toEqual([
+    ['cpu', 'cpu', 1, 1], ['cpu', 'cpu', 1, 2], ['gpu,cpu', 'mixed', 2, 1], ['gpu,cpu', 'mixed', 2, 2],
+  ]);
+  expect(r.first).toEqual({ devices: 'cpu', tp: 1 });
+  const ratio = (x: BenchGenerateResult, y: BenchGenerateResult) => {
+    const rs = x.rounds_tokens_per_s!.map((v, i) => v / y.rounds_tokens_per_s![i]!).sort((a, b) => a - b);
+    return (rs[0]! + rs[1]!) / 2;
+  };
+  const [c1, c2, m1, m2] = r.results as [BenchGenerateResult, BenchGenerateResult, BenchGenerateResult, BenchGenerateResult];
+  expect(c1.ranks.map((x) => [x.rank, x.backend, x.spec])).toEqual([[0, 'cpu', 'cpu']]);
+  expect(m1.ranks.map((x) => x.backend)).toEqual(['gpu', 'cpu']);
+  expect(c1.vs_first).toBeUndefined();
+  expect(m1.vs_first).toBeCloseTo(ratio(m1, c1), 9);
+  expect(m2.vs_first).toBeCloseTo(ratio(m2, c2), 9);
+  expect(c2.vs_batch1).toBeCloseTo(ratio(c2, c1), 9);
+  expect(c1.vs_batch1).toBeUndefined();
+  // stories260K's f32 matrices: 5 layers of q and o (64 × 64), k and v (32 × 64: 4 KV heads), the
+  // MLP (3 × 172 × 64), and the classifier (512 × 64).
+  const ro = r.roofline!;
+  expect(ro.weight_bytes).toBe(4 * (5 * (2 * 64 * 64 + 2 * 32 * 64 + 3 * 172 * 64) + 512 * 64));
+  expect(ro.read.bytes).toBe(ro.weight_bytes);
+  expect(ro.read.one_thread.median_ms).toBeGreaterThan(0);
+  expect(ro.roofline_tokens_per_s).toBeCloseTo(1000 / ro.read.two_threads.median_ms, 6);
+  for (const x of r.results) expect(x.vs_roofline).toBeGreaterThan(0);
+
+  // The report charts the CPU and mixed cases beside each other, with the roofline.
+  const dir = mkdtempSync(join(tmpdir(), 'tp-report-'));
+  await writeReport(benchAllReport({ stories260K: r }), join(dir, 'report.html'), join(dir, 'report.png'));
+  const html = readFileSync(join(dir, 'report.html'), 'utf8');
+  expect(html).toContain('Memory roofline of CPU ranks');
+  expect(html).toContain('<td>stories260K</td><td>mixed</td><td>gpu,cpu</td>');
 });

@@ -33,4 +33,15 @@ test('bench kernels (smoke) reports results, baselines and readback figures', as
     expect(x.shards_ms).toBeGreaterThan(0);
     expect(x.ratio).toBeCloseTo(x.shards_ms / x.full_ms, 9);
   }
+  // CPU ranks: each matrix at m = 1 and 8, TP 1 and 2, beside the read of its bytes by as many threads.
+  const cpu = r.cpu!;
+  expect(cpu.map((x) => [x.matrix, x.m, x.tp])).toEqual(
+    ['wqkv', 'wo', 'w13', 'w2', 'output'].flatMap((matrix) => [1, 8].flatMap((m) => [[matrix, m, 1], [matrix, m, 2]])),
+  );
+  for (const x of cpu) {
+    expect(x.median_ms).toBeGreaterThan(0);
+    expect(x.read_ms).toBeGreaterThan(0);
+    expect(x.gbs).toBeCloseTo((x.n * x.k * 4) / (x.median_ms * 1e6), 2);
+    expect(x.vs_read).toBeCloseTo(x.read_ms / x.median_ms, 2);
+  }
 });

@@ -27,10 +27,22 @@ test('`webgpu-tp generate` streams the start of llama2.c\'s documented greedy sa
 test('`webgpu-tp generate --json` prints the documented shape', async () => {
   const { stdout } = await run('node', [cli, 'generate', '--model', model, '--tokenizer', tokenizer, '--tp', '1', '--max-tokens', '16', '--temperature', '0', '--json', '--no-cache'], { timeout: 240_000 });
   const r = JSON.parse(stdout) as Record<string, unknown>;
-  expect(Object.keys(r).sort()).toEqual(['prompt_tokens', 'text', 'timings', 'tokens', 'tp']);
+  expect(Object.keys(r).sort()).toEqual(['placement', 'prompt_tokens', 'ranks', 'text', 'timings', 'tokens', 'tp']);
   expect(r.prompt_tokens).toEqual([1]);
   expect(r.tokens).toEqual(greedy.tokens.slice(1, 17));
   expect(Object.keys(r.timings as object).sort()).toEqual(['decode_tokens_per_s', 'load_ms', 'prefill_tokens_per_s']);
+  expect(r.ranks).toEqual([expect.objectContaining({ rank: 0, backend: 'gpu', adapter: expect.any(String), heads: [0, 8] })]);
+  expect(r.placement).toEqual({ mode: expect.any(String), reason: expect.any(String) });
+});
+
+test('`webgpu-tp generate --devices cpu --tp 2 --json` runs on two CPU ranks and says so', async () => {
+  const { stdout } = await run('node', [cli, 'generate', '--model', model, '--tokenizer', tokenizer, '--devices', 'cpu', '--tp', '2', '--max-tokens', '16', '--temperature', '0', '--json', '--no-cache'], { timeout: 120_000 });
+  const r = JSON.parse(stdout) as { tokens: number[]; tp: number; ranks: { rank: number; backend: string; spec: string; heads: number[] }[]; placement: { mode: string; reason: string } };
+  expect(r.tokens).toEqual(greedy.tokens.slice(1, 17));
+  expect(r.tp).toBe(2);
+  expect(r.ranks.map((x) => [x.rank, x.backend, x.spec, x.heads])).toEqual([[0, 'cpu', 'cpu', [0, 4]], [1, 'cpu', 'cpu', [4, 8]]]);
+  expect(r.placement.mode).toBe('cpu');
+  expect(r.placement.reason).toMatch(/CPU/);
 });
 
 test('`webgpu-tp generate --tp 3` fails with the PlanError and its remedy', async () => {

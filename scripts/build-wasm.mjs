@@ -22,6 +22,7 @@ export async function compileWat(path) {
 const MODULES = [
   { wat: '../src/collective/simd-sum.wat', out: '../src/collective/simd-sum-wasm.ts', name: 'SIMD_SUM_WASM_BASE64' },
   { wat: '../src/cpu/kernels.wat', out: '../src/cpu/kernels-wasm.ts', name: 'CPU_KERNELS_WASM_BASE64' },
+  { wat: '../src/cli/page/wasm-read.wat', out: '../src/cli/page/wasm-read-wasm.ts', name: 'WASM_READ_BASE64' },
 ];
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

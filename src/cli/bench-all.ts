@@ -1,6 +1,7 @@
 /**
  * `webgpu-tp bench all` (`npm run bench`): every benchmark in one run, on synthetic checkpoints
- * of real shape (written once to a cache directory, never committed), saved as JSON.
+ * of real shape (written once to a cache directory, never committed), GPU and CPU ranks side
+ * by side, saved as JSON.
  */
 import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -10,6 +11,13 @@ import { benchKernels } from './bench-kernels.js';
 import { benchGenerate } from './bench-generate.js';
 import { synthCommand } from './synth.js';
 import { writeReport } from './bench-report.js';
+import { parseDevices } from './devices.js';
+
+/**
+ * GPU ranks on the high-performance adapter beside CPU ranks: an explicit GPU spec, so the GPU
+ * cases stay GPU ranks whatever the engine's default devices choose.
+ */
+const KINDS = [parseDevices('high-performance'), parseDevices('cpu')];
 
 /**
  * Runs everything and writes `<out>/<date>.json`, then `report.html` and `report.png` beside
@@ -29,10 +37,11 @@ export async function benchAll(o: { out: string; maxTokens: number }): Promise<{
     allreduce: await benchAllReduce({ workers: [2, 4], sizes: [2048, 65536, 4194304] }),
     kernels: await benchKernels({}),
     generate: {
-      stories15M: await benchGenerate({ ...models.stories15M!, tp: [1, 2], batch: [1, 8], maxTokens: o.maxTokens, profile: true }),
+      stories15M: await benchGenerate({ ...models.stories15M!, devices: KINDS, tp: [1, 2], batch: [1, 8], maxTokens: o.maxTokens, profile: true }),
       // Interleaved rounds: the TP-cost targets are ratios, and this machine's speed drifts by
-      // more than they ask to resolve between runs minutes apart.
-      stories110M: await benchGenerate({ ...models.stories110M!, tp: [1, 2, 4], batch: [1, 8], maxTokens: o.maxTokens, profile: true, rounds: 3 }),
+      // more than they ask to resolve between runs minutes apart. The CPU cases' memory roofline
+      // is measured in the same rounds.
+      stories110M: await benchGenerate({ ...models.stories110M!, devices: KINDS, tp: [1, 2, 4], batch: [1, 8], maxTokens: o.maxTokens, profile: true, rounds: 3 }),
     },
   };
   mkdirSync(o.out, { recursive: true });

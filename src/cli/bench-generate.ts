@@ -19,9 +19,15 @@ import { InvalidArgumentError, reviveError, WebGpuTpError, type SerializedError 
 import { synthCommand } from './synth.js';
 import { median } from '../collective/bench.js';
 import type { PageConcurrentResult, PageGenerateOptions } from './page/types.js';
+import { benchCases, devicesFor, type CliDevices } from './devices.js';
+import { backendOf, rankReports, type RankBackend, type RankReport } from './ranks.js';
+import { readFigures, type ReadSamples, type WasmReadFigures } from './read-figures.js';
 
 type PageWindow = {
-  tp: { engine: { timedConcurrent(o: PageGenerateOptions, r: { prompt: string; maxTokens: number }[]): Promise<PageConcurrentResult | { error: SerializedError }> } };
+  tp: {
+    engine: { timedConcurrent(o: PageGenerateOptions, r: { prompt: string; maxTokens: number }[]): Promise<PageConcurrentResult | { error: SerializedError }> };
+    cpu: { openRead(bytes: number): Promise<number>; measureRead(samples: number): Promise<ReadSamples>; closeRead(): void };
+  };
 };
 
 export interface BenchGenerateOptions {
@@ -36,7 +42,13 @@ export interface BenchGenerateOptions {
   quant?: string[];
   /** Synth shape for `quant` (default stories110M). */
   shape?: SynthShape;
-  tp: number[];
+  /**
+   * Devices configurations compared in one run (`--devices`, once per configuration), each at
+   * every degree of `tp` unless it fixes its own (see `benchCases`). Default: the engine's.
+   */
+  devices?: CliDevices[];
+  /** TP degrees (default 1 and 2). */
+  tp?: number[];
   maxTokens: number;
   /** Prompt to prefill (default: a short story opening). */
   prompt?: string;
@@ -64,6 +76,11 @@ export interface BenchGenerateResult {
   quant?: GgufQuant;
   /** 'int8' for a `QUANT+int8` run (int8 activations); absent: the engine's default. */
   activations?: 'int8';
+  /** The `--devices` value of the case; absent: the engine's default devices. */
+  devices?: string;
+  /** cpu or gpu when every rank is of that kind, else mixed. */
+  backend: RankBackend | 'mixed';
+  ranks: RankReport[];
   tp: number;
   batch: number;
   /** Decode tokens/s of all streams together. */
@@ -75,6 +92,15 @@ export interface BenchGenerateResult {
    * round by round, the median of those ratios (one machine's slow spells cancel out).
    */
   vs_tp1?: number;
+  /** At batch > 1 in a run that includes batch 1: aggregate over batch 1's, same case, median of the rounds' ratios. */
+  vs_batch1?: number;
+  /** With several `devices`: aggregate over the run's first case's (`first`) at the same batch, median of the rounds' ratios. */
+  vs_first?: number;
+  /**
+   * Cases with CPU ranks: decode steps per second (decode_tokens_per_s) over the report's
+   * `roofline.roofline_tokens_per_s`, round by round, the median.
+   */
+  vs_roofline?: number;
   /** Prompt tokens of one stream (every stream of a batch has the same prompt). */
   prompt_tokens: number;
   tokens: number;
@@ -108,10 +134,23 @@ export interface KernelProfileResult {
   matmul_gflops: number;
 }
 
+/** The memory roofline of a run with CPU ranks: the weights' bytes read by one and by two threads. */
+export interface GenerateRoofline {
+  /** Weight bytes a decode step reads (every matrix once, the classifier included). */
+  weight_bytes: number;
+  read: WasmReadFigures;
+  /** weight_bytes over the two-thread read rate: no f32 decode on two cores passes it. */
+  roofline_tokens_per_s: number;
+}
+
 export interface BenchGenerateReport {
   model: string;
   max_tokens: number;
   results: BenchGenerateResult[];
+  /** The case `vs_first` divides by (runs with several `devices`). */
+  first?: { devices?: string; tp: number };
+  /** Runs with CPU ranks (f32 or f16 weights). */
+  roofline?: GenerateRoofline;
   /** Quantisations that could not run, with their typed error. */
   failed?: { quant: GgufQuant; activations?: 'int8'; code: string; message: string }[];
 }
@@ -125,8 +164,8 @@ export async function benchGenerate(o: BenchGenerateOptions): Promise<BenchGener
   if (!o.tokenizer && !o.model.endsWith('.gguf')) throw new InvalidArgumentError('bench generate needs --tokenizer for a llama2.c model');
   const h = await openHarness({ bench: true });
   try {
-    const results = await benchModel(h, o, config, mountInput(h, 'model', o.model), o.tokenizer && mountInput(h, 'tokenizer', o.tokenizer));
-    return { model: o.model, max_tokens: o.maxTokens, results };
+    const run = await benchModel(h, o, config, mountInput(h, 'model', o.model), o.tokenizer && mountInput(h, 'tokenizer', o.tokenizer));
+    return { model: o.model, max_tokens: o.maxTokens, ...run };
   } finally {
     await h.close();
   }
@@ -158,7 +197,7 @@ async function benchQuant(o: BenchGenerateOptions, quants: string[]): Promise<Be
         paths.set(quant, path);
       }
       try {
-        const rs = await benchModel(h, { ...o, int8Activations: run.int8 }, await readConfig(path), mountInput(h, 'model', path), undefined);
+        const rs = (await benchModel(h, { ...o, int8Activations: run.int8 }, await readConfig(path), mountInput(h, 'model', path), undefined)).results;
         results.push(...rs.map((r) => ({ quant, ...(run.int8 && { activations: 'int8' as const }), ...r })));
       } catch (e) {
         if (!(e instanceof WebGpuTpError)) throw e;
@@ -179,68 +218,150 @@ async function benchQuant(o: BenchGenerateOptions, quants: string[]): Promise<Be
   }
 }
 
-/** Every (tp, batch) case of one model, mounted in the harness page. */
+type Case = ReturnType<typeof benchCases>[number];
+type ModelRun = Pick<BenchGenerateReport, 'results' | 'first' | 'roofline'>;
+
+/** Read samples per round of the roofline (one-thread and two-thread pairs). */
+const READ_SAMPLES = 3;
+
+/** Every (devices, tp, batch) case of one model, mounted in the harness page. */
 async function benchModel(
   h: Awaited<ReturnType<typeof openHarness>>, o: BenchGenerateOptions, config: ModelConfig, model: string, tokenizer: string | undefined,
-): Promise<BenchGenerateResult[]> {
+): Promise<ModelRun> {
   const batches = o.batch ?? [1];
   const maxBatch = Math.max(...batches);
   const prompt = o.prompt ?? DEFAULT_PROMPT;
   const rounds = Math.max(1, o.rounds ?? 1);
-  // Interleaved rounds keep every degree's engine loaded, so a round measures them back to back.
-  const keepEngines = rounds > 1 ? o.tp.length : 1;
-  const common = (tp: number, profile: boolean): Omit<PageGenerateOptions, 'maxTokens'> => ({
-    model, tokenizer, tp, prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch, profile, runqExact: o.runqExact, int8Activations: o.int8Activations, kvCache: o.kvCache, keepEngines,
+  const cases = benchCases(o.devices, o.tp);
+  // Interleaved rounds keep every case's engine loaded, so a round measures them back to back.
+  const keepEngines = rounds > 1 ? cases.length : 1;
+  const common = (c: Case, profile: boolean): Omit<PageGenerateOptions, 'maxTokens'> => ({
+    model, tokenizer, tp: c.tp, devices: c.devices && devicesFor(c.devices, c.tp), prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch, profile,
+    runqExact: o.runqExact, int8Activations: o.int8Activations, kvCache: o.kvCache, keepEngines,
     // A 64-row prefill step of a large model can take minutes on a CPU adapter.
     timeoutMs: 600_000,
   });
-  const loadMs = new Map<number, number>();
+  const loadMs = new Map<Case, number>();
+  const warm = new Map<Case, EngineStats>();
   const runs = new Map<string, Measured[]>();
-  const key = (tp: number, batch: number) => `${tp}:${batch}`;
-  // One round: each degree warmed then measured (one engine at a time). Several: all warmed,
-  // then each round runs every case once, so slow spells of a noisy machine hit all degrees.
-  for (const group of rounds > 1 ? [o.tp] : o.tp.map((tp) => [tp])) {
-    // Warm-up: loads the engine and compiles every pipeline; the measured runs reuse it.
-    for (const tp of group) loadMs.set(tp, (await runGenerate(h, { ...common(tp, false), maxTokens: 4 })).timings.load_ms);
-    for (let r = 0; r < rounds; r++) {
-      for (const tp of group) {
-        for (const batch of batches) {
-          const run = await measure(h, common(tp, false), batch, o.maxTokens);
-          runs.set(key(tp, batch), [...(runs.get(key(tp, batch)) ?? []), run]);
+  const key = (c: Case, batch: number) => `${cases.indexOf(c)}:${batch}`;
+  // The roofline's bytes are known once an engine with CPU ranks has loaded (its weights' dtype).
+  let readBytes: number | undefined;
+  const reads: ReadSamples[] = [];
+  const readRound = async (samples: number) => {
+    if (readBytes === undefined) {
+      const bytes = rooflineBytes(config, [...warm.values()]);
+      if (bytes === undefined) return;
+      readBytes = await h.page.evaluate((b) => (window as unknown as PageWindow).tp.cpu.openRead(b), bytes);
+    }
+    reads.push(await h.page.evaluate((n) => (window as unknown as PageWindow).tp.cpu.measureRead(n), samples));
+  };
+  try {
+    // One round: each case warmed then measured (one engine at a time). Several: all warmed,
+    // then each round runs every case once, and the roofline once, so slow spells of a noisy
+    // machine hit them all.
+    for (const group of rounds > 1 ? [cases] : cases.map((c) => [c])) {
+      // Warm-up: loads the engine and compiles every pipeline; the measured runs reuse it.
+      for (const c of group) {
+        const r = await runGenerate(h, { ...common(c, false), maxTokens: 4 });
+        loadMs.set(c, r.timings.load_ms);
+        warm.set(c, r.stats);
+      }
+      for (let r = 0; r < rounds; r++) {
+        for (const c of group) {
+          for (const batch of batches) runs.set(key(c, batch), [...(runs.get(key(c, batch)) ?? []), await measure(h, common(c, false), batch, o.maxTokens)]);
         }
+        if (rounds > 1) await readRound(READ_SAMPLES);
       }
     }
+    if (rounds === 1) await readRound(2 * READ_SAMPLES);
+  } finally {
+    if (readBytes !== undefined) await h.page.evaluate(() => (window as unknown as PageWindow).tp.cpu.closeRead());
   }
+  const roofline = readBytes === undefined ? undefined : generateRoofline(readBytes, reads);
+  const first = cases[0]!;
   const results: BenchGenerateResult[] = [];
-  for (const tp of o.tp) {
+  for (const c of cases) {
     for (const batch of batches) {
-      const all = runs.get(key(tp, batch))!;
+      const all = runs.get(key(c, batch))!;
       const run = medianRun(all);
       const r0 = run.stats.ranks[0]!;
-      const base = tp !== 1 ? runs.get(key(1, batch)) : undefined;
+      const ranks = rankReports(run.stats);
+      const tp = run.stats.tensorParallel;
+      const same = (d: Case) => d.devices?.text === c.devices?.text;
+      const tp1 = c.tp !== 1 ? cases.find((d) => same(d) && d.tp === 1) : undefined;
+      const vs = (base: Measured[] | undefined) => base && median(all.map((x, i) => x.aggregate / base[i]!.aggregate));
+      const vsTp1 = tp1 && vs(runs.get(key(tp1, batch)));
+      const vsBatch1 = batch !== 1 ? vs(runs.get(key(c, 1))) : undefined;
+      const vsFirst = o.devices && o.devices.length > 1 && c !== first ? vs(runs.get(key(first, batch))) : undefined;
+      const vsRoofline = roofline && ranks.some((x) => x.backend === 'cpu') ? rooflineShare(all, batch, readBytes!, reads) : undefined;
       results.push({
+        ...(c.devices && { devices: c.devices.text }), backend: backendOf(ranks), ranks,
         tp, batch, aggregate_tokens_per_s: run.aggregate,
         ...(rounds > 1 && { rounds_tokens_per_s: all.map((x) => x.aggregate) }),
-        ...(base && { vs_tp1: median(all.map((x, i) => x.aggregate / base[i]!.aggregate)) }),
+        ...(vsTp1 !== undefined && { vs_tp1: vsTp1 }),
+        ...(vsBatch1 !== undefined && { vs_batch1: vsBatch1 }),
+        ...(vsFirst !== undefined && { vs_first: vsFirst }),
+        ...(vsRoofline !== undefined && { vs_roofline: vsRoofline }),
         prompt_tokens: run.promptTokens, tokens: run.tokens,
         ...(run.prefill !== undefined && { prefill_tokens_per_s: run.prefill }), decode_tokens_per_s: run.aggregate / batch,
-        breakdown_ms: r0.breakdown, allreduce_roundtrip_ms: r0.allreduceRoundtripMs, load_ms: loadMs.get(tp)!, adapter: r0.adapter,
+        breakdown_ms: r0.breakdown, allreduce_roundtrip_ms: r0.allreduceRoundtripMs, load_ms: loadMs.get(c)!, adapter: r0.adapter,
       });
     }
   }
-  if (!o.profile) return results;
-  for (const tp of o.tp) {
-    const c = common(tp, true);
-    await runGenerate(h, { ...c, maxTokens: 4 });
-    for (const batch of batches) {
+  const out: ModelRun = {
+    results,
+    ...(o.devices && o.devices.length > 1 && { first: { devices: first.devices?.text, tp: results[0]!.tp } }),
+    ...(roofline && { roofline }),
+  };
+  if (!o.profile) return out;
+  for (const c of cases) {
+    // Timestamp queries time GPU kernels; CPU ranks have none to time.
+    if (!rankReports(warm.get(c)!).some((r) => r.backend === 'gpu')) continue;
+    const co = common(c, true);
+    await runGenerate(h, { ...co, maxTokens: 4 });
+    for (const [bi, batch] of batches.entries()) {
       // The profiled pass is short: it only needs enough steps for stable per-kernel means. A
       // batch needs its full length: its streams start a step apart, and the profile should
       // cover steps in which all of them decode (the measured window), not the ramp.
-      const run = await measure(h, c, batch, batch === 1 ? Math.min(o.maxTokens, 8) : o.maxTokens);
-      results.find((r) => r.tp === tp && r.batch === batch)!.profile = kernelProfile(config, tp, batch, run.stats);
+      const run = await measure(h, co, batch, batch === 1 ? Math.min(o.maxTokens, 8) : o.maxTokens);
+      const row = results[cases.indexOf(c) * batches.length + bi]!;
+      row.profile = kernelProfile(config, row.tp, batch, run.stats);
     }
   }
-  return results;
+  return out;
+}
+
+/** Matmul weights per layer (q, k, v, o, and the MLP's three) and the classifier, in elements. */
+function matmulElements(c: ModelConfig): { perLayer: number; classifier: number } {
+  const q = c.nHeads * c.headSize;
+  const kv = c.nKvHeads * c.headSize;
+  return { perLayer: (q + 2 * kv) * c.dim + c.dim * q + 3 * c.hiddenDim * c.dim, classifier: c.vocabSize * c.dim };
+}
+
+/**
+ * Bytes of weights one decode step reads: every matrix once, the classifier included (the
+ * norms' few KB left out). Undefined unless some loaded engine has CPU ranks with f32 or f16 weights.
+ */
+function rooflineBytes(config: ModelConfig, loaded: EngineStats[]): number | undefined {
+  const cpu = loaded.find((s) => rankReports(s).some((r) => r.backend === 'cpu'));
+  const dtype = cpu?.ranks[0]?.precision.weights;
+  const size = dtype === 'f32' ? 4 : dtype === 'f16' ? 2 : undefined;
+  if (size === undefined) return undefined;
+  const m = matmulElements(config);
+  return size * (config.nLayers * m.perLayer + m.classifier);
+}
+
+function generateRoofline(bytes: number, reads: ReadSamples[]): GenerateRoofline {
+  const read = readFigures(bytes, { one_ms: reads.flatMap((r) => r.one_ms), two_ms: reads.flatMap((r) => r.two_ms) });
+  return { weight_bytes: bytes, read, roofline_tokens_per_s: 1000 / read.two_threads.median_ms };
+}
+
+/** Decode steps/s over the roofline's, round by round where each round had its reads; the median. */
+function rooflineShare(all: Measured[], batch: number, bytes: number, reads: ReadSamples[]): number {
+  const limit = (r: ReadSamples[]) => generateRoofline(bytes, r).roofline_tokens_per_s;
+  if (reads.length === all.length) return median(all.map((x, i) => x.aggregate / batch / limit([reads[i]!])));
+  return median(all.map((x) => x.aggregate / batch)) / limit(reads);
 }
 
 interface Measured { aggregate: number; prefill?: number; promptTokens: number; tokens: number; stats: EngineStats }
@@ -304,10 +425,8 @@ export function kernelProfile(c: ModelConfig, tp: number, batch: number, stats: 
     gpu += ms;
     if (name.startsWith('matmul')) matmulMs += ms;
   }
-  const q = c.nHeads * c.headSize;
-  const kv = c.nKvHeads * c.headSize;
-  const perLayer = (q + 2 * kv) * c.dim + c.dim * q + 3 * c.hiddenDim * c.dim;
-  const flops = (2 * batch * (c.nLayers * perLayer + c.vocabSize * c.dim)) / tp;
+  const m = matmulElements(c);
+  const flops = (2 * batch * (c.nLayers * m.perLayer + m.classifier)) / tp;
   return {
     steps,
     kernels_ms_per_step,

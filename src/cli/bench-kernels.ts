@@ -1,6 +1,7 @@
 /**
  * `webgpu-tp bench kernels`: times the matmul kernels, a plain-JS matmul and tfjs-webgpu's
- * `tf.matMul` on the same page, and the readback helper against the plain mapAsync path, in
+ * `tf.matMul` on the same page, the readback helper against the plain mapAsync path, and the CPU
+ * ranks' matmuls at TP 1 and 2 beside a WebAssembly read of the same bytes, in
  * headless Chromium (`--enable-webgpu-developer-features` for full-precision timestamps).
  */
 import { openHarness } from './browser.js';
@@ -31,6 +32,26 @@ export interface ShardBenchRow {
   ratio: number;
 }
 
+/** A CPU-rank matmul (src/cpu/kernels.ts, f32 weights) on a stories110M shape, beside the read of its bytes. */
+export interface CpuMatmulRow {
+  matrix: string;
+  split: 'row' | 'col';
+  m: number;
+  k: number;
+  n: number;
+  /** 1: the whole matrix on one thread; 2: its two shards on two threads at once. */
+  tp: 1 | 2;
+  /** Median ms of one matmul (at TP 2 the slower thread's). */
+  median_ms: number;
+  /** The whole matrix's weight bytes over median_ms. */
+  gbs: number;
+  /** The same bytes read by `tp` threads (WebAssembly SIMD loads only). */
+  read_ms: number;
+  read_gbs: number;
+  /** read_ms / median_ms: the matmul's share of the memory roofline. */
+  vs_read: number;
+}
+
 export interface KernelBenchReport {
   adapter: { vendor: string; architecture: string };
   /** Kernel variants this adapter uses, and the timings that chose them. */
@@ -45,6 +66,8 @@ export interface KernelBenchReport {
   roofline?: RooflineFigures;
   /** TP = 2 shards of stories110M's matrices on two devices of this adapter at once (absent before it existed). */
   shards?: ShardBenchRow[];
+  /** CPU ranks' matmuls at TP 1 and 2 beside the memory roofline (absent before it existed). */
+  cpu?: CpuMatmulRow[];
   /** Submit → data of 8 KB after a tiny dispatch, through the readback helper (median ms). */
   readback_ms: number;
   readback: {
@@ -88,9 +111,16 @@ export async function benchKernels(opts: KernelBenchOptions = {}): Promise<Kerne
   const h = await openHarness({ bench: true });
   try {
     const o = { smoke: !!opts.smoke, quick: opts.quick ?? process.env.TP_BENCH_KERNELS_QUICK === '1' };
-    type Page = { tp: { kernels: { bench(o: { smoke: boolean; quick: boolean }): Promise<KernelBenchReport> }; shards: { bench(smoke: boolean): Promise<ShardBenchRow[]> } } };
+    type Page = {
+      tp: {
+        kernels: { bench(o: { smoke: boolean; quick: boolean }): Promise<KernelBenchReport> };
+        shards: { bench(smoke: boolean): Promise<ShardBenchRow[]> };
+        cpu: { benchMatmuls(smoke: boolean): Promise<CpuMatmulRow[]> };
+      };
+    };
     const report = await h.page.evaluate((x) => (window as unknown as Page).tp.kernels.bench(x), o);
     report.shards = await h.page.evaluate((smoke) => (window as unknown as Page).tp.shards.bench(smoke), o.smoke);
+    report.cpu = await h.page.evaluate((smoke) => (window as unknown as Page).tp.cpu.benchMatmuls(smoke), o.smoke);
     return report;
   } catch (e) {
     const tail = h.console.slice(-20).join('\n');

@@ -3,7 +3,7 @@ import { checkTargets, reportHtml, type BenchAllReport } from './bench-report.js
 import type { BenchGenerateResult } from './bench-generate.js';
 
 const result = (tp: number, batch: number, aggregate: number, roundtrip = 1): BenchGenerateResult => ({
-  tp, batch, aggregate_tokens_per_s: aggregate, prompt_tokens: 10, tokens: 16 * batch, prefill_tokens_per_s: 50,
+  backend: 'gpu', ranks: [], tp, batch, aggregate_tokens_per_s: aggregate, prompt_tokens: 10, tokens: 16 * batch, prefill_tokens_per_s: 50,
   decode_tokens_per_s: aggregate / batch, allreduce_roundtrip_ms: tp > 1 ? roundtrip : 0, load_ms: 100, adapter: 'swiftshader',
   breakdown_ms: { compute_ms: 1, readback_ms: 0.5, allreduce_ms: 0.01, upload_ms: 0.1, scheduler_ms: 0.05 },
 });
@@ -33,7 +33,31 @@ describe('bench report', () => {
       ['0.90×', true], // 1.8 / 2
       ['0.90×', false], // 9 / 10 < 0.95
       ['0.10×', false], // 2 / 19.8
+      ['not run', null], // no CPU ranks in this run
+      ['not run', null],
+      ['not run', null],
     ]);
+  });
+
+  it('checks the CPU-rank targets on CPU cases only, from their round-by-round ratios', () => {
+    const cpu = (tp: number, batch: number, aggregate: number, extra: Partial<BenchGenerateResult> = {}): BenchGenerateResult => ({ ...result(tp, batch, aggregate), backend: 'cpu', ...extra });
+    const r = report({
+      stories110M: {
+        model: 's110', max_tokens: 16,
+        results: [result(1, 1, 2), result(2, 1, 1), cpu(1, 1, 10), cpu(2, 1, 17, { vs_tp1: 1.6, vs_roofline: 0.8 }), cpu(2, 8, 80)],
+        roofline: { weight_bytes: 4e8, read: { bytes: 4e8, one_thread: { median_ms: 40, gbs: 10 }, two_threads: { median_ms: 25, gbs: 16 } }, roofline_tokens_per_s: 40 },
+      },
+    });
+    const t = checkTargets(r);
+    expect(t[2]).toMatchObject({ measured: '0.50×', met: false }); // the GPU TP cost is the GPU rows' (1 / 2)
+    expect(t.slice(5).map((x) => [x.measured, x.met])).toEqual([
+      ['1.60×', true], // vs_tp1, not 17 / 10
+      ['0.80×', false],
+      ['4.71×', true], // no vs_batch1: 80 / 17
+    ]);
+    const html = reportHtml(r);
+    expect(html).toContain('Memory roofline of CPU ranks');
+    expect(html).toContain('<td>stories110M</td><td>cpu</td><td>default</td>');
   });
 
   it('takes the TP cost from the round-by-round median ratio when the run had rounds', () => {

@@ -8,10 +8,11 @@ import { homedir } from 'node:os';
 import { openHarness, type Harness } from './browser.js';
 import { InvalidArgumentError, reviveError, type SerializedError } from '../errors.js';
 import type { PageGenerateOptions, PageGenerateResult } from './page/types.js';
+import { rankReports } from './ranks.js';
 
 /** The page's generation options (model and tokenizer as local paths or URLs), plus the CLI's own. */
 export interface GenerateCommandOptions
-  extends Pick<PageGenerateOptions, 'tp' | 'split' | 'prompt' | 'maxTokens' | 'temperature' | 'topP' | 'seed' | 'chat' | 'weightOnly' | 'int8Activations' | 'runqExact' | 'kvCache'> {
+  extends Pick<PageGenerateOptions, 'tp' | 'devices' | 'split' | 'prompt' | 'maxTokens' | 'temperature' | 'topP' | 'seed' | 'chat' | 'weightOnly' | 'int8Activations' | 'runqExact' | 'kvCache'> {
   /** A llama2.c .bin, a .safetensors with config.json beside it, a model directory, or a URL of either. */
   model: string;
   /** tokenizer.bin or tokenizer.json; default: the HF model's tokenizer.json. */
@@ -91,19 +92,21 @@ export async function generateCommand(o: GenerateCommandOptions): Promise<void> 
     const tokenizer = o.tokenizer === undefined ? undefined : mountInput(h, 'tokenizer', o.tokenizer);
     if (!o.json) await h.page.exposeFunction('tpEmit', (text: string) => void process.stdout.write(text));
     const r = await runGenerate(h, {
-      model, tokenizer, tp: o.tp, split: o.split, prompt: o.prompt, maxTokens: o.maxTokens, temperature: o.temperature,
+      model, tokenizer, tp: o.tp, devices: o.devices, split: o.split, prompt: o.prompt, maxTokens: o.maxTokens, temperature: o.temperature,
       topP: o.topP, seed: o.seed, ignoreEos: o.ignoreEos, stream: !o.json, cache: o.cache, chat: o.chat, weightOnly: o.weightOnly, int8Activations: o.int8Activations, runqExact: o.runqExact,
       kvCache: o.kvCache,
     });
+    const ranks = rankReports(r.stats);
     if (o.json) {
-      const { stats: _stats, ...out } = r;
-      console.log(JSON.stringify(out));
+      const { stats, ...out } = r;
+      const p = stats.placement;
+      console.log(JSON.stringify({ ...out, ranks, ...(p && { placement: { mode: p.mode, reason: p.reason } }) }));
     } else {
       process.stdout.write('\n');
       const p = r.stats.placement;
       const split = p && p.split !== 'even' ? ` split ${p.ranks.map((x) => x.heads[1] - x.heads[0]).join('/')} heads` : '';
       console.error(
-        `tp=${r.tp}${split} kv-cache ${r.stats.ranks[0]?.precision.kvCache ?? '?'}, load ${r.timings.load_ms.toFixed(0)} ms, prefill ${r.timings.prefill_tokens_per_s.toFixed(1)} tok/s, decode ${r.timings.decode_tokens_per_s.toFixed(1)} tok/s`,
+        `tp=${r.tp} (${ranks.map((x) => x.backend).join(', ')})${split} kv-cache ${r.stats.ranks[0]?.precision.kvCache ?? '?'}, load ${r.timings.load_ms.toFixed(0)} ms, prefill ${r.timings.prefill_tokens_per_s.toFixed(1)} tok/s, decode ${r.timings.decode_tokens_per_s.toFixed(1)} tok/s`,
       );
     }
   } finally {

@@ -76,4 +76,17 @@ describe('webgpu-tp usage errors', () => {
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('model not found: /nonexistent/model.bin');
   });
+
+  it('a --devices value that is no kind, count or list is a usage error naming what it takes', async () => {
+    const [generate, bench] = await Promise.all([
+      cli(['generate', '--model', model, '--tokenizer', tokenizer, '--devices', 'tpu']),
+      cli(['bench', 'generate', '--model', model, '--tokenizer', tokenizer, '--devices', 'cpu', '--devices', 'cpu,x']),
+    ]);
+    for (const e of [generate, bench]) {
+      expect(e.code).toBe(2);
+      expect(e.stderr).toContain('--devices is auto, gpu, cpu, high-performance, low-power, fallback, a rank count, or a comma list');
+      expect(e.stderr).not.toMatch(/\n\s+at /);
+    }
+    expect(bench.stderr).toContain('got "cpu,x"');
+  });
 });

@@ -7,11 +7,12 @@ import { parseArgs } from 'node:util';
 import { WebGpuTpError } from '../errors.js';
 import { checkKvCacheOption as checkKvCache, type KvCacheOption } from '../gpu/kernels/kv-format.js';
 import type { SynthShape } from '../model/synth.js';
+import { devicesFor, parseDevices, type CliDevices } from './devices.js';
 
 const USAGE = `webgpu-tp — tensor-parallel LLM inference over WebGPU, in headless Chromium
 
 Usage:
-  webgpu-tp generate --model PATH|URL [--tokenizer PATH|URL] [--chat] [--tp N] [--split 0.5,0.25,0.25] [--prompt TEXT]
+  webgpu-tp generate --model PATH|URL [--tokenizer PATH|URL] [--chat] [--devices DEVICES] [--tp N] [--split 0.5,0.25,0.25] [--prompt TEXT]
                      [--max-tokens N] [--temperature T] [--top-p P] [--seed S]
                      [--ignore-eos] [--no-cache] [--weight-only] [--no-runq-exact] [--int8-activations] [--kv-cache auto|f16|f32] [--json]
                      (a llama2.c v2 / runq.c Q8_0 model runs W8A8 as runq.c does;
@@ -21,6 +22,9 @@ Usage:
                       all-reduce, whose last bits differ; --int8-activations: a GGUF's Q4_0 and
                       Q8_0 matrices take int8 activations per group of 32 as llama.cpp's CPU
                       path does (W4A8 / W8A8), faster than weight-only Q4_0 on a CPU adapter)
+      --devices: where the ranks run: auto, gpu, cpu (WebAssembly SIMD CPU ranks), high-performance, low-power
+                 or fallback (GPU ranks on that adapter), each with --tp ranks; N ranks on the default adapter;
+                 or one rank per item of a list: gpu,cpu (a GPU and a CPU rank), cpu,cpu
       --kv-cache: f16 halves the KV cache (f32 math); auto (default) is f16 where the adapter has shader-f16
       --model: a llama2.c .bin, a .gguf (its tokenizer inside), a .safetensors with config.json beside it, a Hugging Face
                model directory, or a URL prefix of one (https://huggingface.co/ORG/NAME/resolve/main)
@@ -31,8 +35,11 @@ Usage:
                      (one Llama GGUF per quant, the tokenizer inside)
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--transport sab|tab] [--json]
                      (--transport tab: one rank per tab over BroadcastChannel, beside SAB)
-  webgpu-tp bench kernels [--json]
-  webgpu-tp bench generate --model PATH --tokenizer PATH [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--rounds N] [--no-runq-exact] [--int8-activations] [--kv-cache auto|f16|f32] [--json]
+  webgpu-tp bench kernels [--json]   (GPU kernels; CPU-rank matmuls at TP 1 and 2 beside a read of their bytes)
+  webgpu-tp bench generate --model PATH --tokenizer PATH [--devices DEVICES]... [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--rounds N] [--no-runq-exact] [--int8-activations] [--kv-cache auto|f16|f32] [--json]
+                     (--devices as for generate, once per configuration to compare: --devices cpu --devices gpu
+                      measures both at each --tp degree, a list at its own; with CPU ranks, the memory roofline too:
+                      roofline_tokens_per_s = weight bytes / the two-thread WebAssembly read of as many bytes)
   webgpu-tp bench generate --quant f32,f16,q8_0,q4_0,q4_0+int8 [--shape stories110M] [--tp 1] ...
                      (one synth GGUF per quant; decode tok/s of each against f32;
                       QUANT+int8 runs that GGUF with int8 activations, W4A8 / W8A8)
@@ -83,6 +90,7 @@ async function main(argv: string[]): Promise<number> {
       options: {
         model: { type: 'string' },
         tokenizer: { type: 'string' },
+        devices: { type: 'string' },
         tp: { type: 'string' },
         split: { type: 'string' },
         prompt: { type: 'string', default: '' },
@@ -102,12 +110,15 @@ async function main(argv: string[]): Promise<number> {
     });
     if (!values.model) throw new UsageError('generate needs --model');
     const { generateCommand } = await import('./generate.js');
-    // --split alone sets the rank count (one share per rank); with --tp they must agree.
+    // --split or --devices alone sets the rank count (a list, a count, or the engine's choice); with --tp they must agree.
     const split = values.split === undefined ? undefined : values.split.split(',').map((x) => num('--split', x, { min: 0, max: 1 }));
+    const devices = values.devices === undefined ? undefined : devicesFlag(values.devices);
+    const tp = values.tp === undefined ? (split || devices ? 0 : 1) : num('--tp', values.tp, { int: true, min: 1 });
     await generateCommand({
       model: values.model,
       tokenizer: values.tokenizer,
-      tp: values.tp === undefined ? (split ? 0 : 1) : num('--tp', values.tp, { int: true, min: 1 }),
+      tp,
+      devices: devices && devicesFor(devices, tp),
       split,
       prompt: values.prompt ?? '',
       maxTokens: num('--max-tokens', values['max-tokens']!, { int: true, min: 1 }),
@@ -146,6 +157,7 @@ async function main(argv: string[]): Promise<number> {
         sizes: { type: 'string' },
         model: { type: 'string' },
         tokenizer: { type: 'string' },
+        devices: { type: 'string', multiple: true },
         tp: { type: 'string' },
         'max-tokens': { type: 'string', default: '64' },
         spin: { type: 'string' },
@@ -190,7 +202,8 @@ async function main(argv: string[]): Promise<number> {
         tokenizer: values.tokenizer,
         quant,
         shape,
-        tp: list('--tp', values.tp, [1, 2]),
+        devices: values.devices?.map(devicesFlag),
+        tp: values.tp === undefined ? undefined : list('--tp', values.tp, [1, 2]),
         maxTokens: num('--max-tokens', values['max-tokens']!, { int: true, min: 1 }),
         spin: values.spin === undefined ? undefined : num('--spin', values.spin, { int: true, min: 0 }),
         batch: list('--batch', values.batch, [1]),
@@ -222,6 +235,15 @@ async function main(argv: string[]): Promise<number> {
 }
 
 class UsageError extends Error {}
+
+/** --devices, refused as a usage error. */
+function devicesFlag(value: string): CliDevices {
+  try {
+    return parseDevices(value);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
 
 const SHAPES: readonly SynthShape[] = ['stories260K', 'stories15M', 'stories42M', 'stories110M'];
 

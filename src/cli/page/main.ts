@@ -8,8 +8,9 @@ import * as collective from './collective';
 import * as tabs from './tabs';
 import * as kernels from './kernels';
 import * as shards from './shards';
+import * as cpu from './cpu-bench';
 
-const tp = { engine, collective, tabs, kernels, shards };
+const tp = { engine, collective, tabs, kernels, shards, cpu };
 
 // Not declared on Window: the test page declares its own `tp`; the Node side casts `window`.
 Object.assign(window, { tp, tpReady: true });

@@ -13,8 +13,11 @@ export interface PageGenerateOptions {
   tokenizer?: string;
   /** Ranks (engine tensorParallel); 0 leaves it to `devices` or `split`. */
   tp: number | 'auto';
-  /** Engine `devices`: "auto", "cpu" (CPU ranks), a count or per-rank specs (`{cpu: true}` among them). */
-  devices?: DevicesOption;
+  /**
+   * Engine `devices`: "auto", "gpu", "cpu" (CPU ranks), a count or per-rank specs (`{cpu: true}`
+   * among them). "gpu" goes to the engine as is, for a placement that takes it.
+   */
+  devices?: DevicesOption | 'gpu';
   /** Engine `split`: per-rank shares. */
   split?: number[];
   prompt: string;

@@ -1,0 +1,160 @@
+/**
+ * The CPU-rank benchmarks in the page, on `window.tp.cpu`: the memory roofline (one thread's
+ * WebAssembly SIMD read of a byte count, and two threads' read of its halves at once) and the CPU
+ * kernels' matmuls on stories110M's shapes at TP 1 and 2, each thread a dedicated worker as a CPU
+ * rank is. Every figure is the slowest thread's time, the median over interleaved samples.
+ */
+import { Ranks } from './collective.js';
+import type { CpuBenchRequest } from './cpu-bench.worker.js';
+import type { CpuMatmulRow } from '../bench-kernels.js';
+import { gbs, type ReadSamples } from '../read-figures.js';
+import { median } from './median.js';
+
+/** A sample is at least this long, so the 5 µs timer and thread start-up stay below 1%. */
+const SAMPLE_MS = 25;
+
+/** `threads` workers that run together: `time` is the slowest one's ms per run. */
+class Threads {
+  private readonly ranks: Ranks<CpuBenchRequest>;
+  constructor(readonly threads: number) {
+    this.ranks = new Ranks(Array.from({ length: threads }, () => new Worker(new URL('./cpu-bench.worker.ts', import.meta.url), { type: 'module' })));
+  }
+
+  setup(msg: (i: number) => CpuBenchRequest): Promise<unknown[]> {
+    return this.ranks.all(msg);
+  }
+
+  async time(reps: number): Promise<number> {
+    const arrived = new Int32Array(new SharedArrayBuffer(4));
+    const ms = await this.ranks.all<number>(() => ({ kind: 'run', reps, arrived, threads: this.threads }));
+    return Math.max(...ms) / reps;
+  }
+
+  /** Runs per sample for about SAMPLE_MS (after one untimed run). */
+  async reps(): Promise<number> {
+    await this.time(1);
+    return Math.max(1, Math.ceil(SAMPLE_MS / Math.max(await this.time(1), 1e-3)));
+  }
+
+  close(): void {
+    this.ranks.close();
+  }
+}
+
+/** One thread reading all of a shared memory's bytes, and two reading a half each. */
+class ReadRoofline {
+  private constructor(
+    readonly bytes: number,
+    private readonly one: Threads,
+    private readonly two: Threads,
+    private readonly reps: { one: number; two: number },
+  ) {}
+
+  static async open(bytes: number): Promise<ReadRoofline> {
+    // Halves of whole 64-byte turns.
+    const b = Math.max(128, Math.floor(bytes / 128) * 128);
+    const pages = Math.ceil(b / 65536);
+    const memory = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true });
+    // Written, not left zero: untouched pages may all map one zero page and read from cache.
+    new Float32Array(memory.buffer, 0, b / 4).fill(0.25);
+    const one = new Threads(1);
+    const two = new Threads(2);
+    await one.setup(() => ({ kind: 'read', memory, at: 0, bytes: b }));
+    await two.setup((i) => ({ kind: 'read', memory, at: (i * b) / 2, bytes: b / 2 }));
+    return new ReadRoofline(b, one, two, { one: await one.reps(), two: await two.reps() });
+  }
+
+  /** `samples` interleaved pairs: ms of the one-thread and of the two-thread read of all the bytes. */
+  async measure(samples: number): Promise<ReadSamples> {
+    const one_ms: number[] = [];
+    const two_ms: number[] = [];
+    for (let s = 0; s < samples; s++) {
+      one_ms.push(await this.one.time(this.reps.one));
+      two_ms.push(await this.two.time(this.reps.two));
+    }
+    return { one_ms, two_ms };
+  }
+
+  close(): void {
+    this.one.close();
+    this.two.close();
+  }
+}
+
+let open: ReadRoofline | undefined;
+
+/** Keeps a roofline of `bytes` ready (its memory written) for `measureRead` until `closeRead`. */
+export async function openRead(bytes: number): Promise<number> {
+  open?.close();
+  open = await ReadRoofline.open(bytes);
+  return open.bytes;
+}
+
+export function measureRead(samples: number): Promise<ReadSamples> {
+  if (!open) throw new Error('measureRead before openRead');
+  return open.measure(samples);
+}
+
+export function closeRead(): void {
+  open?.close();
+  open = undefined;
+}
+
+/**
+ * stories110M's matrices (dim 768, hidden 2048, vocab 32000) as f32 CPU matmuls of m rows: the
+ * whole matrix on one thread (TP 1), and its TP 2 shards (column: n/2 rows of the weights, row:
+ * k/2 columns) on two threads at once, beside the read of the same bytes by as many threads.
+ * `smoke`: tiny shapes, one sample.
+ */
+export async function benchMatmuls(smoke: boolean): Promise<CpuMatmulRow[]> {
+  const d = smoke ? 64 : 768;
+  const h = smoke ? 128 : 2048;
+  const v = smoke ? 512 : 32000;
+  const samples = smoke ? 1 : 5;
+  const matrices = [
+    { matrix: 'wqkv', k: d, n: 3 * d, split: 'col' as const },
+    { matrix: 'wo', k: d, n: d, split: 'row' as const },
+    { matrix: 'w13', k: d, n: 2 * h, split: 'col' as const },
+    { matrix: 'w2', k: h, n: d, split: 'row' as const },
+    { matrix: 'output', k: d, n: v, split: 'col' as const },
+  ];
+  const rows: CpuMatmulRow[] = [];
+  for (const c of matrices) {
+    const bytes = c.n * c.k * 4;
+    const read = await ReadRoofline.open(bytes);
+    try {
+      for (const m of [1, 8]) {
+        const one = new Threads(1);
+        const two = new Threads(2);
+        try {
+          await one.setup(() => ({ kind: 'matmul', m, k: c.k, n: c.n }));
+          await two.setup(() => ({ kind: 'matmul', m, k: c.split === 'row' ? c.k / 2 : c.k, n: c.split === 'col' ? c.n / 2 : c.n }));
+          const reps = { one: await one.reps(), two: await two.reps() };
+          const t = { one: [] as number[], two: [] as number[] };
+          const r = { one_ms: [] as number[], two_ms: [] as number[] };
+          for (let s = 0; s < samples; s++) {
+            t.one.push(await one.time(reps.one));
+            t.two.push(await two.time(reps.two));
+            const x = await read.measure(1);
+            r.one_ms.push(...x.one_ms);
+            r.two_ms.push(...x.two_ms);
+          }
+          for (const tp of [1, 2] as const) {
+            const ms = median(tp === 1 ? t.one : t.two);
+            const rd = median(tp === 1 ? r.one_ms : r.two_ms);
+            rows.push({
+              matrix: c.matrix, split: c.split, m, k: c.k, n: c.n, tp, median_ms: ms, gbs: gbs(bytes, ms),
+              read_ms: rd, read_gbs: gbs(read.bytes, rd), vs_read: +(rd / ms).toFixed(3),
+            });
+          }
+        } finally {
+          one.close();
+          two.close();
+        }
+      }
+    } finally {
+      read.close();
+    }
+  }
+  return rows;
+}

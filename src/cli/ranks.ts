@@ -1,0 +1,35 @@
+/**
+ * Each rank's backend as the CLI reports it (`generate --json`'s `ranks`, `bench generate`'s
+ * rows): a CPU rank (WebAssembly SIMD) or a GPU one (WebGPU), with its adapter and heads.
+ */
+import { CPU_ADAPTER_NAME } from '../gpu/core/adapter.js';
+import type { EngineStats } from '../engine/types.js';
+
+export type RankBackend = 'cpu' | 'gpu';
+
+export interface RankReport {
+  rank: number;
+  backend: RankBackend;
+  adapter: string;
+  /** The spec its worker asked with (`cpu`, `default`, `high-performance`, ...). */
+  spec?: string;
+  /** Query heads [start, end). */
+  heads?: [number, number];
+}
+
+export function rankReports(stats: EngineStats): RankReport[] {
+  const placed = stats.placement?.ranks ?? [];
+  return stats.ranks.map((r) => {
+    const p = placed.find((x) => x.rank === r.rank);
+    // A rank's own `backend`, where the engine's stats carry one; else its spec or adapter says.
+    const own = (r as { backend?: unknown }).backend;
+    const backend: RankBackend = own === 'cpu' || own === 'gpu' ? own : p?.spec === 'cpu' || r.adapter === CPU_ADAPTER_NAME ? 'cpu' : 'gpu';
+    return { rank: r.rank, backend, adapter: r.adapter, ...(p && { spec: p.spec, heads: p.heads }) };
+  });
+}
+
+/** `cpu` or `gpu` when every rank is of that kind, else `mixed`. */
+export function backendOf(ranks: readonly RankReport[]): RankBackend | 'mixed' {
+  const kinds = new Set(ranks.map((r) => r.backend));
+  return kinds.size === 1 ? [...kinds][0]! : 'mixed';
+}
