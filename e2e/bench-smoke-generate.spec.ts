@@ -32,6 +32,7 @@ function benchAllReport(generate: BenchAllReport['generate']): BenchAllReport {
 // Smoke pass of `bench generate` so the benchmark never rots: tiny model, few tokens, shape only.
 test('bench generate runs and reports every field per TP degree and batch, with a kernel profile', async () => {
   const r = await benchGenerate({
+    devices: [parseDevices('gpu')],
     model: resolve(sharedModelsDir, 'stories260K.bin'),
     tokenizer: resolve(sharedModelsDir, 'tok512.bin'),
     tp: [1, 2],
@@ -96,6 +97,7 @@ test('bench generate runs and reports every field per TP degree and batch, with 
 // result is its median round, and vs_tp1 the median of the round-by-round ratios.
 test('bench generate --rounds interleaves the degrees and reports the median round and ratio', async () => {
   const r = await benchGenerate({
+    devices: [parseDevices('gpu')],
     model: resolve(sharedModelsDir, 'stories260K.bin'),
     tokenizer: resolve(sharedModelsDir, 'tok512.bin'),
     tp: [1, 2],
@@ -121,7 +123,7 @@ test('bench generate --rounds interleaves the degrees and reports the median rou
 // quantisation the kernels cannot run is reported with its typed error instead of ending the run.
 // `q4_0+int8` runs the same Q4_0 file with int8 activations (W4A8).
 test('bench generate --quant measures each synth GGUF quantisation against f32', async () => {
-  const r = await benchGenerate({ quant: ['f32', 'f16', 'q8_0', 'q4_0', 'q4_0+int8'], shape: 'stories260K', tp: [1], maxTokens: 4 });
+  const r = await benchGenerate({ devices: [parseDevices('gpu')], quant: ['f32', 'f16', 'q8_0', 'q4_0', 'q4_0+int8'], shape: 'stories260K', tp: [1], maxTokens: 4 });
   const f32 = r.results.find((x) => x.quant === 'f32')!;
   expect(f32.decode_vs_f32).toBe(1);
   const q8 = r.results.find((x) => x.quant === 'q8_0')!;

@@ -18,14 +18,14 @@ const tok = Tokenizer.parse(readFileSync(tokenizer), 512);
 
 // The engine's 256 tokens at TP 2 are e2e/engine.spec.ts's; this checks what the CLI streams.
 test('`webgpu-tp generate` streams the start of llama2.c\'s documented greedy sample at --tp 2', async () => {
-  const { stdout, stderr } = await run('node', [cli, 'generate', '--model', model, '--tokenizer', tokenizer, '--tp', '2', '--max-tokens', '64', '--temperature', '0', '--no-cache'], { timeout: 240_000 });
+  const { stdout, stderr } = await run('node', [cli, 'generate', '--devices', 'gpu', '--model', model, '--tokenizer', tokenizer, '--tp', '2', '--max-tokens', '64', '--temperature', '0', '--no-cache'], { timeout: 240_000 });
   expect(stdout).toBe(`${tok.decodeText(greedy.tokens.slice(1, 65))}\n`);
   expect(greedy.text.startsWith(stdout.trimEnd())).toBe(true);
   expect(stderr).toMatch(/tp=2 .*decode [\d.]+ tok\/s/);
 });
 
 test('`webgpu-tp generate --json` prints the documented shape', async () => {
-  const { stdout } = await run('node', [cli, 'generate', '--model', model, '--tokenizer', tokenizer, '--tp', '1', '--max-tokens', '16', '--temperature', '0', '--json', '--no-cache'], { timeout: 240_000 });
+  const { stdout } = await run('node', [cli, 'generate', '--devices', 'gpu', '--model', model, '--tokenizer', tokenizer, '--tp', '1', '--max-tokens', '16', '--temperature', '0', '--json', '--no-cache'], { timeout: 240_000 });
   const r = JSON.parse(stdout) as Record<string, unknown>;
   expect(Object.keys(r).sort()).toEqual(['placement', 'prompt_tokens', 'ranks', 'text', 'timings', 'tokens', 'tp']);
   expect(r.prompt_tokens).toEqual([1]);

@@ -192,7 +192,7 @@ test('`webgpu-tp generate --model DIR|FILE.safetensors`, with --chat or a llama2
   const run = promisify(execFile);
   const cli = resolve(repoRoot, 'dist/cli/main.js');
   const qwen = writeDir('qwen-dir', qwenFiles);
-  const { stdout } = await run('node', [cli, 'generate', '--model', join(qwen, 'model.safetensors'), '--chat', '--prompt', 'Say hello 世界 🙂', '--temperature', '0', '--max-tokens', '8', '--ignore-eos', '--json', '--no-cache'], { timeout: 240_000 });
+  const { stdout } = await run('node', [cli, 'generate', '--devices', 'gpu', '--model', join(qwen, 'model.safetensors'), '--chat', '--prompt', 'Say hello 世界 🙂', '--temperature', '0', '--max-tokens', '8', '--ignore-eos', '--json', '--no-cache'], { timeout: 240_000 });
   const r = JSON.parse(stdout) as { prompt_tokens: number[]; tokens: number[] };
   const tok = new HfTokenizer(qwenTok.json, qwenTok.config);
   const prompt = tok.encode(tok.applyChatTemplate([{ role: 'user', content: 'Say hello 世界 🙂' }]), false);
@@ -200,6 +200,6 @@ test('`webgpu-tp generate --model DIR|FILE.safetensors`, with --chat or a llama2
   expect(r.tokens).toEqual(oracleGreedy(prompt, 8, 1e-3).tokens);
 
   const storiesDir = writeDir('stories-dir', storiesFiles);
-  const s = await run('node', [cli, 'generate', '--model', storiesDir, '--tokenizer', resolve(modelsDir, 'tok512.bin'), '--tp', '2', '--temperature', '0', '--max-tokens', '16', '--json', '--no-cache'], { timeout: 240_000 });
+  const s = await run('node', [cli, 'generate', '--devices', 'gpu', '--model', storiesDir, '--tokenizer', resolve(modelsDir, 'tok512.bin'), '--tp', '2', '--temperature', '0', '--max-tokens', '16', '--json', '--no-cache'], { timeout: 240_000 });
   expect((JSON.parse(s.stdout) as { tokens: number[] }).tokens).toEqual(greedy.tokens.slice(1, 17));
 });

@@ -20,7 +20,8 @@ import { synthCommand } from './synth.js';
 import { median } from '../collective/bench.js';
 import type { PageConcurrentResult, PageGenerateOptions } from './page/types.js';
 import { benchCases, devicesFor, type CliDevices } from './devices.js';
-import { backendOf, rankReports, type RankBackend, type RankReport } from './ranks.js';
+import { backendOf, rankReports, type RankReport } from './ranks.js';
+import type { RankBackend } from '../engine/types.js';
 import { readFigures, type ReadSamples, type WasmReadFigures } from './read-figures.js';
 
 type PageWindow = {

@@ -2,10 +2,7 @@
  * Each rank's backend as the CLI reports it (`generate --json`'s `ranks`, `bench generate`'s
  * rows): a CPU rank (WebAssembly SIMD) or a GPU one (WebGPU), with its adapter and heads.
  */
-import { CPU_ADAPTER_NAME } from '../gpu/core/adapter.js';
-import type { EngineStats } from '../engine/types.js';
-
-export type RankBackend = 'cpu' | 'gpu';
+import type { EngineStats, RankBackend } from '../engine/types.js';
 
 export interface RankReport {
   rank: number;
@@ -21,10 +18,7 @@ export function rankReports(stats: EngineStats): RankReport[] {
   const placed = stats.placement?.ranks ?? [];
   return stats.ranks.map((r) => {
     const p = placed.find((x) => x.rank === r.rank);
-    // A rank's own `backend`, where the engine's stats carry one; else its spec or adapter says.
-    const own = (r as { backend?: unknown }).backend;
-    const backend: RankBackend = own === 'cpu' || own === 'gpu' ? own : p?.spec === 'cpu' || r.adapter === CPU_ADAPTER_NAME ? 'cpu' : 'gpu';
-    return { rank: r.rank, backend, adapter: r.adapter, ...(p && { spec: p.spec, heads: p.heads }) };
+    return { rank: r.rank, backend: r.backend, adapter: r.adapter, ...(p && { spec: p.spec, heads: p.heads }) };
   });
 }
 

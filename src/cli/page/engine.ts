@@ -8,7 +8,6 @@ import { createEngine, type Engine } from '../../engine/engine.js';
 import { serializeError, type SerializedError } from '../../errors.js';
 import type { PageGenerateOptions, PageGenerateResult, PageConcurrentResult } from './types.js';
 import type { EngineStats } from '../../engine/types.js';
-import type { DevicesOption } from '../../engine/placement.js';
 
 declare global {
   interface Window {
@@ -38,7 +37,7 @@ export async function engineFor(o: PageGenerateOptions): Promise<{ engine: Engin
   const t0 = performance.now();
   const model = o.modelAsBlob && typeof o.model === 'string' ? await (await fetch(o.model)).blob() : o.model;
   // The CLI's "gpu" passes through as is: placement names it if it does not take it.
-  const devices = o.devices as DevicesOption | undefined;
+  const devices = o.devices;
   const engine = await createEngine({ model, tokenizer: o.tokenizer, tensorParallel: o.tp || undefined, devices, split: o.split, maxRows, spin: o.spin, cache: o.cache, maxBatch: o.maxBatch, timeoutMs: o.timeoutMs, profile: o.profile, weightOnly: o.weightOnly, int8Activations: o.int8Activations, runqExact: o.runqExact, kvCache: o.kvCache, tabs: o.tabs,
     onProgress: (p) => {
       if (p.loadedBytes === p.totalBytes) o.onProgressLog?.push({ rank: p.rank, fromCache: p.fromCache });

@@ -17,7 +17,7 @@ export interface PageGenerateOptions {
    * Engine `devices`: "auto", "gpu", "cpu" (CPU ranks), a count or per-rank specs (`{cpu: true}`
    * among them). "gpu" goes to the engine as is, for a placement that takes it.
    */
-  devices?: DevicesOption | 'gpu';
+  devices?: DevicesOption;
   /** Engine `split`: per-rank shares. */
   split?: number[];
   prompt: string;
