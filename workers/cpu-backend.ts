@@ -9,15 +9,16 @@
 import type { ModelConfig } from '../src/model/config.js';
 import { rankDims, type RankPlan } from '../src/parallel/plan.js';
 import { ropeTables } from '../src/model/reference.js';
-import { CpuKernels, type CpuWeightDtype } from '../src/cpu/kernels.js';
+import { CpuKernels, type CpuKernelsOptions, type CpuWeightDtype, type CpuWeightLayout } from '../src/cpu/kernels.js';
 import { InvalidArgumentError, ModelFormatError, PlanError } from '../src/errors.js';
 import type { Activation, Backend, LayerOps, RankState, RowOp, StateOptions } from './backend.js';
 import { commonForm, sliceViews, type SliceView } from './slice-views.js';
 
-/** A matrix in the rank's memory: (rows, cols) of f32 or f16, W[out][in]. */
+/** A matrix in the rank's memory: (rows, cols) of f32 or f16, W[out][in]; the matmuls' weights are tiled. */
 interface CpuMatrix {
   at: number;
   dtype: CpuWeightDtype;
+  layout: CpuWeightLayout;
 }
 
 /** The weights of one rank, in its memory; shapes carry the shard, as in gpu-weights.ts. */
@@ -39,9 +40,10 @@ export interface CpuWeights {
 }
 
 /** Copies a rank's packed shard into a fresh memory, fusing wq|wk|wv and w1|w3 as the GPU backend does. */
-function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer): CpuWeights {
+function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer, o: CpuKernelsOptions): CpuWeights {
   const views = sliceViews(r, packed);
-  const kernels = CpuKernels.create(r.byteLength + (1 << 20));
+  // The tiled matrices' padding (≤ 3 rows each) and the state come on top.
+  const kernels = CpuKernels.create(r.byteLength + (1 << 20), o);
   const view = (name: string): SliceView => {
     const v = views.get(name);
     if (!v) throw new ModelFormatError(`rank ${r.rank}: tensor ${name} is missing from its shard`);
@@ -57,18 +59,25 @@ function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer): Cpu
     if (v.dtype !== 'f32') throw new ModelFormatError(`rank ${r.rank}: tensor ${name} must be f32, got ${v.dtype}`);
     return copy(v.f);
   };
-  const matrix = (names: string[]): CpuMatrix => {
+  /** The named parts' rows one after another (k = cols), in `layout`. */
+  const matrix = (names: string[], cols: number, layout: CpuWeightLayout = 'tiled'): CpuMatrix => {
     const parts = commonForm(names.map(view));
     const dtype = parts[0]!.dtype;
     if (dtype !== 'f32' && dtype !== 'f16') throw new ModelFormatError(`rank ${r.rank}: ${names[0]} is ${dtype}; CPU ranks take f32 or f16 weights`);
     const values = parts.map((p) => (p.dtype === 'f32' ? p.f : p.dtype === 'f16' ? p.h : undefined)!);
+    const rows = values.reduce((n, v) => n + v.length, 0) / cols;
+    if (layout === 'tiled') {
+      const at = kernels.alloc(CpuKernels.tiledBytes(rows, cols, dtype));
+      kernels.tile(at, values, cols);
+      return { at, dtype, layout };
+    }
     const at = kernels.alloc(values.reduce((n, v) => n + v.byteLength, 0));
     let o = at;
     for (const v of values) {
       new Uint8Array(kernels.memory.buffer, o, v.byteLength).set(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
       o += v.byteLength;
     }
-    return { at, dtype };
+    return { at, dtype, layout };
   };
   const fusedBias = (names: string[]): number => {
     const parts = names.map((n) => {
@@ -84,20 +93,22 @@ function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer): Cpu
     }
     return copy(out);
   };
+  const d = rankDims(c, r);
   const layers = Array.from({ length: c.nLayers }, (_, l) => {
     const p = `layers.${l}.`;
     return {
       attentionNorm: vector(`${p}attention_norm`),
-      wqkv: matrix([`${p}attention.wq`, `${p}attention.wk`, `${p}attention.wv`]),
+      wqkv: matrix([`${p}attention.wq`, `${p}attention.wk`, `${p}attention.wv`], c.dim),
       ...(c.qkvBias ? { bqkv: fusedBias([`${p}attention.bq`, `${p}attention.bk`, `${p}attention.bv`]) } : {}),
-      wo: matrix([`${p}attention.wo`]),
+      wo: matrix([`${p}attention.wo`], d.nHeads * d.headSize),
       ...(c.outBias ? { bo: vector(`${p}attention.bo`) } : {}),
       ffnNorm: vector(`${p}ffn_norm`),
-      w13: matrix([`${p}feed_forward.w1`, `${p}feed_forward.w3`]),
-      w2: matrix([`${p}feed_forward.w2`]),
+      w13: matrix([`${p}feed_forward.w1`, `${p}feed_forward.w3`], c.dim),
+      w2: matrix([`${p}feed_forward.w2`], d.hidden),
     };
   });
-  return { kernels, tokEmbeddings: matrix(['tok_embeddings']), layers, norm: vector('norm'), output: matrix(['output']) };
+  // The embedding is read a row per token, so it stays in rows.
+  return { kernels, tokEmbeddings: matrix(['tok_embeddings'], c.dim, 'rows'), layers, norm: vector('norm'), output: matrix(['output'], c.dim) };
 }
 
 /** One bound op: it computes the step's first m rows. */
@@ -160,7 +171,7 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
       : { y: b.partial, accumulate: rows.continueSum, bias: undefined };
     const matmul: CpuOp = (m) => {
       input(m);
-      kn.matmul({ ...into, x, w: wt.at, dtype: wt.dtype, m, k, n: d.dim });
+      kn.matmul({ ...into, x, w: wt.at, dtype: wt.dtype, layout: wt.layout, m, k, n: d.dim });
     };
     // A sum that lands in partial is added into x (with the bias, which every rank adds to the same sum).
     const addSum: CpuOp[] = rows.sumIn === 'x' ? [] : [
@@ -175,7 +186,7 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
   const layers: LayerOps<CpuOp>[] = w.layers.map((L, l) => ({
     qkv: (m) => {
       kn.rmsnorm(b.xn, b.x, L.attentionNorm, m, d.dim, eps);
-      kn.matmul({ y: b.qkv, x: b.xn, w: L.wqkv.at, dtype: L.wqkv.dtype, m, k: d.dim, n: d.qkv, bias: L.bqkv });
+      kn.matmul({ y: b.qkv, x: b.xn, w: L.wqkv.at, dtype: L.wqkv.dtype, layout: L.wqkv.layout, m, k: d.dim, n: d.qkv, bias: L.bqkv });
     },
     rope: (m) => {
       kn.rope(b.qkv, d.qkv, d.nHeads, hs, b.cos, b.sin, b.positions, m, c.ropeStyle);
@@ -190,7 +201,7 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
     wo: rowParallel(`layers.${l}.attention.wo`, L.wo, b.att, qDim, L.bo, none),
     w13: (m) => {
       kn.rmsnorm(b.xn, b.x, L.ffnNorm, m, d.dim, eps);
-      kn.matmul({ y: b.h13, x: b.xn, w: L.w13.at, dtype: L.w13.dtype, m, k: d.dim, n: 2 * d.hidden });
+      kn.matmul({ y: b.h13, x: b.xn, w: L.w13.at, dtype: L.w13.dtype, layout: L.w13.layout, m, k: d.dim, n: 2 * d.hidden });
     },
     w2: rowParallel(`layers.${l}.feed_forward.w2`, L.w2, b.hb, d.hidden, undefined,
       (m) => kn.siluMul(b.hb, b.h13, b.h13 + d.hidden * 4, d.hidden, m, 2 * d.hidden)),
@@ -198,7 +209,7 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
   const embed: CpuOp = (m) => kn.embed(b.x, w.tokEmbeddings.at, b.tokens, m, d.dim, w.tokEmbeddings.dtype);
   const head: CpuOp = (m) => {
     kn.rmsnorm(b.xsel, b.xsel, w.norm, m, d.dim, eps);
-    kn.matmul({ y: b.logits, x: b.xsel, w: w.output.at, dtype: w.output.dtype, m, k: d.dim, n: d.vocab });
+    kn.matmul({ y: b.logits, x: b.xsel, w: w.output.at, dtype: w.output.dtype, layout: w.output.layout, m, k: d.dim, n: d.vocab });
   };
   return {
     kernels: kn, mark, dim: d.dim, maxM, maxLogitRows: o.maxLogitRows, vocab: d.vocab,
@@ -214,9 +225,10 @@ function floats(s: CpuRunState, a: Activation, n: number): Float32Array {
   return s.kernels.f32(s[a], n);
 }
 
-export function createCpuBackend(): CpuBackend {
+/** The CPU backend; `o.variant` picks the kernels' build (default: relaxed SIMD where the engine has it). */
+export function createCpuBackend(o: CpuKernelsOptions = {}): CpuBackend {
   return {
-    createWeights: createCpuWeights,
+    createWeights: (c, r, packed) => createCpuWeights(c, r, packed, o),
     // The memory goes with its last reference.
     destroyWeights: () => {},
     createState: createCpuRunState,
