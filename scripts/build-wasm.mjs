@@ -4,6 +4,7 @@
 // its WAT and fails if the committed bytes have drifted.
 //
 // A WAT source may use a few macros, expanded before wabt parses it (`expandWat`):
+// - `;;@include name.wat` on a line of its own: that file (beside the source), inlined.
 // - `(MADD a b c)`: a·b + c on f32x4, `f32x4.relaxed_madd` in the relaxed variant, mul then add in
 //   the plain SIMD128 one; so one source gives both modules.
 // - `;;@each-dtype` … `;;@end`: the lines between, once for f32 and once for f16 weights, with
@@ -11,6 +12,7 @@
 //   `(WLOAD8 $lo $hi ptr)` eight weights at ptr into two f32x4 locals (halves widened; the
 //   function declares $hv $hl $hh as v128 scratch) and `(WLOAD1 ptr)` one weight as an f32.
 import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import wabtInit from 'wabt';
 
@@ -88,7 +90,8 @@ export function expandWat(source, variant = 'simd') {
 
 export async function compileWat(path, variant = 'simd') {
   const wabt = await wabtInit();
-  const wat = expandWat(readFileSync(path, 'utf8'), variant);
+  const source = readFileSync(path, 'utf8').replace(/^;;@include (\S+)$/gm, (_, name) => readFileSync(resolve(dirname(path), name), 'utf8'));
+  const wat = expandWat(source, variant);
   const mod = wabt.parseWat(path, wat, { simd: true, relaxed_simd: variant === 'relaxed', threads: true, bulk_memory: true, multi_value: true });
   // WebAssembly.Module validates the bytes (the test instantiates them); wabt's own validator
   // does not take the threads feature from parseWat and rejects the shared memory.

@@ -10,7 +10,8 @@ import { describe, expect, it } from 'vitest';
 import greedy from '../test-support/fixtures/stories260K-greedy.json';
 import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
 import { parseLlama2cHeader } from '../src/model/formats/llama2c.js';
-import { argmax } from '../src/model/reference.js';
+import { argmax, generate as oracleGenerate } from '../src/model/reference.js';
+import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { makePlan, type PlanOptions, type RankPlan } from '../src/parallel/plan.js';
 import type { Communicator } from '../src/collective/communicator.js';
 import { relaxedSimdAvailable, type CpuKernelVariant } from '../src/cpu/kernels.js';
@@ -127,6 +128,14 @@ describe('forward on CPU ranks (WebAssembly SIMD) with stories260K', () => {
   it.each(cases)('%s (%s kernels) gives run.c\'s greedy tokens', async (_, variant, opts) => {
     const { tokens } = await generate(opts, 1, variant);
     expect(tokens).toEqual(greedy.tokens);
+  });
+
+  // The oracle with its f16 cache (K and V rounded to halves as they enter it), as long as the fixture.
+  const oracleF16 = oracleGenerate(loadLlama2c(file.buffer as ArrayBuffer), [1], greedy.tokens.length - 1, (l) => argmax(l, c.vocabSize), 'f16');
+  const f16Cases = variants.flatMap((v) => splits.slice(0, 2).map(([name, opts]) => [name, v, opts] as const));
+  it.each(f16Cases)('%s (%s kernels), f16 KV cache: the oracle\'s greedy tokens with its f16 cache', async (_, variant, opts) => {
+    const { tokens } = await generate(opts, 5, variant, 'f16');
+    expect(tokens).toEqual(oracleF16);
   });
 
   it.each(cases)('%s (%s kernels): a prefill of 5 fixture tokens predicts each next one, then decodes run.c\'s tokens', async (_, variant, opts) => {

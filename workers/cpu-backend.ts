@@ -3,13 +3,13 @@
  * the shard, the activations and the KV cache in the rank's one `WebAssembly.Memory`. Every op
  * is a closure bound when the state is made; `run` computes it at once, so a stage has nothing
  * to submit, and `read`/`write` copy between the activations and the caller's floats.
- * Weights are f32 or f16; quantised weights, int8 activations, runq.c's exact attention and an
- * f16 KV cache are not here yet (issue 22's later parts).
+ * Weights are f32 or f16, the KV cache f32 or f16; quantised weights, int8 activations and
+ * runq.c's exact attention are not here yet (issue 22's later parts).
  */
 import type { ModelConfig } from '../src/model/config.js';
 import { rankDims, type RankPlan } from '../src/parallel/plan.js';
 import { ropeTables } from '../src/model/reference.js';
-import { CpuKernels, type CpuKernelsOptions, type CpuWeightDtype, type CpuWeightLayout } from '../src/cpu/kernels.js';
+import { CpuKernels, type CpuKernelsOptions, type CpuKvDtype, type CpuWeightDtype, type CpuWeightLayout } from '../src/cpu/kernels.js';
 import { InvalidArgumentError, ModelFormatError, PlanError } from '../src/errors.js';
 import type { Activation, Backend, LayerOps, RankState, RowOp, StateOptions } from './backend.js';
 import { commonForm, sliceViews, type SliceView } from './slice-views.js';
@@ -122,6 +122,7 @@ export interface CpuRunState extends RankState<CpuOp> {
   maxM: number;
   maxLogitRows: number;
   vocab: number;
+  kvCache: CpuKvDtype;
   tokens: number; // (maxM,) i32
   positions: number; // (maxM,) i32
   slots: number; // (maxM,) i32
@@ -135,7 +136,6 @@ export interface CpuRunState extends RankState<CpuOp> {
 
 function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateOptions): CpuRunState {
   if (o.activations !== 'f32') throw new InvalidArgumentError(`CPU ranks compute with f32 activations, got ${o.activations}`);
-  if (o.kvCache !== 'f32') throw new InvalidArgumentError(`CPU ranks keep an f32 KV cache, got ${o.kvCache}`);
   if (o.exact) throw new InvalidArgumentError('CPU ranks do not run runq.c\'s exact attention yet');
   const kn = w.kernels;
   const mark = kn.mark();
@@ -150,11 +150,12 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
     tokens: f32(maxM), positions: f32(maxM), slots: f32(maxM),
     x: f32(maxM * d.dim), xn: f32(maxM * d.dim), partial: f32(maxM * d.dim),
     qkv: f32(maxM * d.qkv), att: f32(maxM * qDim), h13: f32(maxM * 2 * d.hidden), hb: f32(maxM * d.hidden),
-    xsel: f32(o.maxLogitRows * d.dim), logits: f32(o.maxLogitRows * d.vocab), scores: f32(seq),
+    xsel: f32(o.maxLogitRows * d.dim), logits: f32(o.maxLogitRows * d.vocab),
     cos: f32(tables.cos.length), sin: f32(tables.sin.length),
   };
-  const cacheFloats = o.slots * d.nKvHeads * seq * hs;
-  const caches = w.layers.map(() => ({ k: f32(cacheFloats), v: f32(cacheFloats) }));
+  const kvDtype = o.kvCache;
+  const cacheBytes = o.slots * d.nKvHeads * seq * hs * (kvDtype === 'f16' ? 2 : 4);
+  const caches = w.layers.map(() => ({ k: kn.alloc(cacheBytes), v: kn.alloc(cacheBytes) }));
   kn.f32(b.cos, tables.cos.length).set(tables.cos);
   kn.f32(b.sin, tables.sin.length).set(tables.sin);
   const eps = c.normEps;
@@ -191,12 +192,12 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
     rope: (m) => {
       kn.rope(b.qkv, d.qkv, d.nHeads, hs, b.cos, b.sin, b.positions, m, c.ropeStyle);
       kn.rope(b.qkv + qDim * 4, d.qkv, d.nKvHeads, hs, b.cos, b.sin, b.positions, m, c.ropeStyle);
-      kn.kvWrite(b.qkv + qDim * 4, d.qkv, d.nKvHeads, hs, b.positions, b.slots, m, caches[l]!.k, seq);
-      kn.kvWrite(b.qkv + (qDim + kvDim) * 4, d.qkv, d.nKvHeads, hs, b.positions, b.slots, m, caches[l]!.v, seq);
+      kn.kvWrite(b.qkv + qDim * 4, d.qkv, d.nKvHeads, hs, b.positions, b.slots, m, caches[l]!.k, seq, kvDtype);
+      kn.kvWrite(b.qkv + (qDim + kvDim) * 4, d.qkv, d.nKvHeads, hs, b.positions, b.slots, m, caches[l]!.v, seq, kvDtype);
     },
     attention: (m) => kn.attention({
       out: b.att, q: b.qkv, qStride: d.qkv, k: caches[l]!.k, v: caches[l]!.v, maxSeq: seq, nKv: d.nKvHeads,
-      positions: b.positions, slots: b.slots, m, nHeads: d.nHeads, headSize: hs, kvMul, headOffset, scores: b.scores,
+      positions: b.positions, slots: b.slots, m, nHeads: d.nHeads, headSize: hs, kvMul, headOffset, kvDtype,
     }),
     wo: rowParallel(`layers.${l}.attention.wo`, L.wo, b.att, qDim, L.bo, none),
     w13: (m) => {
@@ -212,7 +213,7 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
     kn.matmul({ y: b.logits, x: b.xsel, w: w.output.at, dtype: w.output.dtype, layout: w.output.layout, m, k: d.dim, n: d.vocab });
   };
   return {
-    kernels: kn, mark, dim: d.dim, maxM, maxLogitRows: o.maxLogitRows, vocab: d.vocab,
+    kernels: kn, mark, dim: d.dim, maxM, maxLogitRows: o.maxLogitRows, vocab: d.vocab, kvCache: kvDtype,
     tokens: b.tokens, positions: b.positions, slots: b.slots, x: b.x, partial: b.partial, xsel: b.xsel, logits: b.logits,
     embed, layers, head, m: 0,
   };

@@ -16,20 +16,24 @@ export type CpuWeightDtype = 'f32' | 'f16';
  */
 export type CpuKernelVariant = 'simd' | 'relaxed';
 
+/** What a KV cache stores: f32, or halves (rounded to nearest even as they are written; attention computes in f32). */
+export type CpuKvDtype = 'f32' | 'f16';
+
 /** How a matrix's rows lie in memory: `rows` (n, k) row-major, or `tiled` (`CpuKernels.tile`). */
 export type CpuWeightLayout = 'rows' | 'tiled';
 
 interface KernelExports {
   matmul(y: number, x: number, xStride: number, w: number, m: number, k: number, n: number, flags: number, bias: number, dtype: number): void;
   rmsnorm(y: number, x: number, g: number, m: number, dim: number, eps: number): void;
+  exp(x: number): number;
   add(y: number, x: number, n: number): void;
   siluMul(y: number, a: number, b: number, n: number, m: number, xStride: number): void;
   embed(y: number, table: number, tokens: number, m: number, dim: number, dtype: number): void;
   rope(x: number, rowStride: number, nHeads: number, headSize: number, cos: number, sin: number, positions: number, m: number, style: number): void;
-  kvWrite(src: number, rowStride: number, nKv: number, headSize: number, positions: number, slots: number, m: number, cache: number, maxSeq: number): void;
+  kvWrite(src: number, rowStride: number, nKv: number, headSize: number, positions: number, slots: number, m: number, cache: number, maxSeq: number, dtype: number): void;
   attention(
     out: number, q: number, qStride: number, k: number, v: number, maxSeq: number, nKv: number, positions: number, slots: number,
-    m: number, nHeads: number, headSize: number, kvMul: number, headOffset: number, scores: number,
+    m: number, nHeads: number, headSize: number, kvMul: number, headOffset: number, dtype: number,
   ): void;
 }
 
@@ -54,8 +58,10 @@ export interface AttentionArgs {
   out: number; // (m, nHeads·headSize)
   q: number; // (m, ·) query heads at the start of each row, rows qStride floats apart
   qStride: number;
-  k: number; // (slots, nKv, maxSeq, headSize) f32, as kvWrite lays it out
+  k: number; // (slots, nKv, maxSeq, headSize) of kvDtype, as kvWrite lays it out
   v: number;
+  /** The caches' values: f32, or halves (default f32). */
+  kvDtype?: CpuKvDtype;
   maxSeq: number;
   nKv: number;
   positions: number; // (m,) i32
@@ -66,7 +72,6 @@ export interface AttentionArgs {
   /** Query head h reads kv head floor((h + headOffset) / kvMul), as the GPU backend's kvGroup. */
   kvMul: number;
   headOffset: number;
-  scores: number; // scratch, maxSeq f32
 }
 
 const bytesOf = (base64: string): Uint8Array<ArrayBuffer> => Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
@@ -102,9 +107,6 @@ const PAGE = 65536;
 /** wasm32's 4 GiB, in pages. */
 const MAX_PAGES = 65536;
 
-/** Math.exp for the kernels: they round its f64 result to f32, as the oracle does. */
-const exp = (x: number): number => Math.exp(x);
-
 export class CpuKernels {
   private top = 16; // offset 0 stays unused, so no buffer starts at a null address
   private constructor(
@@ -124,7 +126,7 @@ export class CpuKernels {
     } catch (e) {
       throw new CpuMemoryError(pages * PAGE, `the engine could not allocate it (${(e as Error).message})`);
     }
-    const inst = new WebAssembly.Instance(kernelModule(variant), { env: { memory, exp } });
+    const inst = new WebAssembly.Instance(kernelModule(variant), { env: { memory } });
     return new CpuKernels(memory, inst.exports as unknown as KernelExports, variant);
   }
 
@@ -212,6 +214,11 @@ export class CpuKernels {
     this.k.matmul(a.y, a.x, a.xStride ?? a.k, a.w, a.m, a.k, a.n, flags, a.bias ?? 0, a.dtype === 'f16' ? 1 : 0);
   }
 
+  /** The kernels' exp: Math.exp's algorithm (V8's FDLIBM port) in the module, to the bit. */
+  exp(x: number): number {
+    return this.k.exp(x);
+  }
+
   /** Per row of dim: y = g·(x / √(Σx²/dim + eps)); y may be x. */
   rmsnorm(y: number, x: number, g: number, m: number, dim: number, eps: number): void {
     this.k.rmsnorm(y, x, g, m, dim, eps);
@@ -237,13 +244,18 @@ export class CpuKernels {
     this.k.rope(x, rowStride, nHeads, headSize, cos, sin, positions, m, style === 'rotate_half' ? 1 : 0);
   }
 
-  /** Copies nKv heads at the start of each row into the cache (slot, nKv, maxSeq, headSize) at the row's slot and position. */
-  kvWrite(src: number, rowStride: number, nKv: number, headSize: number, positions: number, slots: number, m: number, cache: number, maxSeq: number): void {
-    this.k.kvWrite(src, rowStride, nKv, headSize, positions, slots, m, cache, maxSeq);
+  /** Copies nKv heads at the start of each row into the cache (slot, nKv, maxSeq, headSize) of dtype at the row's slot and position. */
+  kvWrite(
+    src: number, rowStride: number, nKv: number, headSize: number, positions: number, slots: number, m: number, cache: number, maxSeq: number,
+    dtype: CpuKvDtype = 'f32',
+  ): void {
+    this.k.kvWrite(src, rowStride, nKv, headSize, positions, slots, m, cache, maxSeq, dtype === 'f16' ? 1 : 0);
   }
 
-  /** Causal attention of each row over positions 0..positions[r] of its slot. */
+  /** Causal attention of each row over positions 0..positions[r] of its slot, with an online softmax (one pass over k and v). */
   attention(a: AttentionArgs): void {
-    this.k.attention(a.out, a.q, a.qStride, a.k, a.v, a.maxSeq, a.nKv, a.positions, a.slots, a.m, a.nHeads, a.headSize, a.kvMul, a.headOffset, a.scores);
+    this.k.attention(
+      a.out, a.q, a.qStride, a.k, a.v, a.maxSeq, a.nKv, a.positions, a.slots, a.m, a.nHeads, a.headSize, a.kvMul, a.headOffset, a.kvDtype === 'f16' ? 1 : 0,
+    );
   }
 }

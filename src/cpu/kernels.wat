@@ -2,11 +2,10 @@
 ;; Arguments are byte addresses in the imported memory (the rank's shard and activations live
 ;; there), counts in elements. Halves are widened to f32 as they are loaded; all sums are f32.
 ;; Every loop has a scalar tail, so no size needs to be a multiple of 4 or 16.
-;; exp comes from the host (Math.exp, rounded to f32 as the oracle does): wasm has none.
+;; exp is Math.exp's own algorithm, in f64 here (wasm has none), rounded to f32 as the oracle does.
 ;; Compiled into kernels-wasm.ts by scripts/build-wasm.mjs (npm run build:wasm).
 (module
   (import "env" "memory" (memory 1 65536))
-  (import "env" "exp" (func $exp (param f64) (result f64)))
 
   ;; ---- halves -------------------------------------------------------------------------------
 
@@ -314,7 +313,7 @@
       (br $l))))
 
   ;; y (m, n) = silu(a)·b, a and b rows xStride floats apart (b = a + n floats for [h1 | h3] rows).
-  ;; Scalar: the host's exp is one call per element.
+  ;; Scalar: exp is f64 (Math.exp's bits), one per element.
   (func (export "siluMul") (param $y i32) (param $a i32) (param $b i32) (param $n i32) (param $m i32) (param $xStride i32)
     (local $r i32) (local $j i32) (local $v f32) (local $ap i32) (local $bp i32)
     (block $rowsDone (loop $rows
@@ -328,7 +327,7 @@
         (f32.store (local.get $y)
           (f32.mul
             (f32.mul (local.get $v)
-              (f32.div (f32.const 1) (f32.add (f32.const 1) (f32.demote_f64 (call $exp (f64.promote_f32 (f32.neg (local.get $v))))))))
+              (f32.div (f32.const 1) (f32.add (f32.const 1) (call $expf (f32.neg (local.get $v))))))
             (f32.load (local.get $bp))))
         (local.set $ap (i32.add (local.get $ap) (i32.const 4)))
         (local.set $bp (i32.add (local.get $bp) (i32.const 4)))
@@ -373,179 +372,6 @@
       (local.set $r (i32.add (local.get $r) (i32.const 1)))
       (br $rows))))
 
-  ;; Σ w[j]·x[j], j < k, f32 weights: four accumulators over 16 floats a turn, then 4, then 1.
-  (func $dot1_f32 (param $w i32) (param $x i32) (param $k i32) (result f32)
-    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
-    (local $j i32) (local $k16 i32) (local $k4 i32) (local $s f32)
-    (local.set $k16 (i32.and (local.get $k) (i32.const -16)))
-    (local.set $k4 (i32.and (local.get $k) (i32.const -4)))
-    (block $d16 (loop $l16
-      (br_if $d16 (i32.ge_u (local.get $j) (local.get $k16)))
-      (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (v128.load offset=0 (local.get $w)) (v128.load offset=0 (local.get $x)))))
-      (local.set $a1 (f32x4.add (local.get $a1) (f32x4.mul (v128.load offset=16 (local.get $w)) (v128.load offset=16 (local.get $x)))))
-      (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (v128.load offset=32 (local.get $w)) (v128.load offset=32 (local.get $x)))))
-      (local.set $a3 (f32x4.add (local.get $a3) (f32x4.mul (v128.load offset=48 (local.get $w)) (v128.load offset=48 (local.get $x)))))
-      (local.set $w (i32.add (local.get $w) (i32.const 64)))
-      (local.set $x (i32.add (local.get $x) (i32.const 64)))
-      (local.set $j (i32.add (local.get $j) (i32.const 16)))
-      (br $l16)))
-    (block $d4 (loop $l4
-      (br_if $d4 (i32.ge_u (local.get $j) (local.get $k4)))
-      (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (v128.load (local.get $w)) (v128.load (local.get $x)))))
-      (local.set $w (i32.add (local.get $w) (i32.const 16)))
-      (local.set $x (i32.add (local.get $x) (i32.const 16)))
-      (local.set $j (i32.add (local.get $j) (i32.const 4)))
-      (br $l4)))
-    (local.set $s (call $hsum (f32x4.add (f32x4.add (local.get $a0) (local.get $a1)) (f32x4.add (local.get $a2) (local.get $a3)))))
-    (block $d1 (loop $l1
-      (br_if $d1 (i32.ge_u (local.get $j) (local.get $k)))
-      (local.set $s (f32.add (local.get $s) (f32.mul (f32.load (local.get $w)) (f32.load (local.get $x)))))
-      (local.set $w (i32.add (local.get $w) (i32.const 4)))
-      (local.set $x (i32.add (local.get $x) (i32.const 4)))
-      (local.set $j (i32.add (local.get $j) (i32.const 1)))
-      (br $l1)))
-    (local.get $s))
-
-  ;; ---- RoPE, the KV cache and attention -----------------------------------------------------
-
-  ;; Rotates nHeads heads of headSize at the start of each of m rows (rowStride floats apart) by
-  ;; the row's position; cos/sin are (seq, headSize/2). style 0 pairs (2i, 2i+1) as llama2.c,
-  ;; 1 pairs (i, i + headSize/2) as HF's rotate_half. Scalar: it touches each value once.
-  (func (export "rope") (param $x i32) (param $rowStride i32) (param $nHeads i32) (param $hs i32)
-    (param $cos i32) (param $sin i32) (param $positions i32) (param $m i32) (param $style i32)
-    (local $r i32) (local $h i32) (local $i i32) (local $half i32) (local $t i32) (local $base i32)
-    (local $pa i32) (local $pb i32) (local $c f32) (local $s f32) (local $v0 f32) (local $v1 f32)
-    (local.set $half (i32.shr_u (local.get $hs) (i32.const 1)))
-    (block $rowsDone (loop $rows
-      (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $m)))
-      (local.set $t (i32.shl (i32.mul (i32.load (i32.add (local.get $positions) (i32.shl (local.get $r) (i32.const 2)))) (local.get $half)) (i32.const 2)))
-      (local.set $h (i32.const 0))
-      (block $headsDone (loop $heads
-        (br_if $headsDone (i32.ge_u (local.get $h) (local.get $nHeads)))
-        (local.set $base (i32.add (local.get $x)
-          (i32.shl (i32.add (i32.mul (local.get $r) (local.get $rowStride)) (i32.mul (local.get $h) (local.get $hs))) (i32.const 2))))
-        (local.set $i (i32.const 0))
-        (block $d (loop $l
-          (br_if $d (i32.ge_u (local.get $i) (local.get $half)))
-          (local.set $c (f32.load (i32.add (local.get $cos) (i32.add (local.get $t) (i32.shl (local.get $i) (i32.const 2))))))
-          (local.set $s (f32.load (i32.add (local.get $sin) (i32.add (local.get $t) (i32.shl (local.get $i) (i32.const 2))))))
-          (if (local.get $style)
-            (then
-              (local.set $pa (i32.add (local.get $base) (i32.shl (local.get $i) (i32.const 2))))
-              (local.set $pb (i32.add (local.get $pa) (i32.shl (local.get $half) (i32.const 2)))))
-            (else
-              (local.set $pa (i32.add (local.get $base) (i32.shl (local.get $i) (i32.const 3))))
-              (local.set $pb (i32.add (local.get $pa) (i32.const 4)))))
-          (local.set $v0 (f32.load (local.get $pa)))
-          (local.set $v1 (f32.load (local.get $pb)))
-          (f32.store (local.get $pa) (f32.sub (f32.mul (local.get $v0) (local.get $c)) (f32.mul (local.get $v1) (local.get $s))))
-          (f32.store (local.get $pb) (f32.add (f32.mul (local.get $v0) (local.get $s)) (f32.mul (local.get $v1) (local.get $c))))
-          (local.set $i (i32.add (local.get $i) (i32.const 1)))
-          (br $l)))
-        (local.set $h (i32.add (local.get $h) (i32.const 1)))
-        (br $heads)))
-      (local.set $r (i32.add (local.get $r) (i32.const 1)))
-      (br $rows))))
-
-  ;; Copies nKv heads at the start of each of m rows (rowStride floats apart) into an f32 cache
-  ;; laid out (slot, nKv, maxSeq, headSize), at the row's slot and position.
-  (func (export "kvWrite") (param $src i32) (param $rowStride i32) (param $nKv i32) (param $hs i32)
-    (param $positions i32) (param $slots i32) (param $m i32) (param $cache i32) (param $maxSeq i32)
-    (local $r i32) (local $g i32) (local $pos i32) (local $slot i32)
-    (block $rowsDone (loop $rows
-      (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $m)))
-      (local.set $pos (i32.load (i32.add (local.get $positions) (i32.shl (local.get $r) (i32.const 2)))))
-      (local.set $slot (i32.load (i32.add (local.get $slots) (i32.shl (local.get $r) (i32.const 2)))))
-      (local.set $g (i32.const 0))
-      (block $d (loop $l
-        (br_if $d (i32.ge_u (local.get $g) (local.get $nKv)))
-        (memory.copy
-          (i32.add (local.get $cache) (i32.shl (i32.mul
-            (i32.add (i32.mul (i32.add (i32.mul (local.get $slot) (local.get $nKv)) (local.get $g)) (local.get $maxSeq)) (local.get $pos))
-            (local.get $hs)) (i32.const 2)))
-          (i32.add (local.get $src) (i32.shl (i32.add (i32.mul (local.get $r) (local.get $rowStride)) (i32.mul (local.get $g) (local.get $hs))) (i32.const 2)))
-          (i32.shl (local.get $hs) (i32.const 2)))
-        (local.set $g (i32.add (local.get $g) (i32.const 1)))
-        (br $l)))
-      (local.set $r (i32.add (local.get $r) (i32.const 1)))
-      (br $rows))))
-
-  ;; Causal attention over the f32 caches (kvWrite's layout): query head h of row r (q rows
-  ;; qStride floats apart) reads kv head (h + headOffset) / kvMul over positions 0..pos, with
-  ;; scores q·k / √headSize, run.c's softmax, and out (m, nHeads·headSize) = Σ att_t·v_t.
-  ;; `scores` is scratch of maxSeq floats.
-  (func (export "attention") (param $out i32) (param $q i32) (param $qStride i32) (param $kc i32) (param $vc i32)
-    (param $maxSeq i32) (param $nKv i32) (param $positions i32) (param $slots i32) (param $m i32)
-    (param $nHeads i32) (param $hs i32) (param $kvMul i32) (param $headOffset i32) (param $scores i32)
-    (local $r i32) (local $h i32) (local $t i32) (local $pos i32) (local $head i32) (local $qp i32) (local $op i32)
-    (local $scale f32) (local $max f32) (local $sum f32) (local $e f32) (local $a v128) (local $j i32) (local $h4 i32)
-    (local $vp i32) (local $hsBytes i32)
-    (local.set $scale (f32.sqrt (f32.convert_i32_u (local.get $hs))))
-    (local.set $h4 (i32.and (local.get $hs) (i32.const -4)))
-    (local.set $hsBytes (i32.shl (local.get $hs) (i32.const 2)))
-    (block $rowsDone (loop $rows
-      (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $m)))
-      (local.set $pos (i32.load (i32.add (local.get $positions) (i32.shl (local.get $r) (i32.const 2)))))
-      (local.set $h (i32.const 0))
-      (block $headsDone (loop $heads
-        (br_if $headsDone (i32.ge_u (local.get $h) (local.get $nHeads)))
-        ;; Byte offset of (slot, kv head, position 0) in either cache.
-        (local.set $head (i32.mul (i32.mul
-          (i32.add (i32.mul (i32.load (i32.add (local.get $slots) (i32.shl (local.get $r) (i32.const 2)))) (local.get $nKv))
-            (i32.div_u (i32.add (local.get $h) (local.get $headOffset)) (local.get $kvMul)))
-          (local.get $maxSeq)) (local.get $hsBytes)))
-        (local.set $qp (i32.add (local.get $q) (i32.shl (i32.add (i32.mul (local.get $r) (local.get $qStride)) (i32.mul (local.get $h) (local.get $hs))) (i32.const 2))))
-        (local.set $op (i32.add (local.get $out) (i32.shl (i32.mul (i32.add (i32.mul (local.get $r) (local.get $nHeads)) (local.get $h)) (local.get $hs)) (i32.const 2))))
-        ;; scores and their max
-        (local.set $max (f32.const -inf))
-        (local.set $t (i32.const 0))
-        (block $d (loop $l
-          (br_if $d (i32.gt_u (local.get $t) (local.get $pos)))
-          (local.set $e (f32.div
-            (call $dot1_f32 (i32.add (local.get $kc) (i32.add (local.get $head) (i32.mul (local.get $t) (local.get $hsBytes)))) (local.get $qp) (local.get $hs))
-            (local.get $scale)))
-          (f32.store (i32.add (local.get $scores) (i32.shl (local.get $t) (i32.const 2))) (local.get $e))
-          (local.set $max (f32.max (local.get $max) (local.get $e)))
-          (local.set $t (i32.add (local.get $t) (i32.const 1)))
-          (br $l)))
-        ;; exp(score − max) and their sum
-        (local.set $sum (f32.const 0))
-        (local.set $t (i32.const 0))
-        (block $d (loop $l
-          (br_if $d (i32.gt_u (local.get $t) (local.get $pos)))
-          (local.set $e (f32.demote_f64 (call $exp (f64.promote_f32
-            (f32.sub (f32.load (i32.add (local.get $scores) (i32.shl (local.get $t) (i32.const 2)))) (local.get $max))))))
-          (f32.store (i32.add (local.get $scores) (i32.shl (local.get $t) (i32.const 2))) (local.get $e))
-          (local.set $sum (f32.add (local.get $sum) (local.get $e)))
-          (local.set $t (i32.add (local.get $t) (i32.const 1)))
-          (br $l)))
-        ;; out = Σ (e_t / sum)·v_t
-        (memory.fill (local.get $op) (i32.const 0) (local.get $hsBytes))
-        (local.set $t (i32.const 0))
-        (block $d (loop $l
-          (br_if $d (i32.gt_u (local.get $t) (local.get $pos)))
-          (local.set $e (f32.div (f32.load (i32.add (local.get $scores) (i32.shl (local.get $t) (i32.const 2)))) (local.get $sum)))
-          (local.set $a (f32x4.splat (local.get $e)))
-          (local.set $vp (i32.add (local.get $vc) (i32.add (local.get $head) (i32.mul (local.get $t) (local.get $hsBytes)))))
-          (local.set $j (i32.const 0))
-          (block $dj (loop $lj
-            (br_if $dj (i32.ge_u (local.get $j) (local.get $h4)))
-            (v128.store (i32.add (local.get $op) (i32.shl (local.get $j) (i32.const 2)))
-              (f32x4.add (v128.load (i32.add (local.get $op) (i32.shl (local.get $j) (i32.const 2))))
-                (f32x4.mul (local.get $a) (v128.load (i32.add (local.get $vp) (i32.shl (local.get $j) (i32.const 2)))))))
-            (local.set $j (i32.add (local.get $j) (i32.const 4)))
-            (br $lj)))
-          (block $dj (loop $lj
-            (br_if $dj (i32.ge_u (local.get $j) (local.get $hs)))
-            (f32.store (i32.add (local.get $op) (i32.shl (local.get $j) (i32.const 2)))
-              (f32.add (f32.load (i32.add (local.get $op) (i32.shl (local.get $j) (i32.const 2))))
-                (f32.mul (local.get $e) (f32.load (i32.add (local.get $vp) (i32.shl (local.get $j) (i32.const 2)))))))
-            (local.set $j (i32.add (local.get $j) (i32.const 1)))
-            (br $lj)))
-          (local.set $t (i32.add (local.get $t) (i32.const 1)))
-          (br $l)))
-        (local.set $h (i32.add (local.get $h) (i32.const 1)))
-        (br $heads)))
-      (local.set $r (i32.add (local.get $r) (i32.const 1)))
-      (br $rows))))
+  ;; exp, RoPE, the KV cache and attention.
+;;@include attention.wat
 )
