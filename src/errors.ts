@@ -19,6 +19,7 @@ export type ErrorCode =
   | 'NO_ADAPTER'
   | 'TAB_JOIN_TIMEOUT'
   | 'RANK_MEMORY'
+  | 'CPU_MEMORY'
   | 'DISPOSED';
 
 export class WebGpuTpError extends Error {
@@ -205,11 +206,20 @@ export class DisposedError extends WebGpuTpError {
   }
 }
 
+/** A CPU rank's shard and state do not fit its WebAssembly memory (wasm32: 4 GiB), or the memory could not grow. */
+export class CpuMemoryError extends WebGpuTpError {
+  readonly bytes: number;
+  constructor(bytes: number, reason: string) {
+    super('CPU_MEMORY', `A CPU rank needs ${bytes} bytes of WebAssembly memory: ${reason}`, 'Split the model over more ranks (a larger tensorParallel), or use a smaller context or batch');
+    this.bytes = bytes;
+  }
+}
+
 /** Every error class by its stable name: used to name them and to rebuild them across threads. */
 const ERROR_CLASSES = {
   WebGpuTpError, WebGpuUnavailableError, NotIsolatedError, ModelFormatError, ModelFetchError, TokenizerFormatError, PlanError,
   CollectiveTimeoutError, DeviceLostError, WorkerFailedError, AbortedError, InvalidArgumentError,
-  BrowserNotFoundError, AdapterNotFoundError, TabJoinTimeoutError, RankMemoryError, DisposedError,
+  BrowserNotFoundError, AdapterNotFoundError, TabJoinTimeoutError, RankMemoryError, CpuMemoryError, DisposedError,
 };
 for (const [name, cls] of Object.entries(ERROR_CLASSES)) {
   Object.defineProperty(cls.prototype, 'name', { value: name, writable: true, configurable: true });

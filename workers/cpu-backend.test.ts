@@ -5,16 +5,23 @@
  */
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
 import { describe, expect, it } from 'vitest';
 import greedy from '../test-support/fixtures/stories260K-greedy.json';
 import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
 import { parseLlama2cHeader } from '../src/model/formats/llama2c.js';
-import { argmax } from '../src/model/reference.js';
+import { argmax, generate as oracleGenerate } from '../src/model/reference.js';
+import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { makePlan, type PlanOptions, type RankPlan } from '../src/parallel/plan.js';
 import type { Communicator } from '../src/collective/communicator.js';
+import { relaxedSimdAvailable, type CpuKernelVariant } from '../src/cpu/kernels.js';
 import { createCpuBackend } from './cpu-backend.js';
 import { forward } from './forward.js';
 import { chooseRowSum } from './row-sum.js';
+
+// Node 20 has relaxed SIMD behind a flag: set before the first validation, both kernel builds run here.
+setFlagsFromString('--experimental-wasm-relaxed-simd');
+const variants: CpuKernelVariant[] = relaxedSimdAvailable() ? ['simd', 'relaxed'] : ['simd'];
 
 const path = resolve(modelsDir, 'stories260K.bin');
 const file = new Uint8Array(readArrayBuffer(path));
@@ -66,17 +73,17 @@ function inThread(world: number, slotFloats: number): Communicator[] {
  * row's logits kept, to check the small-m path), then one token a step until the fixture's length.
  * Returns the tokens and, per prefill row, the argmax of its logits.
  */
-async function generate(opts: PlanOptions, prefill: number): Promise<{ tokens: number[]; prefillNext: number[] }> {
+async function generate(opts: PlanOptions, prefill: number, variant: CpuKernelVariant, kvCache: 'f32' | 'f16' = 'f32'): Promise<{ tokens: number[]; prefillNext: number[] }> {
   const plan = makePlan(c, opts);
   const tp = plan.world;
-  const backend = createCpuBackend();
+  const backend = createCpuBackend({ variant });
   const comms = inThread(tp, prefill * c.dim);
   const ranks = plan.ranks.map((r) => {
     const sum = chooseRowSum(r.rank, tp, false);
     const w = backend.createWeights(c, r, packShard(r));
     const s = backend.createState(c, r, w, {
       maxM: prefill, maxLogitRows: prefill, contextLength: c.seqLen, slots: 1, rows: sum.binding,
-      activations: 'f32', exact: false, kvCache: 'f32', profile: false,
+      activations: 'f32', exact: false, kvCache, profile: false,
     });
     return { r, sum, s, comm: comms[r.rank]! };
   });
@@ -114,16 +121,25 @@ async function generate(opts: PlanOptions, prefill: number): Promise<{ tokens: n
 
 describe('forward on CPU ranks (WebAssembly SIMD) with stories260K', () => {
   // 3:3:2 starts rank 1's query heads inside a kv group (the kvGroup head offset).
-  const cases: [string, PlanOptions][] = [
+  const splits: [string, PlanOptions][] = [
     ['TP 1', { tensorParallel: 1 }], ['TP 2', { tensorParallel: 2 }], ['TP 4', { tensorParallel: 4 }], ['fractions 3:3:2', { fractions: [3, 3, 2] }],
   ];
-  it.each(cases)('%s gives run.c\'s greedy tokens', async (_, opts) => {
-    const { tokens } = await generate(opts, 1);
+  const cases = variants.flatMap((v) => splits.map(([name, opts]) => [name, v, opts] as const));
+  it.each(cases)('%s (%s kernels) gives run.c\'s greedy tokens', async (_, variant, opts) => {
+    const { tokens } = await generate(opts, 1, variant);
     expect(tokens).toEqual(greedy.tokens);
   });
 
-  it.each(cases)('%s: a prefill of 5 fixture tokens predicts each next one, then decodes run.c\'s tokens', async (_, opts) => {
-    const { tokens, prefillNext } = await generate(opts, 5);
+  // The oracle with its f16 cache (K and V rounded to halves as they enter it), as long as the fixture.
+  const oracleF16 = oracleGenerate(loadLlama2c(file.buffer as ArrayBuffer), [1], greedy.tokens.length - 1, (l) => argmax(l, c.vocabSize), 'f16');
+  const f16Cases = variants.flatMap((v) => splits.slice(0, 2).map(([name, opts]) => [name, v, opts] as const));
+  it.each(f16Cases)('%s (%s kernels), f16 KV cache: the oracle\'s greedy tokens with its f16 cache', async (_, variant, opts) => {
+    const { tokens } = await generate(opts, 5, variant, 'f16');
+    expect(tokens).toEqual(oracleF16);
+  });
+
+  it.each(cases)('%s (%s kernels): a prefill of 5 fixture tokens predicts each next one, then decodes run.c\'s tokens', async (_, variant, opts) => {
+    const { tokens, prefillNext } = await generate(opts, 5, variant);
     expect(prefillNext).toEqual(greedy.tokens.slice(1, 6));
     expect(tokens).toEqual(greedy.tokens);
   });

@@ -3,21 +3,22 @@
  * the shard, the activations and the KV cache in the rank's one `WebAssembly.Memory`. Every op
  * is a closure bound when the state is made; `run` computes it at once, so a stage has nothing
  * to submit, and `read`/`write` copy between the activations and the caller's floats.
- * Weights are f32 or f16; quantised weights, int8 activations, runq.c's exact attention and an
- * f16 KV cache are not here yet (issue 22's later parts).
+ * Weights are f32 or f16, the KV cache f32 or f16; quantised weights, int8 activations and
+ * runq.c's exact attention are not here yet (issue 22's later parts).
  */
 import type { ModelConfig } from '../src/model/config.js';
 import { rankDims, type RankPlan } from '../src/parallel/plan.js';
 import { ropeTables } from '../src/model/reference.js';
-import { CpuKernels, type CpuWeightDtype } from '../src/cpu/kernels.js';
+import { CpuKernels, type CpuKernelsOptions, type CpuKvDtype, type CpuWeightDtype, type CpuWeightLayout } from '../src/cpu/kernels.js';
 import { InvalidArgumentError, ModelFormatError, PlanError } from '../src/errors.js';
 import type { Activation, Backend, LayerOps, RankState, RowOp, StateOptions } from './backend.js';
 import { commonForm, sliceViews, type SliceView } from './slice-views.js';
 
-/** A matrix in the rank's memory: (rows, cols) of f32 or f16, W[out][in]. */
+/** A matrix in the rank's memory: (rows, cols) of f32 or f16, W[out][in]; the matmuls' weights are tiled. */
 interface CpuMatrix {
   at: number;
   dtype: CpuWeightDtype;
+  layout: CpuWeightLayout;
 }
 
 /** The weights of one rank, in its memory; shapes carry the shard, as in gpu-weights.ts. */
@@ -39,9 +40,10 @@ export interface CpuWeights {
 }
 
 /** Copies a rank's packed shard into a fresh memory, fusing wq|wk|wv and w1|w3 as the GPU backend does. */
-function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer): CpuWeights {
+function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer, o: CpuKernelsOptions): CpuWeights {
   const views = sliceViews(r, packed);
-  const kernels = CpuKernels.create(r.byteLength + (1 << 20));
+  // The tiled matrices' padding (≤ 3 rows each) and the state come on top.
+  const kernels = CpuKernels.create(r.byteLength + (1 << 20), o);
   const view = (name: string): SliceView => {
     const v = views.get(name);
     if (!v) throw new ModelFormatError(`rank ${r.rank}: tensor ${name} is missing from its shard`);
@@ -57,18 +59,25 @@ function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer): Cpu
     if (v.dtype !== 'f32') throw new ModelFormatError(`rank ${r.rank}: tensor ${name} must be f32, got ${v.dtype}`);
     return copy(v.f);
   };
-  const matrix = (names: string[]): CpuMatrix => {
+  /** The named parts' rows one after another (k = cols), in `layout`. */
+  const matrix = (names: string[], cols: number, layout: CpuWeightLayout = 'tiled'): CpuMatrix => {
     const parts = commonForm(names.map(view));
     const dtype = parts[0]!.dtype;
     if (dtype !== 'f32' && dtype !== 'f16') throw new ModelFormatError(`rank ${r.rank}: ${names[0]} is ${dtype}; CPU ranks take f32 or f16 weights`);
     const values = parts.map((p) => (p.dtype === 'f32' ? p.f : p.dtype === 'f16' ? p.h : undefined)!);
+    const rows = values.reduce((n, v) => n + v.length, 0) / cols;
+    if (layout === 'tiled') {
+      const at = kernels.alloc(CpuKernels.tiledBytes(rows, cols, dtype));
+      kernels.tile(at, values, cols);
+      return { at, dtype, layout };
+    }
     const at = kernels.alloc(values.reduce((n, v) => n + v.byteLength, 0));
     let o = at;
     for (const v of values) {
       new Uint8Array(kernels.memory.buffer, o, v.byteLength).set(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
       o += v.byteLength;
     }
-    return { at, dtype };
+    return { at, dtype, layout };
   };
   const fusedBias = (names: string[]): number => {
     const parts = names.map((n) => {
@@ -84,20 +93,22 @@ function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer): Cpu
     }
     return copy(out);
   };
+  const d = rankDims(c, r);
   const layers = Array.from({ length: c.nLayers }, (_, l) => {
     const p = `layers.${l}.`;
     return {
       attentionNorm: vector(`${p}attention_norm`),
-      wqkv: matrix([`${p}attention.wq`, `${p}attention.wk`, `${p}attention.wv`]),
+      wqkv: matrix([`${p}attention.wq`, `${p}attention.wk`, `${p}attention.wv`], c.dim),
       ...(c.qkvBias ? { bqkv: fusedBias([`${p}attention.bq`, `${p}attention.bk`, `${p}attention.bv`]) } : {}),
-      wo: matrix([`${p}attention.wo`]),
+      wo: matrix([`${p}attention.wo`], d.nHeads * d.headSize),
       ...(c.outBias ? { bo: vector(`${p}attention.bo`) } : {}),
       ffnNorm: vector(`${p}ffn_norm`),
-      w13: matrix([`${p}feed_forward.w1`, `${p}feed_forward.w3`]),
-      w2: matrix([`${p}feed_forward.w2`]),
+      w13: matrix([`${p}feed_forward.w1`, `${p}feed_forward.w3`], c.dim),
+      w2: matrix([`${p}feed_forward.w2`], d.hidden),
     };
   });
-  return { kernels, tokEmbeddings: matrix(['tok_embeddings']), layers, norm: vector('norm'), output: matrix(['output']) };
+  // The embedding is read a row per token, so it stays in rows.
+  return { kernels, tokEmbeddings: matrix(['tok_embeddings'], c.dim, 'rows'), layers, norm: vector('norm'), output: matrix(['output'], c.dim) };
 }
 
 /** One bound op: it computes the step's first m rows. */
@@ -111,6 +122,7 @@ export interface CpuRunState extends RankState<CpuOp> {
   maxM: number;
   maxLogitRows: number;
   vocab: number;
+  kvCache: CpuKvDtype;
   tokens: number; // (maxM,) i32
   positions: number; // (maxM,) i32
   slots: number; // (maxM,) i32
@@ -124,7 +136,6 @@ export interface CpuRunState extends RankState<CpuOp> {
 
 function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateOptions): CpuRunState {
   if (o.activations !== 'f32') throw new InvalidArgumentError(`CPU ranks compute with f32 activations, got ${o.activations}`);
-  if (o.kvCache !== 'f32') throw new InvalidArgumentError(`CPU ranks keep an f32 KV cache, got ${o.kvCache}`);
   if (o.exact) throw new InvalidArgumentError('CPU ranks do not run runq.c\'s exact attention yet');
   const kn = w.kernels;
   const mark = kn.mark();
@@ -139,11 +150,12 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
     tokens: f32(maxM), positions: f32(maxM), slots: f32(maxM),
     x: f32(maxM * d.dim), xn: f32(maxM * d.dim), partial: f32(maxM * d.dim),
     qkv: f32(maxM * d.qkv), att: f32(maxM * qDim), h13: f32(maxM * 2 * d.hidden), hb: f32(maxM * d.hidden),
-    xsel: f32(o.maxLogitRows * d.dim), logits: f32(o.maxLogitRows * d.vocab), scores: f32(seq),
+    xsel: f32(o.maxLogitRows * d.dim), logits: f32(o.maxLogitRows * d.vocab),
     cos: f32(tables.cos.length), sin: f32(tables.sin.length),
   };
-  const cacheFloats = o.slots * d.nKvHeads * seq * hs;
-  const caches = w.layers.map(() => ({ k: f32(cacheFloats), v: f32(cacheFloats) }));
+  const kvDtype = o.kvCache;
+  const cacheBytes = o.slots * d.nKvHeads * seq * hs * (kvDtype === 'f16' ? 2 : 4);
+  const caches = w.layers.map(() => ({ k: kn.alloc(cacheBytes), v: kn.alloc(cacheBytes) }));
   kn.f32(b.cos, tables.cos.length).set(tables.cos);
   kn.f32(b.sin, tables.sin.length).set(tables.sin);
   const eps = c.normEps;
@@ -160,7 +172,7 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
       : { y: b.partial, accumulate: rows.continueSum, bias: undefined };
     const matmul: CpuOp = (m) => {
       input(m);
-      kn.matmul({ ...into, x, w: wt.at, dtype: wt.dtype, m, k, n: d.dim });
+      kn.matmul({ ...into, x, w: wt.at, dtype: wt.dtype, layout: wt.layout, m, k, n: d.dim });
     };
     // A sum that lands in partial is added into x (with the bias, which every rank adds to the same sum).
     const addSum: CpuOp[] = rows.sumIn === 'x' ? [] : [
@@ -175,22 +187,22 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
   const layers: LayerOps<CpuOp>[] = w.layers.map((L, l) => ({
     qkv: (m) => {
       kn.rmsnorm(b.xn, b.x, L.attentionNorm, m, d.dim, eps);
-      kn.matmul({ y: b.qkv, x: b.xn, w: L.wqkv.at, dtype: L.wqkv.dtype, m, k: d.dim, n: d.qkv, bias: L.bqkv });
+      kn.matmul({ y: b.qkv, x: b.xn, w: L.wqkv.at, dtype: L.wqkv.dtype, layout: L.wqkv.layout, m, k: d.dim, n: d.qkv, bias: L.bqkv });
     },
     rope: (m) => {
       kn.rope(b.qkv, d.qkv, d.nHeads, hs, b.cos, b.sin, b.positions, m, c.ropeStyle);
       kn.rope(b.qkv + qDim * 4, d.qkv, d.nKvHeads, hs, b.cos, b.sin, b.positions, m, c.ropeStyle);
-      kn.kvWrite(b.qkv + qDim * 4, d.qkv, d.nKvHeads, hs, b.positions, b.slots, m, caches[l]!.k, seq);
-      kn.kvWrite(b.qkv + (qDim + kvDim) * 4, d.qkv, d.nKvHeads, hs, b.positions, b.slots, m, caches[l]!.v, seq);
+      kn.kvWrite(b.qkv + qDim * 4, d.qkv, d.nKvHeads, hs, b.positions, b.slots, m, caches[l]!.k, seq, kvDtype);
+      kn.kvWrite(b.qkv + (qDim + kvDim) * 4, d.qkv, d.nKvHeads, hs, b.positions, b.slots, m, caches[l]!.v, seq, kvDtype);
     },
     attention: (m) => kn.attention({
       out: b.att, q: b.qkv, qStride: d.qkv, k: caches[l]!.k, v: caches[l]!.v, maxSeq: seq, nKv: d.nKvHeads,
-      positions: b.positions, slots: b.slots, m, nHeads: d.nHeads, headSize: hs, kvMul, headOffset, scores: b.scores,
+      positions: b.positions, slots: b.slots, m, nHeads: d.nHeads, headSize: hs, kvMul, headOffset, kvDtype,
     }),
     wo: rowParallel(`layers.${l}.attention.wo`, L.wo, b.att, qDim, L.bo, none),
     w13: (m) => {
       kn.rmsnorm(b.xn, b.x, L.ffnNorm, m, d.dim, eps);
-      kn.matmul({ y: b.h13, x: b.xn, w: L.w13.at, dtype: L.w13.dtype, m, k: d.dim, n: 2 * d.hidden });
+      kn.matmul({ y: b.h13, x: b.xn, w: L.w13.at, dtype: L.w13.dtype, layout: L.w13.layout, m, k: d.dim, n: 2 * d.hidden });
     },
     w2: rowParallel(`layers.${l}.feed_forward.w2`, L.w2, b.hb, d.hidden, undefined,
       (m) => kn.siluMul(b.hb, b.h13, b.h13 + d.hidden * 4, d.hidden, m, 2 * d.hidden)),
@@ -198,10 +210,10 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
   const embed: CpuOp = (m) => kn.embed(b.x, w.tokEmbeddings.at, b.tokens, m, d.dim, w.tokEmbeddings.dtype);
   const head: CpuOp = (m) => {
     kn.rmsnorm(b.xsel, b.xsel, w.norm, m, d.dim, eps);
-    kn.matmul({ y: b.logits, x: b.xsel, w: w.output.at, dtype: w.output.dtype, m, k: d.dim, n: d.vocab });
+    kn.matmul({ y: b.logits, x: b.xsel, w: w.output.at, dtype: w.output.dtype, layout: w.output.layout, m, k: d.dim, n: d.vocab });
   };
   return {
-    kernels: kn, mark, dim: d.dim, maxM, maxLogitRows: o.maxLogitRows, vocab: d.vocab,
+    kernels: kn, mark, dim: d.dim, maxM, maxLogitRows: o.maxLogitRows, vocab: d.vocab, kvCache: kvDtype,
     tokens: b.tokens, positions: b.positions, slots: b.slots, x: b.x, partial: b.partial, xsel: b.xsel, logits: b.logits,
     embed, layers, head, m: 0,
   };
@@ -214,9 +226,10 @@ function floats(s: CpuRunState, a: Activation, n: number): Float32Array {
   return s.kernels.f32(s[a], n);
 }
 
-export function createCpuBackend(): CpuBackend {
+/** The CPU backend; `o.variant` picks the kernels' build (default: relaxed SIMD where the engine has it). */
+export function createCpuBackend(o: CpuKernelsOptions = {}): CpuBackend {
   return {
-    createWeights: createCpuWeights,
+    createWeights: (c, r, packed) => createCpuWeights(c, r, packed, o),
     // The memory goes with its last reference.
     destroyWeights: () => {},
     createState: createCpuRunState,

@@ -103,7 +103,7 @@ export async function gpuCompute(o: ShardInit): Promise<RankCompute> {
 
 /**
  * A CPU rank: the WebAssembly SIMD kernels in the rank's own memory, no adapter and no tuning.
- * What it cannot run yet (quantised weights, int8 activations, an f16 KV cache) fails at load
+ * What it cannot run yet (quantised weights, int8 activations) fails at load
  * with the CPU backend's typed error.
  */
 export function cpuCompute(o: ShardInit): RankCompute {
@@ -134,8 +134,11 @@ export function cpuCompute(o: ShardInit): RankCompute {
     forward: (comm, input, into, times) => forward(b, state!, sum!, comm, input, into, times),
     // The state is everything allocated after its mark: activations, tables and the KV cache.
     workBytes: () => (state ? state.kernels.mark() - state.mark : 0),
-    // f16 weights are widened to f32 inside the dot products; the KV cache is f32.
-    precision: () => ({ weights: weightDtype, math: 'f32', f16Kernels: 'packed', kvCache: 'f32', kvCacheKernels: 'f32' }),
+    // f16 weights and cache values are widened to f32 as they are loaded.
+    precision: () => {
+      const kv = state?.kvCache ?? 'f32';
+      return { weights: weightDtype, math: 'f32', f16Kernels: 'packed', kvCache: kv, kvCacheKernels: kv === 'f16' ? 'packed' : 'f32' };
+    },
     profiler: () => undefined,
     destroyDevice: () => {},
     dispose() {

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
 // @ts-expect-error: a plain .mjs build script, without types
 import { compileWat } from '../../scripts/build-wasm.mjs';
-import { CPU_KERNELS_WASM_BASE64 } from './kernels-wasm.js';
-import { CpuKernels, type CpuWeightDtype } from './kernels.js';
+import { CPU_KERNELS_RELAXED_WASM_BASE64, CPU_KERNELS_WASM_BASE64 } from './kernels-wasm.js';
+import { CpuKernels, relaxedSimdAvailable, type CpuKernelVariant, type CpuWeightDtype, type CpuWeightLayout } from './kernels.js';
+import { CpuMemoryError } from '../errors.js';
 import * as ref from '../model/reference.js';
 import { mulberry32 } from '../model/mulberry32.js';
 import { f32ToF16 } from '../model/formats/gguf-blocks.js';
@@ -45,41 +47,80 @@ function weights(n: number, seed: number, dtype: CpuWeightDtype): { stored: Floa
 
 const abs = (a: Float32Array) => a.map(Math.abs);
 
+// Node 20 has relaxed SIMD behind a flag; set before the first validation, it lets both variants run here.
+setFlagsFromString('--experimental-wasm-relaxed-simd');
+const variants: CpuKernelVariant[] = relaxedSimdAvailable() ? ['simd', 'relaxed'] : ['simd'];
+
 describe('CPU kernels (WebAssembly SIMD)', () => {
-  it('the committed bytes are the compiled kernels.wat (npm run build:wasm after editing it)', async () => {
-    const bytes: Buffer = await compileWat(fileURLToPath(new URL('./kernels.wat', import.meta.url)));
-    expect(bytes.toString('base64')).toBe(CPU_KERNELS_WASM_BASE64);
+  it.each([['simd', CPU_KERNELS_WASM_BASE64], ['relaxed', CPU_KERNELS_RELAXED_WASM_BASE64]])(
+    'the committed %s bytes are the compiled kernels.wat (npm run build:wasm after editing it)', async (variant, committed) => {
+      const bytes: Buffer = await compileWat(fileURLToPath(new URL('./kernels.wat', import.meta.url)), variant);
+      expect(bytes.toString('base64')).toBe(committed);
+    });
+
+  it('runs the variant asked for, and relaxed SIMD by default where the engine has it', () => {
+    expect(CpuKernels.create(undefined, { variant: 'simd' }).variant).toBe('simd');
+    expect(CpuKernels.create().variant).toBe(relaxedSimdAvailable() ? 'relaxed' : 'simd');
+    // This suite sets Node's flag, so both builds are covered wherever the engine has it.
+    expect(variants).toContain('relaxed');
   });
 
-  // k: below 4, a 4-multiple tail, past 16 with tails of 1..15; m = 1 is the gemv, 3/5 short groups of four.
-  describe.each(['f32', 'f16'] as const)('matmul, %s weights', (dtype) => {
-    it.each([
-      [1, 1, 1], [1, 3, 5], [1, 17, 7], [1, 45, 13], [1, 64, 9], [1, 131, 33],
-      [3, 1, 2], [3, 7, 5], [3, 45, 13], [4, 33, 6], [5, 131, 19], [8, 20, 3],
-    ])('m %i, k %i, n %i: y = x·wᵀ, then accumulated with a bias, against the oracle', (m, k, n) => {
-      const xStride = k + 3; // rows of a wider buffer, as the siluMul halves of h13 are read
-      const xData = randoms(m * xStride, 1);
-      const x = Float32Array.from({ length: m * k }, (_, i) => xData[Math.floor(i / k) * xStride + (i % k)]!);
-      const w = weights(n * k, 2, dtype);
-      const bias = randoms(n, 3);
-      const y0 = randoms(m * n, 4);
-      const want = new Float32Array(m * n);
-      const mag = new Float32Array(m * n);
-      ref.matmul(want, x, w.values, m, k, n);
-      ref.matmul(mag, abs(x), abs(w.values), m, k, n);
+  // k: below 8, an 8-multiple tail, past 16 with tails of 1..7; n: short last blocks of 1..3 rows;
+  // m = 1 is the gemv, 3/5 a pair then one, 8 four pairs.
+  const layouts: CpuWeightLayout[] = ['rows', 'tiled'];
+  describe.each(variants.flatMap((v) => layouts.flatMap((l) => (['f32', 'f16'] as const).map((d) => [v, l, d] as const))))(
+    'matmul (%s), %s, %s weights', (variant, layout, dtype) => {
+      it.each([
+        [1, 1, 1], [1, 3, 5], [1, 17, 7], [1, 45, 13], [1, 64, 9], [1, 131, 33],
+        [3, 1, 2], [3, 7, 5], [3, 45, 13], [4, 33, 6], [5, 131, 19], [8, 20, 3], [8, 77, 10], [2, 16, 4],
+      ])('m %i, k %i, n %i: y = x·wᵀ, then accumulated with a bias, against the oracle', (m, k, n) => {
+        const xStride = k + 3; // rows of a wider buffer, as the siluMul halves of h13 are read
+        const xData = randoms(m * xStride, 1);
+        const x = Float32Array.from({ length: m * k }, (_, i) => xData[Math.floor(i / k) * xStride + (i % k)]!);
+        const w = weights(n * k, 2, dtype);
+        const bias = randoms(n, 3);
+        const y0 = randoms(m * n, 4);
+        const want = new Float32Array(m * n);
+        const mag = new Float32Array(m * n);
+        ref.matmul(want, x, w.values, m, k, n);
+        ref.matmul(mag, abs(x), abs(w.values), m, k, n);
 
-      const kn = CpuKernels.create();
-      const [xp, wp, bp, yp] = [put(kn, xData), put(kn, w.stored), put(kn, bias), put(kn, new Float32Array(m * n))];
-      kn.matmul({ y: yp, x: xp, xStride, w: wp, dtype, m, k, n });
-      expect(worst(kn.f32(yp, m * n), want, mag)).toBeLessThanOrEqual(1);
+        const kn = CpuKernels.create(undefined, { variant });
+        const [xp, bp, yp] = [put(kn, xData), put(kn, bias), put(kn, new Float32Array(m * n))];
+        let wp: number;
+        if (layout === 'tiled') {
+          wp = kn.alloc(CpuKernels.tiledBytes(n, k, dtype));
+          // In two parts, as wq|wk|wv are tiled together.
+          const cut = Math.floor(n / 2) * k;
+          kn.tile(wp, [w.stored.subarray(0, cut), w.stored.subarray(cut)], k);
+        } else wp = put(kn, w.stored);
+        kn.matmul({ y: yp, x: xp, xStride, w: wp, dtype, layout, m, k, n });
+        const got = kn.f32(yp, m * n).slice();
+        expect(worst(got, want, mag)).toBeLessThanOrEqual(1);
+        // The same bits on every call.
+        kn.matmul({ y: yp, x: xp, xStride, w: wp, dtype, layout, m, k, n });
+        expect(Array.from(kn.f32(yp, m * n))).toEqual(Array.from(got));
 
-      // The row-parallel form: y0 + (x·wᵀ + bias).
-      kn.f32(yp, m * n).set(y0);
-      kn.matmul({ y: yp, x: xp, xStride, w: wp, dtype, m, k, n, accumulate: true, bias: bp });
-      const acc = want.map((v, i) => Math.fround(y0[i]! + Math.fround(v + bias[i % n]!)));
-      const accMag = mag.map((v, i) => v + Math.abs(bias[i % n]!) + Math.abs(y0[i]!));
-      expect(worst(kn.f32(yp, m * n), acc, accMag)).toBeLessThanOrEqual(1);
+        // The row-parallel form: y0 + (x·wᵀ + bias).
+        kn.f32(yp, m * n).set(y0);
+        kn.matmul({ y: yp, x: xp, xStride, w: wp, dtype, layout, m, k, n, accumulate: true, bias: bp });
+        const acc = want.map((v, i) => Math.fround(y0[i]! + Math.fround(v + bias[i % n]!)));
+        const accMag = mag.map((v, i) => v + Math.abs(bias[i % n]!) + Math.abs(y0[i]!));
+        expect(worst(kn.f32(yp, m * n), acc, accMag)).toBeLessThanOrEqual(1);
+      });
     });
+
+  it('f16 matmul widens subnormal, zero and extreme finite halves exactly', () => {
+    // One weight row of every finite non-negative/negative half class against x = 1 at one position each.
+    const halves = Uint16Array.of(0x0000, 0x8000, 0x0001, 0x83ff, 0x0400, 0x7bff, 0xfbff, 0x3c00, 0x3555);
+    const k = halves.length;
+    const kn = CpuKernels.create();
+    const [wp, yp] = [put(kn, halves), kn.alloc(k * 4)];
+    for (let j = 0; j < k; j++) {
+      const xp = put(kn, Float32Array.from({ length: k }, (_, i) => (i === j ? 1 : 0)));
+      kn.matmul({ y: yp, x: xp, w: wp, dtype: 'f16', m: 1, k, n: 1 });
+      expect(Object.is(kn.f32(yp, 1)[0]! + 0, f16ToF32(halves[j]!) + 0)).toBe(true);
+    }
   });
 
   it('widens every half as the loader does (normals, subnormals, ±0, ±inf, NaN), in SIMD and its tail', () => {
@@ -173,52 +214,93 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
 
   // GQA (6 query heads on 2 kv heads) with odd head sizes; 3 rows in 2 slots; the offset case is a
   // rank whose heads start inside a kv group (kvMul 3, first head 1 of the model's group 0).
-  it.each([
+  const heads = [
     { hs: 7, nHeads: 6, nKv: 2, headOffset: 0 },
     { hs: 18, nHeads: 6, nKv: 2, headOffset: 0 },
     { hs: 5, nHeads: 4, nKv: 2, headOffset: 1 },
     { hs: 16, nHeads: 1, nKv: 1, headOffset: 0 },
-  ])('kvWrite + attention, head size $hs, $nHeads heads on $nKv kv heads, offset $headOffset', ({ hs, nHeads, nKv, headOffset }) => {
-    const kvMul = 3;
-    const [maxSeq, nSlots, m] = [11, 2, 3];
-    const kvDim = nKv * hs;
-    const qDim = nHeads * hs;
-    const stride = qDim + 2 * kvDim;
-    const slots = Int32Array.of(1, 0, 1);
-    const positions = Int32Array.of(9, 4, 10); // slot 1 at 9 and 10: the third row sees the second's k, v
-    const kn = CpuKernels.create();
-    const cacheFloats = nSlots * nKv * maxSeq * hs;
-    const [kc, vc] = [put(kn, randoms(cacheFloats, 13)), put(kn, randoms(cacheFloats, 14))];
-    const qkv = randoms(m * stride, 15);
-    const [qp, pp, sp, op, scores] = [put(kn, qkv), put(kn, positions), put(kn, slots), kn.alloc(m * qDim * 4), kn.alloc(maxSeq * 4)];
-    kn.kvWrite(qp + qDim * 4, stride, nKv, hs, pp, sp, m, kc, maxSeq);
-    kn.kvWrite(qp + (qDim + kvDim) * 4, stride, nKv, hs, pp, sp, m, vc, maxSeq);
-    kn.attention({ out: op, q: qp, qStride: stride, k: kc, v: vc, maxSeq, nKv, positions: pp, slots: sp, m, nHeads, headSize: hs, kvMul, headOffset, scores });
+  ];
+  describe.each(variants.flatMap((v) => (['f32', 'f16'] as const).map((kv) => [v, kv] as const)))('kvWrite + attention (%s), %s cache', (variant, kvDtype) => {
+    it.each(heads)('head size $hs, $nHeads heads on $nKv kv heads, offset $headOffset', ({ hs, nHeads, nKv, headOffset }) => {
+      const kvMul = 3;
+      const [maxSeq, nSlots, m] = [11, 2, 3];
+      const kvDim = nKv * hs;
+      const qDim = nHeads * hs;
+      const stride = qDim + 2 * kvDim;
+      const slots = Int32Array.of(1, 0, 1);
+      const positions = Int32Array.of(9, 4, 10); // slot 1 at 9 and 10: the third row sees the second's k, v
+      const kn = CpuKernels.create(undefined, { variant });
+      const cacheFloats = nSlots * nKv * maxSeq * hs;
+      // A cache as stored, and its values as floats.
+      const stored = (v: Float32Array) => (kvDtype === 'f16' ? Uint16Array.from(v, f32ToF16) : v);
+      const values = (at: number) => (kvDtype === 'f16' ? Float32Array.from(kn.u16(at, cacheFloats), f16ToF32) : kn.f32(at, cacheFloats).slice());
+      const rounded = (v: Float32Array) => (kvDtype === 'f16' ? v.map((x) => f16ToF32(f32ToF16(x))) : v);
+      const [kc, vc] = [put(kn, stored(randoms(cacheFloats, 13))), put(kn, stored(randoms(cacheFloats, 14)))];
+      const qkv = randoms(m * stride, 15).map((x) => 3 * x);
+      const [qp, pp, sp, op] = [put(kn, qkv), put(kn, positions), put(kn, slots), kn.alloc(m * qDim * 4)];
+      kn.kvWrite(qp + qDim * 4, stride, nKv, hs, pp, sp, m, kc, maxSeq, kvDtype);
+      kn.kvWrite(qp + (qDim + kvDim) * 4, stride, nKv, hs, pp, sp, m, vc, maxSeq, kvDtype);
+      kn.attention({ out: op, q: qp, qStride: stride, k: kc, v: vc, kvDtype, maxSeq, nKv, positions: pp, slots: sp, m, nHeads, headSize: hs, kvMul, headOffset });
 
-    // The oracle per row and head: the slot's cache as (maxSeq, kvDim) rows, with kv head g at g·hs.
-    const k = kn.f32(kc, cacheFloats);
-    const v = kn.f32(vc, cacheFloats);
-    for (let r = 0; r < m; r++) {
-      const slot = slots[r]!;
-      for (let g = 0; g < nKv; g++) {
-        const at = ((slot * nKv + g) * maxSeq + positions[r]!) * hs;
-        expect(Array.from(k.subarray(at, at + hs))).toEqual(Array.from(qkv.subarray(r * stride + qDim + g * hs, r * stride + qDim + (g + 1) * hs)));
-        expect(Array.from(v.subarray(at, at + hs))).toEqual(Array.from(qkv.subarray(r * stride + qDim + kvDim + g * hs, r * stride + qDim + kvDim + (g + 1) * hs)));
+      // Each row's k and v land at its slot and position (as halves rounded to nearest even, for f16), bit for bit.
+      const [k, v] = [values(kc), values(vc)];
+      for (let r = 0; r < m; r++) {
+        const slot = slots[r]!;
+        for (let g = 0; g < nKv; g++) {
+          const at = ((slot * nKv + g) * maxSeq + positions[r]!) * hs;
+          const row = (o: number) => Array.from(rounded(qkv.slice(r * stride + o + g * hs, r * stride + o + (g + 1) * hs)));
+          expect(Array.from(k.subarray(at, at + hs))).toEqual(row(qDim));
+          expect(Array.from(v.subarray(at, at + hs))).toEqual(row(qDim + kvDim));
+        }
       }
-    }
-    const got = kn.f32(op, m * qDim);
-    const rowsOf = (c: Float32Array, slot: number, g: number) => c.slice((slot * nKv + g) * maxSeq * hs, (slot * nKv + g + 1) * maxSeq * hs);
-    for (let r = 0; r < m; r++) {
-      for (let h = 0; h < nHeads; h++) {
-        const g = Math.floor((h + headOffset) / kvMul);
-        const q = qkv.slice(r * stride + h * hs, r * stride + (h + 1) * hs);
-        const [want, mag] = [new Float32Array(hs), new Float32Array(hs)];
-        const [kr, vr] = [rowsOf(k, slots[r]!, g), rowsOf(v, slots[r]!, g)];
-        ref.attention(want, q, kr, vr, 1, positions.subarray(r, r + 1), 1, 1, hs, hs);
-        ref.attention(mag, q, kr, abs(vr), 1, positions.subarray(r, r + 1), 1, 1, hs, hs);
-        expect(worst(got.subarray((r * nHeads + h) * hs, (r * nHeads + h + 1) * hs), want, mag)).toBeLessThanOrEqual(1);
+      // The oracle (run.c's two-pass softmax) per row and head, over the cache's values.
+      const got = kn.f32(op, m * qDim);
+      const rowsOf = (c: Float32Array, slot: number, g: number) => c.slice((slot * nKv + g) * maxSeq * hs, (slot * nKv + g + 1) * maxSeq * hs);
+      for (let r = 0; r < m; r++) {
+        for (let h = 0; h < nHeads; h++) {
+          const g = Math.floor((h + headOffset) / kvMul);
+          const q = qkv.slice(r * stride + h * hs, r * stride + (h + 1) * hs);
+          const [want, mag] = [new Float32Array(hs), new Float32Array(hs)];
+          const [kr, vr] = [rowsOf(k, slots[r]!, g), rowsOf(v, slots[r]!, g)];
+          ref.attention(want, q, kr, vr, 1, positions.subarray(r, r + 1), 1, 1, hs, hs);
+          ref.attention(mag, q, kr, abs(vr), 1, positions.subarray(r, r + 1), 1, 1, hs, hs);
+          expect(worst(got.subarray((r * nHeads + h) * hs, (r * nHeads + h + 1) * hs), want, mag)).toBeLessThanOrEqual(1);
+        }
       }
-    }
+    });
+  });
+
+  it('kvWrite rounds to halves as f32ToF16 does: ties to even, subnormals, overflow to inf', () => {
+    const vals = Float32Array.of(0, -0, 1, -2.5, 65504, 65519.99, 65520, 1e6, -1e6, Infinity, -Infinity, 2 ** -24, 2 ** -25, 3 * 2 ** -26, 2 ** -14, 6e-8, 1 + 2 ** -11, 1 + 3 * 2 ** -11, ...randoms(40, 16).map((x) => x * 100));
+    const n = vals.length;
+    const kn = CpuKernels.create();
+    const [src, pos, slot, cache] = [put(kn, vals), put(kn, Int32Array.of(0)), put(kn, Int32Array.of(0)), kn.alloc(n * 2)];
+    kn.kvWrite(src, n, 1, n, pos, slot, 1, cache, 1, 'f16');
+    expect(Array.from(kn.u16(cache, n))).toEqual(Array.from(vals, f32ToF16));
+  });
+
+  it('exp is Math.exp to the bit (special values and 200,000 random arguments)', () => {
+    const kn = CpuKernels.create();
+    const r = mulberry32(17);
+    const xs = [0, -0, 1, -1, 0.5, Infinity, -Infinity, NaN, 709.78, 709.79, -745.1, -745.2, -708.4, 1e-9, 2 ** -30, 0.3466, 1.0397, 1.04];
+    for (let i = 0; i < 200000; i++) xs.push((r() - 0.5) * 2 * [1, 10, 100, 1500][i & 3]!);
+    const bad = xs.filter((x) => !Object.is(kn.exp(x), Math.exp(x)));
+    expect(bad).toEqual([]);
+  });
+
+  it('fails typed, with the bytes asked for, past one WebAssembly memory', () => {
+    const kn = CpuKernels.create();
+    const err = (() => {
+      try {
+        kn.alloc(2 ** 32);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(CpuMemoryError);
+    expect((err as CpuMemoryError).code).toBe('CPU_MEMORY');
+    expect((err as CpuMemoryError).bytes).toBeGreaterThanOrEqual(2 ** 32);
+    expect(() => CpuKernels.create(2 ** 33)).toThrow(CpuMemoryError);
   });
 
   it('grows its memory for an allocation past the current size, keeping what it held', () => {

@@ -4,22 +4,36 @@
  * into it (`alloc` hands them out). Weights are f32 or f16 (IEEE halves, widened per load);
  * activations and sums are f32.
  */
-import { CPU_KERNELS_WASM_BASE64 } from './kernels-wasm.js';
+import { CPU_KERNELS_RELAXED_WASM_BASE64, CPU_KERNELS_WASM_BASE64 } from './kernels-wasm.js';
+import { CpuMemoryError } from '../errors.js';
 
 /** How a weight matrix or embedding table stores its values. */
 export type CpuWeightDtype = 'f32' | 'f16';
 
+/**
+ * The kernels' build: `relaxed` multiplies and adds with `f32x4.relaxed_madd` (fused where the
+ * CPU has FMA), `simd` with SIMD128's mul then add. Each gives the same bits on every call.
+ */
+export type CpuKernelVariant = 'simd' | 'relaxed';
+
+/** What a KV cache stores: f32, or halves (rounded to nearest even as they are written; attention computes in f32). */
+export type CpuKvDtype = 'f32' | 'f16';
+
+/** How a matrix's rows lie in memory: `rows` (n, k) row-major, or `tiled` (`CpuKernels.tile`). */
+export type CpuWeightLayout = 'rows' | 'tiled';
+
 interface KernelExports {
   matmul(y: number, x: number, xStride: number, w: number, m: number, k: number, n: number, flags: number, bias: number, dtype: number): void;
   rmsnorm(y: number, x: number, g: number, m: number, dim: number, eps: number): void;
+  exp(x: number): number;
   add(y: number, x: number, n: number): void;
   siluMul(y: number, a: number, b: number, n: number, m: number, xStride: number): void;
   embed(y: number, table: number, tokens: number, m: number, dim: number, dtype: number): void;
   rope(x: number, rowStride: number, nHeads: number, headSize: number, cos: number, sin: number, positions: number, m: number, style: number): void;
-  kvWrite(src: number, rowStride: number, nKv: number, headSize: number, positions: number, slots: number, m: number, cache: number, maxSeq: number): void;
+  kvWrite(src: number, rowStride: number, nKv: number, headSize: number, positions: number, slots: number, m: number, cache: number, maxSeq: number, dtype: number): void;
   attention(
     out: number, q: number, qStride: number, k: number, v: number, maxSeq: number, nKv: number, positions: number, slots: number,
-    m: number, nHeads: number, headSize: number, kvMul: number, headOffset: number, scores: number,
+    m: number, nHeads: number, headSize: number, kvMul: number, headOffset: number, dtype: number,
   ): void;
 }
 
@@ -29,6 +43,8 @@ export interface MatmulArgs {
   xStride?: number; // default k
   w: number; // (n, k) of dtype
   dtype: CpuWeightDtype;
+  /** Default `rows`; `tiled` for a matrix `tile` laid out (one stream per four rows: faster from memory). */
+  layout?: CpuWeightLayout;
   m: number;
   k: number;
   n: number;
@@ -42,8 +58,10 @@ export interface AttentionArgs {
   out: number; // (m, nHeads·headSize)
   q: number; // (m, ·) query heads at the start of each row, rows qStride floats apart
   qStride: number;
-  k: number; // (slots, nKv, maxSeq, headSize) f32, as kvWrite lays it out
+  k: number; // (slots, nKv, maxSeq, headSize) of kvDtype, as kvWrite lays it out
   v: number;
+  /** The caches' values: f32, or halves (default f32). */
+  kvDtype?: CpuKvDtype;
   maxSeq: number;
   nKv: number;
   positions: number; // (m,) i32
@@ -54,46 +72,77 @@ export interface AttentionArgs {
   /** Query head h reads kv head floor((h + headOffset) / kvMul), as the GPU backend's kvGroup. */
   kvMul: number;
   headOffset: number;
-  scores: number; // scratch, maxSeq f32
 }
 
-let compiled: WebAssembly.Module | undefined;
+const bytesOf = (base64: string): Uint8Array<ArrayBuffer> => Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
 
-function kernelModule(): WebAssembly.Module {
-  compiled ??= new WebAssembly.Module(Uint8Array.from(atob(CPU_KERNELS_WASM_BASE64), (c) => c.charCodeAt(0)));
-  return compiled;
+/** f32x4.relaxed_madd of three zero vectors: it validates only where the engine has relaxed SIMD. */
+const RELAXED_PROBE = bytesOf('AGFzbQEAAAABBAFgAAADAgEACj4BPAD9DAAAAAAAAAAAAAAAAAAAAAD9DAAAAAAAAAAAAAAAAAAAAAD9DAAAAAAAAAAAAAAAAAAAAAD9hQIaCw==');
+
+let relaxedSupport: boolean | undefined;
+
+/** Whether this engine runs the relaxed variant (Chromium does; Node 20 only with --experimental-wasm-relaxed-simd). */
+export function relaxedSimdAvailable(): boolean {
+  relaxedSupport ??= WebAssembly.validate(RELAXED_PROBE);
+  return relaxedSupport;
+}
+
+const compiled = new Map<CpuKernelVariant, WebAssembly.Module>();
+
+function kernelModule(variant: CpuKernelVariant): WebAssembly.Module {
+  let m = compiled.get(variant);
+  if (!m) {
+    m = new WebAssembly.Module(bytesOf(variant === 'relaxed' ? CPU_KERNELS_RELAXED_WASM_BASE64 : CPU_KERNELS_WASM_BASE64));
+    compiled.set(variant, m);
+  }
+  return m;
+}
+
+export interface CpuKernelsOptions {
+  /** Default: `relaxed` where the engine has it, else `simd`. */
+  variant?: CpuKernelVariant;
 }
 
 const PAGE = 65536;
 /** wasm32's 4 GiB, in pages. */
 const MAX_PAGES = 65536;
 
-/** Math.exp for the kernels: they round its f64 result to f32, as the oracle does. */
-const exp = (x: number): number => Math.exp(x);
-
 export class CpuKernels {
   private top = 16; // offset 0 stays unused, so no buffer starts at a null address
   private constructor(
     readonly memory: WebAssembly.Memory,
     private readonly k: KernelExports,
+    readonly variant: CpuKernelVariant,
   ) {}
 
   /** Kernels on a fresh memory of `initialBytes` (rounded up to pages), grown by `alloc`. */
-  static create(initialBytes = PAGE): CpuKernels {
-    const memory = new WebAssembly.Memory({ initial: Math.max(1, Math.ceil(initialBytes / PAGE)), maximum: MAX_PAGES });
-    const inst = new WebAssembly.Instance(kernelModule(), { env: { memory, exp } });
-    return new CpuKernels(memory, inst.exports as unknown as KernelExports);
+  static create(initialBytes = PAGE, o: CpuKernelsOptions = {}): CpuKernels {
+    const variant = o.variant ?? (relaxedSimdAvailable() ? 'relaxed' : 'simd');
+    const pages = Math.max(1, Math.ceil(initialBytes / PAGE));
+    if (pages > MAX_PAGES) throw new CpuMemoryError(initialBytes, 'more than one WebAssembly memory holds (4 GiB)');
+    let memory: WebAssembly.Memory;
+    try {
+      memory = new WebAssembly.Memory({ initial: pages, maximum: MAX_PAGES });
+    } catch (e) {
+      throw new CpuMemoryError(pages * PAGE, `the engine could not allocate it (${(e as Error).message})`);
+    }
+    const inst = new WebAssembly.Instance(kernelModule(variant), { env: { memory } });
+    return new CpuKernels(memory, inst.exports as unknown as KernelExports, variant);
   }
 
-  /** A fresh 16-byte-aligned region of `bytes`, growing the memory to fit. */
+  /** A fresh 16-byte-aligned region of `bytes`, growing the memory to fit (CpuMemoryError if it cannot). */
   alloc(bytes: number): number {
     const at = this.top;
     const end = at + Math.ceil(bytes / 16) * 16;
     const have = this.memory.buffer.byteLength;
     if (end > have) {
       const pages = Math.ceil((end - have) / PAGE);
-      if (have / PAGE + pages > MAX_PAGES) throw new RangeError(`CPU kernels: ${end} bytes do not fit one WebAssembly memory (4 GiB)`);
-      this.memory.grow(pages);
+      if (have / PAGE + pages > MAX_PAGES) throw new CpuMemoryError(end, 'more than one WebAssembly memory holds (4 GiB)');
+      try {
+        this.memory.grow(pages);
+      } catch (e) {
+        throw new CpuMemoryError(end, `the memory could not grow to it (${(e as Error).message})`);
+      }
     }
     this.top = end;
     return at;
@@ -122,10 +171,52 @@ export class CpuKernels {
     return new Int32Array(this.memory.buffer, at, n);
   }
 
-  /** y = x·wᵀ (+ bias), or y += it: a gemv for m = 1, otherwise each weight row read once per four rows. */
+  /** Bytes of an (n, k) matrix of dtype tiled: its rows padded to a multiple of four. */
+  static tiledBytes(n: number, k: number, dtype: CpuWeightDtype): number {
+    return Math.ceil(n / 4) * 4 * k * (dtype === 'f16' ? 2 : 4);
+  }
+
+  /**
+   * Writes matrix rows (k weights each; the parts' rows one after another, all f32 or all f16)
+   * at dst in the `tiled` layout, tiledBytes long: per block of four rows, their weights eight at
+   * a time row by row, then each row's last k mod 8; padding rows are zero.
+   */
+  tile(dst: number, parts: readonly (Float32Array | Uint16Array)[], k: number): void {
+    const f16 = parts[0] instanceof Uint16Array;
+    // The bits, so every value (NaN payloads too) lands as it was.
+    const bits = parts.map((p) => (f16 ? (p as Uint16Array) : new Uint32Array(p.buffer, p.byteOffset, p.length)));
+    const rows = bits.flatMap((p) => Array.from({ length: p.length / k }, (_, r) => r * k).map((at) => ({ p, at })));
+    const n = rows.length;
+    const total = Math.ceil(n / 4) * 4 * k;
+    const out = f16 ? new Uint16Array(this.memory.buffer, dst, total) : new Uint32Array(this.memory.buffer, dst, total);
+    const k8 = k & ~7;
+    let o = 0;
+    for (let i = 0; i < n; i += 4) {
+      const block = [0, 1, 2, 3].map((r) => rows[i + r]);
+      for (let j = 0; j < k8; j += 8) {
+        for (const row of block) {
+          if (!row) out.fill(0, o, o + 8);
+          else for (let e = 0; e < 8; e++) out[o + e] = row.p[row.at + j + e]!;
+          o += 8;
+        }
+      }
+      for (const row of block) {
+        if (!row) out.fill(0, o, o + k - k8);
+        else for (let e = k8; e < k; e++) out[o + e - k8] = row.p[row.at + e]!;
+        o += k - k8;
+      }
+    }
+  }
+
+  /** y = x·wᵀ (+ bias), or y += it; every weight is read from memory once for the whole batch. */
   matmul(a: MatmulArgs): void {
-    const flags = (a.accumulate ? 1 : 0) | (a.bias !== undefined ? 2 : 0);
+    const flags = (a.accumulate ? 1 : 0) | (a.bias !== undefined ? 2 : 0) | (a.layout === 'tiled' ? 4 : 0);
     this.k.matmul(a.y, a.x, a.xStride ?? a.k, a.w, a.m, a.k, a.n, flags, a.bias ?? 0, a.dtype === 'f16' ? 1 : 0);
+  }
+
+  /** The kernels' exp: Math.exp's algorithm (V8's FDLIBM port) in the module, to the bit. */
+  exp(x: number): number {
+    return this.k.exp(x);
   }
 
   /** Per row of dim: y = g·(x / √(Σx²/dim + eps)); y may be x. */
@@ -153,13 +244,18 @@ export class CpuKernels {
     this.k.rope(x, rowStride, nHeads, headSize, cos, sin, positions, m, style === 'rotate_half' ? 1 : 0);
   }
 
-  /** Copies nKv heads at the start of each row into the cache (slot, nKv, maxSeq, headSize) at the row's slot and position. */
-  kvWrite(src: number, rowStride: number, nKv: number, headSize: number, positions: number, slots: number, m: number, cache: number, maxSeq: number): void {
-    this.k.kvWrite(src, rowStride, nKv, headSize, positions, slots, m, cache, maxSeq);
+  /** Copies nKv heads at the start of each row into the cache (slot, nKv, maxSeq, headSize) of dtype at the row's slot and position. */
+  kvWrite(
+    src: number, rowStride: number, nKv: number, headSize: number, positions: number, slots: number, m: number, cache: number, maxSeq: number,
+    dtype: CpuKvDtype = 'f32',
+  ): void {
+    this.k.kvWrite(src, rowStride, nKv, headSize, positions, slots, m, cache, maxSeq, dtype === 'f16' ? 1 : 0);
   }
 
-  /** Causal attention of each row over positions 0..positions[r] of its slot. */
+  /** Causal attention of each row over positions 0..positions[r] of its slot, with an online softmax (one pass over k and v). */
   attention(a: AttentionArgs): void {
-    this.k.attention(a.out, a.q, a.qStride, a.k, a.v, a.maxSeq, a.nKv, a.positions, a.slots, a.m, a.nHeads, a.headSize, a.kvMul, a.headOffset, a.scores);
+    this.k.attention(
+      a.out, a.q, a.qStride, a.k, a.v, a.maxSeq, a.nKv, a.positions, a.slots, a.m, a.nHeads, a.headSize, a.kvMul, a.headOffset, a.kvDtype === 'f16' ? 1 : 0,
+    );
   }
 }

@@ -2,11 +2,10 @@
 ;; Arguments are byte addresses in the imported memory (the rank's shard and activations live
 ;; there), counts in elements. Halves are widened to f32 as they are loaded; all sums are f32.
 ;; Every loop has a scalar tail, so no size needs to be a multiple of 4 or 16.
-;; exp comes from the host (Math.exp, rounded to f32 as the oracle does): wasm has none.
+;; exp is Math.exp's own algorithm, in f64 here (wasm has none), rounded to f32 as the oracle does.
 ;; Compiled into kernels-wasm.ts by scripts/build-wasm.mjs (npm run build:wasm).
 (module
   (import "env" "memory" (memory 1 65536))
-  (import "env" "exp" (func $exp (param f64) (result f64)))
 
   ;; ---- halves -------------------------------------------------------------------------------
 
@@ -39,233 +38,209 @@
       (f32.add (f32x4.extract_lane 0 (local.get $v)) (f32x4.extract_lane 1 (local.get $v)))
       (f32.add (f32x4.extract_lane 2 (local.get $v)) (f32x4.extract_lane 3 (local.get $v)))))
 
-  ;; ---- dot products: one weight row against one or four input rows ---------------------------
+  ;; ---- matmul: tiles of four weight rows against one or two input rows -------------------------
 
-  ;; Σ w[j]·x[j], j < k, f32 weights: four accumulators over 16 floats a turn, then 4, then 1.
-  (func $dot1_f32 (param $w i32) (param $x i32) (param $k i32) (result f32)
-    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
-    (local $j i32) (local $k16 i32) (local $k4 i32) (local $s f32)
-    (local.set $k16 (i32.and (local.get $k) (i32.const -16)))
-    (local.set $k4 (i32.and (local.get $k) (i32.const -4)))
-    (block $d16 (loop $l16
-      (br_if $d16 (i32.ge_u (local.get $j) (local.get $k16)))
-      (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (v128.load offset=0 (local.get $w)) (v128.load offset=0 (local.get $x)))))
-      (local.set $a1 (f32x4.add (local.get $a1) (f32x4.mul (v128.load offset=16 (local.get $w)) (v128.load offset=16 (local.get $x)))))
-      (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (v128.load offset=32 (local.get $w)) (v128.load offset=32 (local.get $x)))))
-      (local.set $a3 (f32x4.add (local.get $a3) (f32x4.mul (v128.load offset=48 (local.get $w)) (v128.load offset=48 (local.get $x)))))
-      (local.set $w (i32.add (local.get $w) (i32.const 64)))
-      (local.set $x (i32.add (local.get $x) (i32.const 64)))
-      (local.set $j (i32.add (local.get $j) (i32.const 16)))
-      (br $l16)))
-    (block $d4 (loop $l4
-      (br_if $d4 (i32.ge_u (local.get $j) (local.get $k4)))
-      (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (v128.load (local.get $w)) (v128.load (local.get $x)))))
-      (local.set $w (i32.add (local.get $w) (i32.const 16)))
-      (local.set $x (i32.add (local.get $x) (i32.const 16)))
-      (local.set $j (i32.add (local.get $j) (i32.const 4)))
-      (br $l4)))
-    (local.set $s (call $hsum (f32x4.add (f32x4.add (local.get $a0) (local.get $a1)) (f32x4.add (local.get $a2) (local.get $a3)))))
-    (block $d1 (loop $l1
-      (br_if $d1 (i32.ge_u (local.get $j) (local.get $k)))
-      (local.set $s (f32.add (local.get $s) (f32.mul (f32.load (local.get $w)) (f32.load (local.get $x)))))
-      (local.set $w (i32.add (local.get $w) (i32.const 4)))
-      (local.set $x (i32.add (local.get $x) (i32.const 4)))
-      (local.set $j (i32.add (local.get $j) (i32.const 1)))
-      (br $l1)))
-    (local.get $s))
-
-  ;; The same over f16 weights: 16 halves (two loads) a turn, then 8, then 1.
-  (func $dot1_f16 (param $w i32) (param $x i32) (param $k i32) (result f32)
-    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $lo v128) (local $hi v128) (local $v16 v128) (local $hv v128)
-    (local $j i32) (local $k16 i32) (local $k8 i32) (local $s f32)
-    (local.set $k16 (i32.and (local.get $k) (i32.const -16)))
+  ;; Each tile streams four weight rows once, eight weights a turn, with one f32x4 accumulator per
+  ;; (weight row, input row); k's last k mod 8 go one at a time. Row r's eights start at w_r and
+  ;; are `step` bytes apart, its last k mod 8 follow them + r·d bytes (see matmul's layouts).
+;;@each-dtype
+  ;; Four @DT@ weight rows against input row x: their four dot products.
+  (func $t41_@DT@ (param $w0 i32) (param $w1 i32) (param $w2 i32) (param $w3 i32) (param $step i32) (param $d i32) (param $x i32) (param $k i32) (result f32 f32 f32 f32)
+    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $lo v128) (local $hi v128)
+    (local $xl v128) (local $xh v128) (local $hv v128) (local $hl v128) (local $hh v128)
+    (local $j i32) (local $k8 i32) (local $s0 f32) (local $s1 f32) (local $s2 f32) (local $s3 f32) (local $f f32)
     (local.set $k8 (i32.and (local.get $k) (i32.const -8)))
-    (block $d16 (loop $l16
-      (br_if $d16 (i32.ge_u (local.get $j) (local.get $k16)))
-      (local.set $v16 (v128.load (local.get $w)))
-      (local.set $hv (i32x4.extend_low_i16x8_u (local.get $v16)))
-      (local.set $lo (v128.or (v128.or (f32x4.mul (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff)) (i32.const 13)) (v128.const f32x4 0x1p112 0x1p112 0x1p112 0x1p112)) (v128.and (i32x4.eq (v128.and (local.get $hv) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))) (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x8000 0x8000 0x8000 0x8000)) (i32.const 16))))
-      (local.set $hv (i32x4.extend_high_i16x8_u (local.get $v16)))
-      (local.set $hi (v128.or (v128.or (f32x4.mul (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff)) (i32.const 13)) (v128.const f32x4 0x1p112 0x1p112 0x1p112 0x1p112)) (v128.and (i32x4.eq (v128.and (local.get $hv) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))) (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x8000 0x8000 0x8000 0x8000)) (i32.const 16))))
-      (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (local.get $lo) (v128.load offset=0 (local.get $x)))))
-      (local.set $a1 (f32x4.add (local.get $a1) (f32x4.mul (local.get $hi) (v128.load offset=16 (local.get $x)))))
-      (local.set $v16 (v128.load (i32.add (local.get $w) (i32.const 16))))
-      (local.set $hv (i32x4.extend_low_i16x8_u (local.get $v16)))
-      (local.set $lo (v128.or (v128.or (f32x4.mul (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff)) (i32.const 13)) (v128.const f32x4 0x1p112 0x1p112 0x1p112 0x1p112)) (v128.and (i32x4.eq (v128.and (local.get $hv) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))) (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x8000 0x8000 0x8000 0x8000)) (i32.const 16))))
-      (local.set $hv (i32x4.extend_high_i16x8_u (local.get $v16)))
-      (local.set $hi (v128.or (v128.or (f32x4.mul (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff)) (i32.const 13)) (v128.const f32x4 0x1p112 0x1p112 0x1p112 0x1p112)) (v128.and (i32x4.eq (v128.and (local.get $hv) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))) (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x8000 0x8000 0x8000 0x8000)) (i32.const 16))))
-      (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $lo) (v128.load offset=32 (local.get $x)))))
-      (local.set $a3 (f32x4.add (local.get $a3) (f32x4.mul (local.get $hi) (v128.load offset=48 (local.get $x)))))
-      (local.set $w (i32.add (local.get $w) (i32.const 32)))
-      (local.set $x (i32.add (local.get $x) (i32.const 64)))
-      (local.set $j (i32.add (local.get $j) (i32.const 16)))
-      (br $l16)))
-    (block $d8 (loop $l8
-      (br_if $d8 (i32.ge_u (local.get $j) (local.get $k8)))
-      (local.set $v16 (v128.load (local.get $w)))
-      (local.set $hv (i32x4.extend_low_i16x8_u (local.get $v16)))
-      (local.set $lo (v128.or (v128.or (f32x4.mul (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff)) (i32.const 13)) (v128.const f32x4 0x1p112 0x1p112 0x1p112 0x1p112)) (v128.and (i32x4.eq (v128.and (local.get $hv) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))) (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x8000 0x8000 0x8000 0x8000)) (i32.const 16))))
-      (local.set $hv (i32x4.extend_high_i16x8_u (local.get $v16)))
-      (local.set $hi (v128.or (v128.or (f32x4.mul (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff)) (i32.const 13)) (v128.const f32x4 0x1p112 0x1p112 0x1p112 0x1p112)) (v128.and (i32x4.eq (v128.and (local.get $hv) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))) (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x8000 0x8000 0x8000 0x8000)) (i32.const 16))))
-      (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (local.get $lo) (v128.load offset=0 (local.get $x)))))
-      (local.set $a1 (f32x4.add (local.get $a1) (f32x4.mul (local.get $hi) (v128.load offset=16 (local.get $x)))))
-      (local.set $w (i32.add (local.get $w) (i32.const 16)))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $j) (local.get $k8)))
+      (local.set $xl (v128.load (local.get $x)))
+      (local.set $xh (v128.load offset=16 (local.get $x)))
+      (WLOAD8 $lo $hi (local.get $w0))
+      (local.set $a0 (MADD (local.get $hi) (local.get $xh) (MADD (local.get $lo) (local.get $xl) (local.get $a0))))
+      (WLOAD8 $lo $hi (local.get $w1))
+      (local.set $a1 (MADD (local.get $hi) (local.get $xh) (MADD (local.get $lo) (local.get $xl) (local.get $a1))))
+      (WLOAD8 $lo $hi (local.get $w2))
+      (local.set $a2 (MADD (local.get $hi) (local.get $xh) (MADD (local.get $lo) (local.get $xl) (local.get $a2))))
+      (WLOAD8 $lo $hi (local.get $w3))
+      (local.set $a3 (MADD (local.get $hi) (local.get $xh) (MADD (local.get $lo) (local.get $xl) (local.get $a3))))
+      (local.set $w0 (i32.add (local.get $w0) (local.get $step)))
+      (local.set $w1 (i32.add (local.get $w1) (local.get $step)))
+      (local.set $w2 (i32.add (local.get $w2) (local.get $step)))
+      (local.set $w3 (i32.add (local.get $w3) (local.get $step)))
       (local.set $x (i32.add (local.get $x) (i32.const 32)))
       (local.set $j (i32.add (local.get $j) (i32.const 8)))
-      (br $l8)))
-    (local.set $s (call $hsum (f32x4.add (f32x4.add (local.get $a0) (local.get $a1)) (f32x4.add (local.get $a2) (local.get $a3)))))
-    (block $d1 (loop $l1
-      (br_if $d1 (i32.ge_u (local.get $j) (local.get $k)))
-      (local.set $s (f32.add (local.get $s) (f32.mul (call $h2f (local.get $w)) (f32.load (local.get $x)))))
-      (local.set $w (i32.add (local.get $w) (i32.const 2)))
+      (br $l)))
+    (local.set $w1 (i32.add (local.get $w1) (local.get $d)))
+    (local.set $w2 (i32.add (local.get $w2) (i32.shl (local.get $d) (i32.const 1))))
+    (local.set $w3 (i32.add (local.get $w3) (i32.mul (local.get $d) (i32.const 3))))
+    (local.set $s0 (call $hsum (local.get $a0)))
+    (local.set $s1 (call $hsum (local.get $a1)))
+    (local.set $s2 (call $hsum (local.get $a2)))
+    (local.set $s3 (call $hsum (local.get $a3)))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $j) (local.get $k)))
+      (local.set $f (f32.load (local.get $x)))
+      (local.set $s0 (f32.add (local.get $s0) (f32.mul (WLOAD1 (local.get $w0)) (local.get $f))))
+      (local.set $s1 (f32.add (local.get $s1) (f32.mul (WLOAD1 (local.get $w1)) (local.get $f))))
+      (local.set $s2 (f32.add (local.get $s2) (f32.mul (WLOAD1 (local.get $w2)) (local.get $f))))
+      (local.set $s3 (f32.add (local.get $s3) (f32.mul (WLOAD1 (local.get $w3)) (local.get $f))))
+      (local.set $w0 (i32.add (local.get $w0) (i32.const @WB1@)))
+      (local.set $w1 (i32.add (local.get $w1) (i32.const @WB1@)))
+      (local.set $w2 (i32.add (local.get $w2) (i32.const @WB1@)))
+      (local.set $w3 (i32.add (local.get $w3) (i32.const @WB1@)))
       (local.set $x (i32.add (local.get $x) (i32.const 4)))
       (local.set $j (i32.add (local.get $j) (i32.const 1)))
-      (br $l1)))
-    (local.get $s))
+      (br $l)))
+    (local.get $s0) (local.get $s1) (local.get $s2) (local.get $s3))
 
-  ;; One weight row against four input rows (x0 + r·xs): each weight vector is loaded once.
-  (func $dot4_f32 (param $w i32) (param $x0 i32) (param $x1 i32) (param $x2 i32) (param $x3 i32) (param $k i32) (result f32 f32 f32 f32)
-    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $v v128)
-    (local $j i32) (local $k4 i32) (local $s0 f32) (local $s1 f32) (local $s2 f32) (local $s3 f32) (local $f f32)
-    (local.set $k4 (i32.and (local.get $k) (i32.const -4)))
-    (block $d4 (loop $l4
-      (br_if $d4 (i32.ge_u (local.get $j) (local.get $k4)))
-      (local.set $v (v128.load (local.get $w)))
-      (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (local.get $v) (v128.load (local.get $x0)))))
-      (local.set $a1 (f32x4.add (local.get $a1) (f32x4.mul (local.get $v) (v128.load (local.get $x1)))))
-      (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $v) (v128.load (local.get $x2)))))
-      (local.set $a3 (f32x4.add (local.get $a3) (f32x4.mul (local.get $v) (v128.load (local.get $x3)))))
-      (local.set $w (i32.add (local.get $w) (i32.const 16)))
-      (local.set $x0 (i32.add (local.get $x0) (i32.const 16)))
-      (local.set $x1 (i32.add (local.get $x1) (i32.const 16)))
-      (local.set $x2 (i32.add (local.get $x2) (i32.const 16)))
-      (local.set $x3 (i32.add (local.get $x3) (i32.const 16)))
-      (local.set $j (i32.add (local.get $j) (i32.const 4)))
-      (br $l4)))
+  ;; Four @DT@ weight rows against input rows x and z: row x's four sums, then row z's.
+  (func $t42_@DT@ (param $w0 i32) (param $w1 i32) (param $w2 i32) (param $w3 i32) (param $step i32) (param $d i32) (param $x i32) (param $z i32) (param $k i32)
+    (result f32 f32 f32 f32 f32 f32 f32 f32)
+    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $b0 v128) (local $b1 v128) (local $b2 v128) (local $b3 v128)
+    (local $lo v128) (local $hi v128) (local $hv v128) (local $hl v128) (local $hh v128) (local $xl v128) (local $xh v128) (local $zl v128) (local $zh v128)
+    (local $j i32) (local $k8 i32) (local $f f32) (local $g f32) (local $v f32)
+    (local $s0 f32) (local $s1 f32) (local $s2 f32) (local $s3 f32) (local $t0 f32) (local $t1 f32) (local $t2 f32) (local $t3 f32)
+    (local.set $k8 (i32.and (local.get $k) (i32.const -8)))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $j) (local.get $k8)))
+      (local.set $xl (v128.load (local.get $x)))
+      (local.set $xh (v128.load offset=16 (local.get $x)))
+      (local.set $zl (v128.load (local.get $z)))
+      (local.set $zh (v128.load offset=16 (local.get $z)))
+      (WLOAD8 $lo $hi (local.get $w0))
+      (local.set $a0 (MADD (local.get $hi) (local.get $xh) (MADD (local.get $lo) (local.get $xl) (local.get $a0))))
+      (local.set $b0 (MADD (local.get $hi) (local.get $zh) (MADD (local.get $lo) (local.get $zl) (local.get $b0))))
+      (WLOAD8 $lo $hi (local.get $w1))
+      (local.set $a1 (MADD (local.get $hi) (local.get $xh) (MADD (local.get $lo) (local.get $xl) (local.get $a1))))
+      (local.set $b1 (MADD (local.get $hi) (local.get $zh) (MADD (local.get $lo) (local.get $zl) (local.get $b1))))
+      (WLOAD8 $lo $hi (local.get $w2))
+      (local.set $a2 (MADD (local.get $hi) (local.get $xh) (MADD (local.get $lo) (local.get $xl) (local.get $a2))))
+      (local.set $b2 (MADD (local.get $hi) (local.get $zh) (MADD (local.get $lo) (local.get $zl) (local.get $b2))))
+      (WLOAD8 $lo $hi (local.get $w3))
+      (local.set $a3 (MADD (local.get $hi) (local.get $xh) (MADD (local.get $lo) (local.get $xl) (local.get $a3))))
+      (local.set $b3 (MADD (local.get $hi) (local.get $zh) (MADD (local.get $lo) (local.get $zl) (local.get $b3))))
+      (local.set $w0 (i32.add (local.get $w0) (local.get $step)))
+      (local.set $w1 (i32.add (local.get $w1) (local.get $step)))
+      (local.set $w2 (i32.add (local.get $w2) (local.get $step)))
+      (local.set $w3 (i32.add (local.get $w3) (local.get $step)))
+      (local.set $x (i32.add (local.get $x) (i32.const 32)))
+      (local.set $z (i32.add (local.get $z) (i32.const 32)))
+      (local.set $j (i32.add (local.get $j) (i32.const 8)))
+      (br $l)))
+    (local.set $w1 (i32.add (local.get $w1) (local.get $d)))
+    (local.set $w2 (i32.add (local.get $w2) (i32.shl (local.get $d) (i32.const 1))))
+    (local.set $w3 (i32.add (local.get $w3) (i32.mul (local.get $d) (i32.const 3))))
     (local.set $s0 (call $hsum (local.get $a0)))
     (local.set $s1 (call $hsum (local.get $a1)))
     (local.set $s2 (call $hsum (local.get $a2)))
     (local.set $s3 (call $hsum (local.get $a3)))
-    (block $d1 (loop $l1
-      (br_if $d1 (i32.ge_u (local.get $j) (local.get $k)))
-      (local.set $f (f32.load (local.get $w)))
-      (local.set $s0 (f32.add (local.get $s0) (f32.mul (local.get $f) (f32.load (local.get $x0)))))
-      (local.set $s1 (f32.add (local.get $s1) (f32.mul (local.get $f) (f32.load (local.get $x1)))))
-      (local.set $s2 (f32.add (local.get $s2) (f32.mul (local.get $f) (f32.load (local.get $x2)))))
-      (local.set $s3 (f32.add (local.get $s3) (f32.mul (local.get $f) (f32.load (local.get $x3)))))
-      (local.set $w (i32.add (local.get $w) (i32.const 4)))
-      (local.set $x0 (i32.add (local.get $x0) (i32.const 4)))
-      (local.set $x1 (i32.add (local.get $x1) (i32.const 4)))
-      (local.set $x2 (i32.add (local.get $x2) (i32.const 4)))
-      (local.set $x3 (i32.add (local.get $x3) (i32.const 4)))
+    (local.set $t0 (call $hsum (local.get $b0)))
+    (local.set $t1 (call $hsum (local.get $b1)))
+    (local.set $t2 (call $hsum (local.get $b2)))
+    (local.set $t3 (call $hsum (local.get $b3)))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $j) (local.get $k)))
+      (local.set $f (f32.load (local.get $x)))
+      (local.set $g (f32.load (local.get $z)))
+      (local.set $v (WLOAD1 (local.get $w0)))
+      (local.set $s0 (f32.add (local.get $s0) (f32.mul (local.get $v) (local.get $f))))
+      (local.set $t0 (f32.add (local.get $t0) (f32.mul (local.get $v) (local.get $g))))
+      (local.set $v (WLOAD1 (local.get $w1)))
+      (local.set $s1 (f32.add (local.get $s1) (f32.mul (local.get $v) (local.get $f))))
+      (local.set $t1 (f32.add (local.get $t1) (f32.mul (local.get $v) (local.get $g))))
+      (local.set $v (WLOAD1 (local.get $w2)))
+      (local.set $s2 (f32.add (local.get $s2) (f32.mul (local.get $v) (local.get $f))))
+      (local.set $t2 (f32.add (local.get $t2) (f32.mul (local.get $v) (local.get $g))))
+      (local.set $v (WLOAD1 (local.get $w3)))
+      (local.set $s3 (f32.add (local.get $s3) (f32.mul (local.get $v) (local.get $f))))
+      (local.set $t3 (f32.add (local.get $t3) (f32.mul (local.get $v) (local.get $g))))
+      (local.set $w0 (i32.add (local.get $w0) (i32.const @WB1@)))
+      (local.set $w1 (i32.add (local.get $w1) (i32.const @WB1@)))
+      (local.set $w2 (i32.add (local.get $w2) (i32.const @WB1@)))
+      (local.set $w3 (i32.add (local.get $w3) (i32.const @WB1@)))
+      (local.set $x (i32.add (local.get $x) (i32.const 4)))
+      (local.set $z (i32.add (local.get $z) (i32.const 4)))
       (local.set $j (i32.add (local.get $j) (i32.const 1)))
-      (br $l1)))
-    (local.get $s0) (local.get $s1) (local.get $s2) (local.get $s3))
+      (br $l)))
+    (local.get $s0) (local.get $s1) (local.get $s2) (local.get $s3) (local.get $t0) (local.get $t1) (local.get $t2) (local.get $t3))
+;;@end
 
-  (func $dot4_f16 (param $w i32) (param $x0 i32) (param $x1 i32) (param $x2 i32) (param $x3 i32) (param $k i32) (result f32 f32 f32 f32)
-    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $v v128) (local $hv v128)
-    (local $j i32) (local $k4 i32) (local $s0 f32) (local $s1 f32) (local $s2 f32) (local $s3 f32) (local $f f32)
-    (local.set $k4 (i32.and (local.get $k) (i32.const -4)))
-    (block $d4 (loop $l4
-      (br_if $d4 (i32.ge_u (local.get $j) (local.get $k4)))
-      (local.set $hv (i32x4.extend_low_i16x8_u (v128.load64_zero (local.get $w))))
-      (local.set $v (v128.or (v128.or (f32x4.mul (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x7fff 0x7fff 0x7fff 0x7fff)) (i32.const 13)) (v128.const f32x4 0x1p112 0x1p112 0x1p112 0x1p112)) (v128.and (i32x4.eq (v128.and (local.get $hv) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7c00 0x7c00 0x7c00 0x7c00)) (v128.const i32x4 0x7f800000 0x7f800000 0x7f800000 0x7f800000))) (i32x4.shl (v128.and (local.get $hv) (v128.const i32x4 0x8000 0x8000 0x8000 0x8000)) (i32.const 16))))
-      (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (local.get $v) (v128.load (local.get $x0)))))
-      (local.set $a1 (f32x4.add (local.get $a1) (f32x4.mul (local.get $v) (v128.load (local.get $x1)))))
-      (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $v) (v128.load (local.get $x2)))))
-      (local.set $a3 (f32x4.add (local.get $a3) (f32x4.mul (local.get $v) (v128.load (local.get $x3)))))
-      (local.set $w (i32.add (local.get $w) (i32.const 8)))
-      (local.set $x0 (i32.add (local.get $x0) (i32.const 16)))
-      (local.set $x1 (i32.add (local.get $x1) (i32.const 16)))
-      (local.set $x2 (i32.add (local.get $x2) (i32.const 16)))
-      (local.set $x3 (i32.add (local.get $x3) (i32.const 16)))
-      (local.set $j (i32.add (local.get $j) (i32.const 4)))
-      (br $l4)))
-    (local.set $s0 (call $hsum (local.get $a0)))
-    (local.set $s1 (call $hsum (local.get $a1)))
-    (local.set $s2 (call $hsum (local.get $a2)))
-    (local.set $s3 (call $hsum (local.get $a3)))
-    (block $d1 (loop $l1
-      (br_if $d1 (i32.ge_u (local.get $j) (local.get $k)))
-      (local.set $f (call $h2f (local.get $w)))
-      (local.set $s0 (f32.add (local.get $s0) (f32.mul (local.get $f) (f32.load (local.get $x0)))))
-      (local.set $s1 (f32.add (local.get $s1) (f32.mul (local.get $f) (f32.load (local.get $x1)))))
-      (local.set $s2 (f32.add (local.get $s2) (f32.mul (local.get $f) (f32.load (local.get $x2)))))
-      (local.set $s3 (f32.add (local.get $s3) (f32.mul (local.get $f) (f32.load (local.get $x3)))))
-      (local.set $w (i32.add (local.get $w) (i32.const 2)))
-      (local.set $x0 (i32.add (local.get $x0) (i32.const 4)))
-      (local.set $x1 (i32.add (local.get $x1) (i32.const 4)))
-      (local.set $x2 (i32.add (local.get $x2) (i32.const 4)))
-      (local.set $x3 (i32.add (local.get $x3) (i32.const 4)))
-      (local.set $j (i32.add (local.get $j) (i32.const 1)))
-      (br $l1)))
-    (local.get $s0) (local.get $s1) (local.get $s2) (local.get $s3))
-
-  ;; ---- matmul -------------------------------------------------------------------------------
-
-  ;; Stores one output: y[r][i] = (flags&1 ? y[r][i] : 0) + (v + (flags&2 ? bias[i] : 0)).
-  (func $put (param $y i32) (param $n i32) (param $r i32) (param $i i32) (param $v f32) (param $flags i32) (param $bias i32)
-    (local $p i32)
+  ;; Stores the first nv of one input row's four sums at y[r][i..]: (flags&1 ? y : 0) + (v + (flags&2 ? bias : 0)).
+  (func $put4 (param $y i32) (param $n i32) (param $r i32) (param $i i32) (param $nv i32) (param $flags i32) (param $bias i32)
+    (param $v0 f32) (param $v1 f32) (param $v2 f32) (param $v3 f32)
+    (local $p i32) (local $b i32) (local $c i32) (local $v f32)
     (local.set $p (i32.add (local.get $y) (i32.shl (i32.add (i32.mul (local.get $r) (local.get $n)) (local.get $i)) (i32.const 2))))
-    (if (i32.and (local.get $flags) (i32.const 2))
-      (then (local.set $v (f32.add (local.get $v) (f32.load (i32.add (local.get $bias) (i32.shl (local.get $i) (i32.const 2))))))))
-    (if (i32.and (local.get $flags) (i32.const 1))
-      (then (local.set $v (f32.add (f32.load (local.get $p)) (local.get $v)))))
-    (f32.store (local.get $p) (local.get $v)))
+    (local.set $b (i32.add (local.get $bias) (i32.shl (local.get $i) (i32.const 2))))
+    (block $done (loop $l
+      (br_if $done (i32.ge_u (local.get $c) (local.get $nv)))
+      (local.set $v (select (select (local.get $v0) (local.get $v1) (i32.eqz (local.get $c)))
+        (select (local.get $v2) (local.get $v3) (i32.eq (local.get $c) (i32.const 2))) (i32.lt_u (local.get $c) (i32.const 2))))
+      (if (i32.and (local.get $flags) (i32.const 2))
+        (then (local.set $v (f32.add (local.get $v) (f32.load (local.get $b))))))
+      (if (i32.and (local.get $flags) (i32.const 1))
+        (then (local.set $v (f32.add (f32.load (local.get $p)) (local.get $v)))))
+      (f32.store (local.get $p) (local.get $v))
+      (local.set $p (i32.add (local.get $p) (i32.const 4)))
+      (local.set $b (i32.add (local.get $b) (i32.const 4)))
+      (local.set $c (i32.add (local.get $c) (i32.const 1)))
+      (br $l))))
 
   ;; y (m, n) = x (m, k; rows xStride floats apart) · wᵀ, w (n, k) of f32 (dtype 0) or f16 (1).
-  ;; flags: 1 accumulate into y, 2 add bias (n,). m = 1 is a gemv; otherwise rows go four at a
-  ;; time through $dot4, which reads each weight row once per four rows (a short group repeats
-  ;; its last row and drops the extra sums).
+  ;; flags: 1 accumulate into y, 2 add bias (n,), 4 w is tiled (below). Weight rows go four at a
+  ;; time, each block against every input row (two at a time, then one) while it is in cache, so
+  ;; every weight is read from memory once for the whole batch.
+  ;; Layouts: rows, w[i] at w + i·k weights (a short last block repeats its last row and drops the
+  ;; extra sums); or tiled (CpuKernels.tile), each block of four rows one stream: the rows' eights
+  ;; interleaved, then their last k mod 8 row by row, rows padded to a multiple of four. Four
+  ;; row streams of a few KB each starve the hardware prefetcher; one stream does not.
   (func (export "matmul") (param $y i32) (param $x i32) (param $xStride i32) (param $w i32)
     (param $m i32) (param $k i32) (param $n i32) (param $flags i32) (param $bias i32) (param $dtype i32)
-    (local $i i32) (local $r i32) (local $wRow i32) (local $xs i32) (local $x0 i32) (local $left i32)
-    (local $s0 f32) (local $s1 f32) (local $s2 f32) (local $s3 f32)
-    (local.set $wRow (i32.shl (local.get $k) (i32.sub (i32.const 2) (local.get $dtype))))
+    (local $i i32) (local $r i32) (local $wRow i32) (local $xs i32) (local $nv i32) (local $xr i32) (local $wb1 i32)
+    (local $w0 i32) (local $w1 i32) (local $w2 i32) (local $w3 i32) (local $step i32) (local $d i32)
+    (local $s0 f32) (local $s1 f32) (local $s2 f32) (local $s3 f32) (local $t0 f32) (local $t1 f32) (local $t2 f32) (local $t3 f32)
+    (local.set $wb1 (i32.shr_u (i32.const 4) (local.get $dtype)))
+    (local.set $wRow (i32.mul (local.get $k) (local.get $wb1)))
     (local.set $xs (i32.shl (local.get $xStride) (i32.const 2)))
-    (if (i32.eq (local.get $m) (i32.const 1))
-      (then
-        (block $done (loop $rows
-          (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
-          (call $put (local.get $y) (local.get $n) (i32.const 0) (local.get $i)
-            (if (result f32) (local.get $dtype)
-              (then (call $dot1_f16 (i32.add (local.get $w) (i32.mul (local.get $i) (local.get $wRow))) (local.get $x) (local.get $k)))
-              (else (call $dot1_f32 (i32.add (local.get $w) (i32.mul (local.get $i) (local.get $wRow))) (local.get $x) (local.get $k))))
-            (local.get $flags) (local.get $bias))
-          (local.set $i (i32.add (local.get $i) (i32.const 1)))
-          (br $rows)))
-        (return)))
-    (block $groupsDone (loop $groups
-      (br_if $groupsDone (i32.ge_u (local.get $r) (local.get $m)))
-      (local.set $left (i32.sub (local.get $m) (local.get $r)))
-      (local.set $x0 (i32.add (local.get $x) (i32.mul (local.get $r) (local.get $xs))))
-      (local.set $i (i32.const 0))
-      (block $done (loop $rows
-        (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
-        (call $dot4 (i32.add (local.get $w) (i32.mul (local.get $i) (local.get $wRow))) (local.get $x0) (local.get $xs) (local.get $left) (local.get $k) (local.get $dtype))
+    (local.set $step (i32.shl (local.get $wb1) (i32.const 3)))
+    (if (i32.and (local.get $flags) (i32.const 4)) (then
+      (local.set $step (i32.shl (local.get $step) (i32.const 2)))
+      (local.set $d (i32.mul (local.get $wb1) (i32.sub (i32.and (local.get $k) (i32.const 7)) (i32.const 8))))))
+    (block $blocksDone (loop $blocks
+      (br_if $blocksDone (i32.ge_u (local.get $i) (local.get $n)))
+      (local.set $nv (select (i32.const 4) (i32.sub (local.get $n) (local.get $i)) (i32.gt_u (i32.sub (local.get $n) (local.get $i)) (i32.const 4))))
+      (local.set $w0 (i32.add (local.get $w) (i32.mul (local.get $i) (local.get $wRow))))
+      (if (i32.and (local.get $flags) (i32.const 4))
+        (then
+          (local.set $w1 (i32.add (local.get $w0) (i32.shl (local.get $wb1) (i32.const 3))))
+          (local.set $w2 (i32.add (local.get $w1) (i32.shl (local.get $wb1) (i32.const 3))))
+          (local.set $w3 (i32.add (local.get $w2) (i32.shl (local.get $wb1) (i32.const 3)))))
+        (else
+          (local.set $w1 (i32.add (local.get $w0) (i32.mul (local.get $wRow) (select (i32.const 1) (i32.sub (local.get $nv) (i32.const 1)) (i32.gt_u (local.get $nv) (i32.const 1))))))
+          (local.set $w2 (i32.add (local.get $w0) (i32.mul (local.get $wRow) (select (i32.const 2) (i32.sub (local.get $nv) (i32.const 1)) (i32.gt_u (local.get $nv) (i32.const 2))))))
+          (local.set $w3 (i32.add (local.get $w0) (i32.mul (local.get $wRow) (i32.sub (local.get $nv) (i32.const 1)))))))
+      (local.set $r (i32.const 0))
+      (local.set $xr (local.get $x))
+      (block $pairsDone (loop $pairs
+        (br_if $pairsDone (i32.ge_u (i32.add (local.get $r) (i32.const 1)) (local.get $m)))
+        (if (result f32 f32 f32 f32 f32 f32 f32 f32) (local.get $dtype)
+          (then (call $t42_f16 (local.get $w0) (local.get $w1) (local.get $w2) (local.get $w3) (local.get $step) (local.get $d) (local.get $xr) (i32.add (local.get $xr) (local.get $xs)) (local.get $k)))
+          (else (call $t42_f32 (local.get $w0) (local.get $w1) (local.get $w2) (local.get $w3) (local.get $step) (local.get $d) (local.get $xr) (i32.add (local.get $xr) (local.get $xs)) (local.get $k))))
+        (local.set $t3) (local.set $t2) (local.set $t1) (local.set $t0) (local.set $s3) (local.set $s2) (local.set $s1) (local.set $s0)
+        (call $put4 (local.get $y) (local.get $n) (local.get $r) (local.get $i) (local.get $nv) (local.get $flags) (local.get $bias)
+          (local.get $s0) (local.get $s1) (local.get $s2) (local.get $s3))
+        (call $put4 (local.get $y) (local.get $n) (i32.add (local.get $r) (i32.const 1)) (local.get $i) (local.get $nv) (local.get $flags) (local.get $bias)
+          (local.get $t0) (local.get $t1) (local.get $t2) (local.get $t3))
+        (local.set $xr (i32.add (local.get $xr) (i32.shl (local.get $xs) (i32.const 1))))
+        (local.set $r (i32.add (local.get $r) (i32.const 2)))
+        (br $pairs)))
+      (if (i32.lt_u (local.get $r) (local.get $m)) (then
+        (if (result f32 f32 f32 f32) (local.get $dtype)
+          (then (call $t41_f16 (local.get $w0) (local.get $w1) (local.get $w2) (local.get $w3) (local.get $step) (local.get $d) (local.get $xr) (local.get $k)))
+          (else (call $t41_f32 (local.get $w0) (local.get $w1) (local.get $w2) (local.get $w3) (local.get $step) (local.get $d) (local.get $xr) (local.get $k))))
         (local.set $s3) (local.set $s2) (local.set $s1) (local.set $s0)
-        (call $put (local.get $y) (local.get $n) (local.get $r) (local.get $i) (local.get $s0) (local.get $flags) (local.get $bias))
-        (if (i32.gt_u (local.get $left) (i32.const 1)) (then
-          (call $put (local.get $y) (local.get $n) (i32.add (local.get $r) (i32.const 1)) (local.get $i) (local.get $s1) (local.get $flags) (local.get $bias))))
-        (if (i32.gt_u (local.get $left) (i32.const 2)) (then
-          (call $put (local.get $y) (local.get $n) (i32.add (local.get $r) (i32.const 2)) (local.get $i) (local.get $s2) (local.get $flags) (local.get $bias))))
-        (if (i32.gt_u (local.get $left) (i32.const 3)) (then
-          (call $put (local.get $y) (local.get $n) (i32.add (local.get $r) (i32.const 3)) (local.get $i) (local.get $s3) (local.get $flags) (local.get $bias))))
-        (local.set $i (i32.add (local.get $i) (i32.const 1)))
-        (br $rows)))
-      (local.set $r (i32.add (local.get $r) (i32.const 4)))
-      (br $groups))))
-
-  ;; $dot4 over the group's first `left` rows (x0 + r·xs): rows past them repeat the last real
-  ;; row, so no read leaves the input, and their sums are dropped.
-  (func $dot4 (param $w i32) (param $x i32) (param $xs i32) (param $left i32) (param $k i32) (param $dtype i32) (result f32 f32 f32 f32)
-    (local $x1 i32) (local $x2 i32) (local $x3 i32)
-    (local.set $x1 (i32.add (local.get $x) (i32.mul (local.get $xs) (select (i32.const 1) (i32.sub (local.get $left) (i32.const 1)) (i32.gt_u (local.get $left) (i32.const 1))))))
-    (local.set $x2 (i32.add (local.get $x) (i32.mul (local.get $xs) (select (i32.const 2) (i32.sub (local.get $left) (i32.const 1)) (i32.gt_u (local.get $left) (i32.const 2))))))
-    (local.set $x3 (i32.add (local.get $x) (i32.mul (local.get $xs) (select (i32.const 3) (i32.sub (local.get $left) (i32.const 1)) (i32.gt_u (local.get $left) (i32.const 3))))))
-    (if (result f32 f32 f32 f32) (local.get $dtype)
-      (then (call $dot4_f16 (local.get $w) (local.get $x) (local.get $x1) (local.get $x2) (local.get $x3) (local.get $k)))
-      (else (call $dot4_f32 (local.get $w) (local.get $x) (local.get $x1) (local.get $x2) (local.get $x3) (local.get $k)))))
+        (call $put4 (local.get $y) (local.get $n) (local.get $r) (local.get $i) (local.get $nv) (local.get $flags) (local.get $bias)
+          (local.get $s0) (local.get $s1) (local.get $s2) (local.get $s3))))
+      (local.set $i (i32.add (local.get $i) (i32.const 4)))
+      (br $blocks))))
 
   ;; ---- element-wise -------------------------------------------------------------------------
 
@@ -342,7 +317,7 @@
       (br $l))))
 
   ;; y (m, n) = silu(a)·b, a and b rows xStride floats apart (b = a + n floats for [h1 | h3] rows).
-  ;; Scalar: the host's exp is one call per element.
+  ;; Scalar: exp is f64 (Math.exp's bits), one per element.
   (func (export "siluMul") (param $y i32) (param $a i32) (param $b i32) (param $n i32) (param $m i32) (param $xStride i32)
     (local $r i32) (local $j i32) (local $v f32) (local $ap i32) (local $bp i32)
     (block $rowsDone (loop $rows
@@ -356,7 +331,7 @@
         (f32.store (local.get $y)
           (f32.mul
             (f32.mul (local.get $v)
-              (f32.div (f32.const 1) (f32.add (f32.const 1) (f32.demote_f64 (call $exp (f64.promote_f32 (f32.neg (local.get $v))))))))
+              (f32.div (f32.const 1) (f32.add (f32.const 1) (call $expf (f32.neg (local.get $v))))))
             (f32.load (local.get $bp))))
         (local.set $ap (i32.add (local.get $ap) (i32.const 4)))
         (local.set $bp (i32.add (local.get $bp) (i32.const 4)))
@@ -401,146 +376,6 @@
       (local.set $r (i32.add (local.get $r) (i32.const 1)))
       (br $rows))))
 
-  ;; ---- RoPE, the KV cache and attention -----------------------------------------------------
-
-  ;; Rotates nHeads heads of headSize at the start of each of m rows (rowStride floats apart) by
-  ;; the row's position; cos/sin are (seq, headSize/2). style 0 pairs (2i, 2i+1) as llama2.c,
-  ;; 1 pairs (i, i + headSize/2) as HF's rotate_half. Scalar: it touches each value once.
-  (func (export "rope") (param $x i32) (param $rowStride i32) (param $nHeads i32) (param $hs i32)
-    (param $cos i32) (param $sin i32) (param $positions i32) (param $m i32) (param $style i32)
-    (local $r i32) (local $h i32) (local $i i32) (local $half i32) (local $t i32) (local $base i32)
-    (local $pa i32) (local $pb i32) (local $c f32) (local $s f32) (local $v0 f32) (local $v1 f32)
-    (local.set $half (i32.shr_u (local.get $hs) (i32.const 1)))
-    (block $rowsDone (loop $rows
-      (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $m)))
-      (local.set $t (i32.shl (i32.mul (i32.load (i32.add (local.get $positions) (i32.shl (local.get $r) (i32.const 2)))) (local.get $half)) (i32.const 2)))
-      (local.set $h (i32.const 0))
-      (block $headsDone (loop $heads
-        (br_if $headsDone (i32.ge_u (local.get $h) (local.get $nHeads)))
-        (local.set $base (i32.add (local.get $x)
-          (i32.shl (i32.add (i32.mul (local.get $r) (local.get $rowStride)) (i32.mul (local.get $h) (local.get $hs))) (i32.const 2))))
-        (local.set $i (i32.const 0))
-        (block $d (loop $l
-          (br_if $d (i32.ge_u (local.get $i) (local.get $half)))
-          (local.set $c (f32.load (i32.add (local.get $cos) (i32.add (local.get $t) (i32.shl (local.get $i) (i32.const 2))))))
-          (local.set $s (f32.load (i32.add (local.get $sin) (i32.add (local.get $t) (i32.shl (local.get $i) (i32.const 2))))))
-          (if (local.get $style)
-            (then
-              (local.set $pa (i32.add (local.get $base) (i32.shl (local.get $i) (i32.const 2))))
-              (local.set $pb (i32.add (local.get $pa) (i32.shl (local.get $half) (i32.const 2)))))
-            (else
-              (local.set $pa (i32.add (local.get $base) (i32.shl (local.get $i) (i32.const 3))))
-              (local.set $pb (i32.add (local.get $pa) (i32.const 4)))))
-          (local.set $v0 (f32.load (local.get $pa)))
-          (local.set $v1 (f32.load (local.get $pb)))
-          (f32.store (local.get $pa) (f32.sub (f32.mul (local.get $v0) (local.get $c)) (f32.mul (local.get $v1) (local.get $s))))
-          (f32.store (local.get $pb) (f32.add (f32.mul (local.get $v0) (local.get $s)) (f32.mul (local.get $v1) (local.get $c))))
-          (local.set $i (i32.add (local.get $i) (i32.const 1)))
-          (br $l)))
-        (local.set $h (i32.add (local.get $h) (i32.const 1)))
-        (br $heads)))
-      (local.set $r (i32.add (local.get $r) (i32.const 1)))
-      (br $rows))))
-
-  ;; Copies nKv heads at the start of each of m rows (rowStride floats apart) into an f32 cache
-  ;; laid out (slot, nKv, maxSeq, headSize), at the row's slot and position.
-  (func (export "kvWrite") (param $src i32) (param $rowStride i32) (param $nKv i32) (param $hs i32)
-    (param $positions i32) (param $slots i32) (param $m i32) (param $cache i32) (param $maxSeq i32)
-    (local $r i32) (local $g i32) (local $pos i32) (local $slot i32)
-    (block $rowsDone (loop $rows
-      (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $m)))
-      (local.set $pos (i32.load (i32.add (local.get $positions) (i32.shl (local.get $r) (i32.const 2)))))
-      (local.set $slot (i32.load (i32.add (local.get $slots) (i32.shl (local.get $r) (i32.const 2)))))
-      (local.set $g (i32.const 0))
-      (block $d (loop $l
-        (br_if $d (i32.ge_u (local.get $g) (local.get $nKv)))
-        (memory.copy
-          (i32.add (local.get $cache) (i32.shl (i32.mul
-            (i32.add (i32.mul (i32.add (i32.mul (local.get $slot) (local.get $nKv)) (local.get $g)) (local.get $maxSeq)) (local.get $pos))
-            (local.get $hs)) (i32.const 2)))
-          (i32.add (local.get $src) (i32.shl (i32.add (i32.mul (local.get $r) (local.get $rowStride)) (i32.mul (local.get $g) (local.get $hs))) (i32.const 2)))
-          (i32.shl (local.get $hs) (i32.const 2)))
-        (local.set $g (i32.add (local.get $g) (i32.const 1)))
-        (br $l)))
-      (local.set $r (i32.add (local.get $r) (i32.const 1)))
-      (br $rows))))
-
-  ;; Causal attention over the f32 caches (kvWrite's layout): query head h of row r (q rows
-  ;; qStride floats apart) reads kv head (h + headOffset) / kvMul over positions 0..pos, with
-  ;; scores q·k / √headSize, run.c's softmax, and out (m, nHeads·headSize) = Σ att_t·v_t.
-  ;; `scores` is scratch of maxSeq floats.
-  (func (export "attention") (param $out i32) (param $q i32) (param $qStride i32) (param $kc i32) (param $vc i32)
-    (param $maxSeq i32) (param $nKv i32) (param $positions i32) (param $slots i32) (param $m i32)
-    (param $nHeads i32) (param $hs i32) (param $kvMul i32) (param $headOffset i32) (param $scores i32)
-    (local $r i32) (local $h i32) (local $t i32) (local $pos i32) (local $head i32) (local $qp i32) (local $op i32)
-    (local $scale f32) (local $max f32) (local $sum f32) (local $e f32) (local $a v128) (local $j i32) (local $h4 i32)
-    (local $vp i32) (local $hsBytes i32)
-    (local.set $scale (f32.sqrt (f32.convert_i32_u (local.get $hs))))
-    (local.set $h4 (i32.and (local.get $hs) (i32.const -4)))
-    (local.set $hsBytes (i32.shl (local.get $hs) (i32.const 2)))
-    (block $rowsDone (loop $rows
-      (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $m)))
-      (local.set $pos (i32.load (i32.add (local.get $positions) (i32.shl (local.get $r) (i32.const 2)))))
-      (local.set $h (i32.const 0))
-      (block $headsDone (loop $heads
-        (br_if $headsDone (i32.ge_u (local.get $h) (local.get $nHeads)))
-        ;; Byte offset of (slot, kv head, position 0) in either cache.
-        (local.set $head (i32.mul (i32.mul
-          (i32.add (i32.mul (i32.load (i32.add (local.get $slots) (i32.shl (local.get $r) (i32.const 2)))) (local.get $nKv))
-            (i32.div_u (i32.add (local.get $h) (local.get $headOffset)) (local.get $kvMul)))
-          (local.get $maxSeq)) (local.get $hsBytes)))
-        (local.set $qp (i32.add (local.get $q) (i32.shl (i32.add (i32.mul (local.get $r) (local.get $qStride)) (i32.mul (local.get $h) (local.get $hs))) (i32.const 2))))
-        (local.set $op (i32.add (local.get $out) (i32.shl (i32.mul (i32.add (i32.mul (local.get $r) (local.get $nHeads)) (local.get $h)) (local.get $hs)) (i32.const 2))))
-        ;; scores and their max
-        (local.set $max (f32.const -inf))
-        (local.set $t (i32.const 0))
-        (block $d (loop $l
-          (br_if $d (i32.gt_u (local.get $t) (local.get $pos)))
-          (local.set $e (f32.div
-            (call $dot1_f32 (i32.add (local.get $kc) (i32.add (local.get $head) (i32.mul (local.get $t) (local.get $hsBytes)))) (local.get $qp) (local.get $hs))
-            (local.get $scale)))
-          (f32.store (i32.add (local.get $scores) (i32.shl (local.get $t) (i32.const 2))) (local.get $e))
-          (local.set $max (f32.max (local.get $max) (local.get $e)))
-          (local.set $t (i32.add (local.get $t) (i32.const 1)))
-          (br $l)))
-        ;; exp(score − max) and their sum
-        (local.set $sum (f32.const 0))
-        (local.set $t (i32.const 0))
-        (block $d (loop $l
-          (br_if $d (i32.gt_u (local.get $t) (local.get $pos)))
-          (local.set $e (f32.demote_f64 (call $exp (f64.promote_f32
-            (f32.sub (f32.load (i32.add (local.get $scores) (i32.shl (local.get $t) (i32.const 2)))) (local.get $max))))))
-          (f32.store (i32.add (local.get $scores) (i32.shl (local.get $t) (i32.const 2))) (local.get $e))
-          (local.set $sum (f32.add (local.get $sum) (local.get $e)))
-          (local.set $t (i32.add (local.get $t) (i32.const 1)))
-          (br $l)))
-        ;; out = Σ (e_t / sum)·v_t
-        (memory.fill (local.get $op) (i32.const 0) (local.get $hsBytes))
-        (local.set $t (i32.const 0))
-        (block $d (loop $l
-          (br_if $d (i32.gt_u (local.get $t) (local.get $pos)))
-          (local.set $e (f32.div (f32.load (i32.add (local.get $scores) (i32.shl (local.get $t) (i32.const 2)))) (local.get $sum)))
-          (local.set $a (f32x4.splat (local.get $e)))
-          (local.set $vp (i32.add (local.get $vc) (i32.add (local.get $head) (i32.mul (local.get $t) (local.get $hsBytes)))))
-          (local.set $j (i32.const 0))
-          (block $dj (loop $lj
-            (br_if $dj (i32.ge_u (local.get $j) (local.get $h4)))
-            (v128.store (i32.add (local.get $op) (i32.shl (local.get $j) (i32.const 2)))
-              (f32x4.add (v128.load (i32.add (local.get $op) (i32.shl (local.get $j) (i32.const 2))))
-                (f32x4.mul (local.get $a) (v128.load (i32.add (local.get $vp) (i32.shl (local.get $j) (i32.const 2)))))))
-            (local.set $j (i32.add (local.get $j) (i32.const 4)))
-            (br $lj)))
-          (block $dj (loop $lj
-            (br_if $dj (i32.ge_u (local.get $j) (local.get $hs)))
-            (f32.store (i32.add (local.get $op) (i32.shl (local.get $j) (i32.const 2)))
-              (f32.add (f32.load (i32.add (local.get $op) (i32.shl (local.get $j) (i32.const 2))))
-                (f32.mul (local.get $e) (f32.load (i32.add (local.get $vp) (i32.shl (local.get $j) (i32.const 2)))))))
-            (local.set $j (i32.add (local.get $j) (i32.const 1)))
-            (br $lj)))
-          (local.set $t (i32.add (local.get $t) (i32.const 1)))
-          (br $l)))
-        (local.set $h (i32.add (local.get $h) (i32.const 1)))
-        (br $heads)))
-      (local.set $r (i32.add (local.get $r) (i32.const 1)))
-      (br $rows))))
+  ;; exp, RoPE, the KV cache and attention.
+;;@include attention.wat
 )
