@@ -17,7 +17,7 @@ import { llama2cTokenizer, parseTokenizer, type EngineTokenizer } from './tokeni
 import { openGgufForEngine } from './gguf-open.js';
 import type { ByteSource } from '../loader/source.js';
 import type { TensorInfo } from '../model/config.js';
-import { Sampler } from '../model/sampler.js';
+import { TokenSampler } from './sampling.js';
 import { makePlan } from '../parallel/plan.js';
 import type { ModelConfig } from '../model/config.js';
 import { DEFAULT_SPIN } from '../collective/index.js';
@@ -307,8 +307,7 @@ export function assembleEngine(
   resetBackendStats: () => Promise<void> = async () => {},
   modelName = 'webgpu-tp',
 ): Engine {
-  const makeSampler: SamplerFactory = ({ temperature, topP, seed }) =>
-    new Sampler(config.vocabSize, { temperature, topp: topP, seed });
+  const makeSampler: SamplerFactory = (params) => new TokenSampler(config.vocabSize, params);
   const tokenizer = tokenizerIn instanceof Tokenizer ? llama2cTokenizer(tokenizerIn) : tokenizerIn;
   // Prompt ids are checked against the model's embedding rows, whichever tokenizer it has.
   const scheduler = new Scheduler(backend, { ...tokenizer, vocabSize: config.vocabSize }, makeSampler);
