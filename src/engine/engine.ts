@@ -78,7 +78,8 @@ export interface EngineOptions {
   split?: number[];
   /**
    * Positions of KV cache to allocate (default: the model's seq_len, at most 4096: HF configs
-   * state contexts of 131072 tokens, whose KV cache would take gigabytes).
+   * state contexts of 131072 tokens, whose KV cache would take gigabytes). More than the model's
+   * trained context (seq_len, max_position_embeddings) is an `InvalidArgumentError`.
    */
   maxContext?: number;
   /** Prompt rows per prefill pass (default 64). */
@@ -222,6 +223,10 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   notAborted(options.signal);
   const contextLength = options.maxContext ?? Math.min(config.seqLen, DEFAULT_MAX_CONTEXT);
   if (!Number.isInteger(contextLength) || contextLength < 2) throw new InvalidArgumentError(`maxContext must be a whole number ≥ 2, got ${contextLength}`, `Leave maxContext unset (the model's ${config.seqLen} positions, at most ${DEFAULT_MAX_CONTEXT}), or pass 2..${config.seqLen}`);
+  // Positions past the trained context get RoPE angles the model never saw: refused, not degraded.
+  if (contextLength > config.seqLen) {
+    throw new InvalidArgumentError(`maxContext ${contextLength} exceeds the model's trained context of ${config.seqLen} positions (seq_len, max_position_embeddings)`, `Pass maxContext ≤ ${config.seqLen}, or leave it unset`);
+  }
   if (slidingWindow !== undefined && contextLength > slidingWindow) {
     throw new InvalidArgumentError(`maxContext ${contextLength} exceeds the model's sliding_window ${slidingWindow}, which attention does not implement`, `Pass maxContext ≤ ${slidingWindow}`);
   }
