@@ -13,6 +13,7 @@ import * as q8 from './kernels-q8';
 import * as q4 from './kernels-q4';
 import * as q4engine from './engine-q4';
 import * as f16 from './kernels-f16';
+import * as api from './api';
 
 const tp = {
   engine: { ...cliEngine, ...engine },
@@ -23,6 +24,7 @@ const tp = {
   q4,
   q4engine,
   f16,
+  api,
 };
 export type TestPage = typeof tp;
 
