@@ -347,7 +347,7 @@ export function assembleEngine(
       const ranks = await rankStats();
       const schedulerMs = scheduler.schedulerMs;
       for (const r of ranks) r.breakdown.scheduler_ms = schedulerMs;
-      return { tensorParallel, loadMs: 0, ranks, schedulerMs, warnings: ranks.flatMap((r) => r.warnings.map((w) => `rank ${r.rank}: ${w}`)) };
+      return { tensorParallel, loadMs: 0, ranks, schedulerMs, prefixCache: scheduler.prefixCache, warnings: ranks.flatMap((r) => r.warnings.map((w) => `rank ${r.rank}: ${w}`)) };
     },
     async resetStats() {
       guard();

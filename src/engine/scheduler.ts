@@ -10,6 +10,7 @@ import type { ChunkLogprobs, GenerateChunk, GenerateOptions, GenerationStats, Fi
 import type { SamplingParams } from './sampling.js';
 import { resolveSampling, resolveTopLogprobs } from './sampling-options.js';
 import { logprobsAt } from './sampling-logprobs.js';
+import { PrefixCache, type PrefixCacheStats } from './prefix-cache.js';
 
 /** One row of a step: `token` at `position` of KV-cache sequence `slot`. */
 export interface StepRow {
@@ -53,8 +54,12 @@ export type SamplerFactory = (params: SamplingParams) => SamplerLike;
 /** One request in flight: its prompt, where it is, and the stream its chunks go to. */
 interface Sequence {
   prompt: number[];
-  /** Prompt tokens already fed. */
+  /** Prompt tokens already fed (or whose KV its slot already held). */
   prefilled: number;
+  /** Whether it may take a slot holding a prefix of its prompt (`cachePrompt`). */
+  cachePrompt: boolean;
+  /** Prompt tokens whose KV it reused. */
+  cached: number;
   /** New tokens it may still produce at most (maxTokens capped by the context). */
   budget: number;
   generated: number[];
@@ -85,7 +90,8 @@ interface Sequence {
 export class Scheduler {
   private readonly waiting: Sequence[] = [];
   private readonly active: Sequence[] = [];
-  private readonly freeSlots: number[];
+  /** The KV slots: which are free, and which tokens each holds. */
+  private readonly slots: PrefixCache;
   private running = false;
   private disposed = false;
   /** Main-thread time per step outside the backend (ms), for stats. */
@@ -98,7 +104,7 @@ export class Scheduler {
     private readonly tokenizer: TokenizerLike,
     private readonly makeSampler: SamplerFactory,
   ) {
-    this.freeSlots = Array.from({ length: backend.maxSlots ?? 1 }, (_, i) => i);
+    this.slots = new PrefixCache(backend.maxSlots ?? 1);
     this.stopTokens = tokenizer.stopTokens ?? [BOS, EOS];
   }
 
@@ -111,7 +117,13 @@ export class Scheduler {
     for (const s of [...this.waiting, ...this.active]) s.out.fail(new DisposedError());
   }
 
+  /** Prefix KV reuse since the last reset. */
+  get prefixCache(): PrefixCacheStats {
+    return { ...this.slots.stats };
+  }
+
   resetStats(): void {
+    this.slots.resetStats();
     this.schedulerMsSum = 0;
     this.steps = 0;
   }
@@ -155,6 +167,8 @@ export class Scheduler {
     const seq: Sequence = {
       prompt: promptTokens,
       prefilled: 0,
+      cachePrompt: opts.cachePrompt ?? true,
+      cached: 0,
       budget: Math.min(maxTokens, ctx - promptTokens.length),
       generated: [],
       token: promptTokens[promptTokens.length - 1]!,
@@ -238,7 +252,9 @@ export class Scheduler {
       try {
         logits = await this.backend.step(rows, logitsFor);
       } catch (e) {
-        // Every sequence in the batch shared the failed step: each fails with its error.
+        // Every sequence in the batch shared the failed step: each fails with its error. The
+        // ranks' KV caches may be rebuilt (empty) or half written, so nothing kept is trusted.
+        this.slots.clear();
         for (const s of [...this.active]) {
           s.out.fail(e instanceof Error ? e : new Error(String(e)));
           this.release(s);
@@ -246,6 +262,7 @@ export class Scheduler {
         continue;
       }
       const tDone = performance.now();
+      this.slots.wrote(rows);
       owners.forEach((s, i) => {
         if (!s.cancelled) this.advance(s, logits[i]!);
       });
@@ -256,10 +273,12 @@ export class Scheduler {
 
   /** Gives free slots to waiting sequences, in arrival order. */
   private admit(): void {
-    while (this.waiting.length && this.freeSlots.length) {
+    while (this.waiting.length && this.slots.freeSlots) {
       const s = this.waiting.shift()!;
       if (s.cancelled) continue;
-      s.slot = this.freeSlots.shift()!;
+      const { slot, reused } = this.slots.take(s.prompt, s.cachePrompt);
+      s.slot = slot;
+      s.prefilled = s.cached = reused;
       s.t0 = performance.now();
       this.active.push(s);
     }
@@ -269,8 +288,7 @@ export class Scheduler {
     const i = this.active.indexOf(s);
     if (i >= 0) {
       this.active.splice(i, 1);
-      this.freeSlots.push(s.slot);
-      this.freeSlots.sort((a, b) => a - b);
+      this.slots.release(s.slot);
     }
   }
 
@@ -322,9 +340,10 @@ export class Scheduler {
     const decoded = Math.max(s.generated.length - 1, 0);
     const stats: GenerationStats = {
       promptTokens: s.prompt.length,
+      cachedTokens: s.cached,
       generatedTokens: s.generated.length,
       prefillMs: s.tFirst - s.t0,
-      prefillTokensPerS: s.prompt.length / Math.max((s.tFirst - s.t0) / 1000, 1e-9),
+      prefillTokensPerS: (s.prompt.length - s.cached) / Math.max((s.tFirst - s.t0) / 1000, 1e-9),
       decodeMs: tEnd - s.tFirst,
       decodeTokensPerS: decoded / Math.max((tEnd - s.tFirst) / 1000, 1e-9),
       finishReason: reason,

@@ -54,6 +54,12 @@ export interface GenerateOptions {
   logprobs?: boolean;
   /** Also list that many of the most likely tokens at each position, 0..20 (implies `logprobs`). */
   topLogprobs?: number;
+  /**
+   * Reuse the KV cache a finished request left in a free slot when this prompt starts with
+   * its tokens, and prefill only the rest (llama.cpp's `cache_prompt`; default true). The
+   * tokens are the same either way; `stats.cachedTokens` says how many were reused.
+   */
+  cachePrompt?: boolean;
   /** Strings that end the generation when they appear in the output (not included). */
   stop?: string[];
   /** Keep generating past BOS/EOS (benchmarks on random weights). */
@@ -67,9 +73,12 @@ export type FinishReason = 'stop' | 'length';
 /** Timings of one request. */
 export interface GenerationStats {
   promptTokens: number;
+  /** Prompt tokens whose KV a kept prefix supplied (see `cachePrompt`); the rest were prefilled. */
+  cachedTokens: number;
   generatedTokens: number;
   /** ms from the request's start of prefill to its first token. */
   prefillMs: number;
+  /** Prompt tokens prefilled (the cached ones not counted) per second. */
   prefillTokensPerS: number;
   decodeMs: number;
   decodeTokensPerS: number;
@@ -199,5 +208,7 @@ export interface EngineStats {
   ranks: RankStats[];
   /** Time the scheduler spends on the main thread per step (ms, mean). */
   schedulerMs: number;
+  /** Prefix KV reuse since the last `resetStats()`: requests that hit, prompt tokens reused. */
+  prefixCache?: { hits: number; reusedTokens: number };
   warnings: string[];
 }
