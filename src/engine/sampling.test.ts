@@ -47,11 +47,11 @@ function reference(logits: Float32Array, history: number[], p: SamplingParams): 
 
 /** The chain's distribution, normalised over its candidates. */
 function chain(logits: Float32Array, history: number[], p: SamplingParams): Map<number, number> {
-  const s = new TokenSampler(V, p);
+  const s = new TokenSampler(logits.length, p);
   history.forEach((t) => s.accept(t));
   const d = s.distribution(logits.slice());
   if ('greedy' in d) return new Map([[d.greedy, 1]]);
-  const order = d.order ?? Array.from({ length: V }, (_, i) => i);
+  const order = d.order ?? Array.from({ length: logits.length }, (_, i) => i);
   const total = order.reduce((a, i) => a + d.probs[i]!, 0);
   return new Map(order.map((i) => [i, d.probs[i]! / total]));
 }
@@ -91,6 +91,19 @@ describe('each sampler against the reference chain', () => {
 });
 
 describe('the samplers by hand', () => {
+  it('a topK above 64 (a sort instead of a selection pass) agrees with the reference, ties included', () => {
+    const rand = mulberry32(5);
+    for (const k of [65, 100, 299]) {
+      // Logits on a coarse grid, so many tie at the k-th value.
+      const logits = Float32Array.from({ length: 300 }, () => Math.round(rand() * 20) / 4);
+      const p = params({ topK: k, topP: 1 });
+      const want = reference(logits, [], p);
+      const got = chain(logits, [], p);
+      expect([...got.keys()].sort((a, b) => a - b)).toEqual([...want.keys()].sort((a, b) => a - b));
+      for (const [t, pr] of want) expect(Math.abs(got.get(t)! - pr)).toBeLessThan(1e-5);
+    }
+  });
+
   it('penalties: divide a positive logit, multiply a negative one, subtract count × frequency + presence', () => {
     const l = new Float32Array([2, -1, 3, 4]);
     applyPenalties(l, [0, 1, 2, 2, 2], { repetitionPenalty: 2, presencePenalty: 0.5, frequencyPenalty: 0.25 });

@@ -10,6 +10,7 @@
  */
 import { argmax, softmax } from '../model/reference.js';
 import { randomF32, resolveSeed, sampleMult } from '../model/sampler.js';
+import { topIds } from './sampling-logprobs.js';
 
 const f = Math.fround;
 
@@ -73,14 +74,17 @@ export function topK(logits: Float32Array, cand: readonly number[], k: number): 
 }
 
 /**
- * run.c's nucleus over the probabilities of `cand` (`probs` holds them, 0 elsewhere): those
- * above run.c's cutoff, largest first, up to the first whose cumulative probability exceeds
- * `p` (all of them if rounding never gets there). Returned in that order.
+ * run.c's nucleus over the probabilities of `cand` (default all; `probs` holds them, 0
+ * elsewhere): those above run.c's cutoff, largest first, up to the first whose cumulative
+ * probability exceeds `p` (all of them if rounding never gets there). Returned in that order.
  */
-export function topP(probs: Float32Array, cand: readonly number[], p: number): number[] {
+export function topP(probs: Float32Array, cand: readonly number[] | undefined, p: number): number[] {
   const pf = f(p);
   const cutoff = f(f(1 - pf) / (probs.length - 1));
-  const kept = sortByProb(probs, cand.filter((i) => probs[i]! >= cutoff));
+  const above: number[] = [];
+  if (cand) for (const i of cand) if (probs[i]! >= cutoff) above.push(i);
+  if (!cand) for (let i = 0; i < probs.length; i++) if (probs[i]! >= cutoff) above.push(i);
+  const kept = sortByProb(probs, above);
   let cumulative = 0;
   for (let i = 0; i < kept.length; i++) {
     cumulative = f(cumulative + probs[kept[i]!]!);
@@ -152,14 +156,18 @@ export class TokenSampler {
     if (f(p.temperature) === 0) return { greedy: argmax(logits, n) };
     const useTopP = p.topP > 0 && p.topP < 1;
     if (p.topK <= 0 && !useTopP && p.minP <= 0) return { probs: probabilities(logits, undefined, p.temperature), order: undefined };
-    const all = Array.from({ length: n }, (_, i) => i);
-    let cand = p.topK > 0 ? topK(logits, all, p.topK) : all;
-    if (useTopP) cand = topP(probabilities(logits, cand === all ? undefined : cand, 1), cand, p.topP);
-    if (p.minP > 0) cand = minP(logits, cand, p.minP);
+    // A small k is a selection pass (same ties: lower id first); a large one a sort.
+    let cand = p.topK <= 0 ? undefined : p.topK <= 64 ? topIds(logits, n, p.topK) : topK(logits, Array.from({ length: n }, (_, i) => i), p.topK);
+    // Top-p's temperature-1 softmax; over the whole vocabulary it is also the final one at temperature 1.
+    const p1 = useTopP ? probabilities(logits, cand, 1) : undefined;
+    if (p1) cand = topP(p1, cand, p.topP);
+    if (p.minP > 0) cand = minP(logits, cand ?? Array.from({ length: n }, (_, i) => i), p.minP);
     // The whole vocabulary's tempered softmax, walked over the survivors: at temperature 1
     // after top-p alone these are run.c's probabilities, sum and order.
-    const probs = probabilities(logits, undefined, p.temperature);
-    return { probs, order: sortByProb(probs, [...cand]) };
+    const same = p1 !== undefined && p.topK <= 0 && f(p.temperature) === 1;
+    const probs = same ? p1 : probabilities(logits, undefined, p.temperature);
+    // Top-p left them sorted by these very probabilities (min-p filters in order).
+    return { probs, order: same ? cand! : sortByProb(probs, [...cand!]) };
   }
 
   /** Picks the next token; penalties and bias are applied to `logits` in place. */
