@@ -25,14 +25,15 @@ export { joinEngine, type JoinOptions, type TabJoin, type TabJoinInfo } from './
 export type { TabRankState } from './protocol.js';
 export type { HfModelOption } from './engine/hf-open.js';
 export type {
-  ChatMessage, ChatCompletionParams, ChatCompletion, ChatCompletionChunk, ChatCompletions,
+  ChatMessage, ChatCompletionParams, ChatCompletion, ChatCompletionChunk, ChatCompletions, ChatChoiceLogprobs, ChatTokenLogprob, ChatTopLogprob,
 } from './engine/chat-completions.js';
-export type { CompletionParams, CompletionChoice, Completion, CompletionChunk, Completions } from './engine/completions.js';
+export type { CompletionParams, CompletionChoice, Completion, CompletionChunk, Completions, CompletionLogprobs } from './engine/completions.js';
+export type { OpenAiSamplingParams } from './engine/sampling-openai.js';
 export type { ModelSource } from './loader/source.js';
 export type { LoadProgress } from './engine/load-shards.js';
 export type {
   GenerateOptions, GenerateChunk, GenerationStats, FinishReason, EngineStats, RankStats, RankReport, StepBreakdown, KernelTiming, DevicePlacement,
-  PlacementTiming, RankPrecision, RankBackend,
+  PlacementTiming, RankPrecision, RankBackend, TokenLogprob, ChunkLogprobs,
 } from './engine/types.js';
 export type { KvCacheOption } from './gpu/kernels/kv-format.js';
 export type { DevicesOption } from './engine/placement.js';

@@ -5,19 +5,39 @@
  * async iterable of `chat.completion.chunk`s whose `delta`s carry the text.
  */
 import type { ChatMessage } from '../model/tokenizer/hf-tokenizer.js';
-import type { FinishReason, GenerateChunk, GenerateOptions } from './types.js';
+import { InvalidArgumentError } from '../errors.js';
+import { samplingOptions, tokenString, type OpenAiSamplingParams } from './sampling-openai.js';
+import type { ChunkLogprobs, FinishReason, GenerateChunk, GenerateOptions, TokenLogprob } from './types.js';
 
 export type { ChatMessage };
 
-export interface ChatCompletionParams {
+export interface ChatCompletionParams extends OpenAiSamplingParams {
   messages: ChatMessage[];
   max_tokens?: number;
-  temperature?: number;
-  top_p?: number;
-  seed?: number;
-  stop?: string | string[];
+  /** Log-probability of each chosen token (see `GenerateOptions.logprobs`). */
+  logprobs?: boolean;
+  /** With `logprobs`: that many of the most likely tokens at each position, 0..20. */
+  top_logprobs?: number;
   stream?: boolean;
-  signal?: AbortSignal;
+}
+
+/** One alternative at a position (OpenAI's `TopLogprob`). */
+export interface ChatTopLogprob {
+  token: string;
+  /** The token's UTF-8 bytes (its text may be part of a character). */
+  bytes: number[];
+  logprob: number;
+}
+
+/** A chosen token (OpenAI's `ChatCompletionTokenLogprob`). */
+export interface ChatTokenLogprob extends ChatTopLogprob {
+  top_logprobs: ChatTopLogprob[];
+}
+
+/** A choice's `logprobs`: one entry per token of its content (a chunk's: of its delta). */
+export interface ChatChoiceLogprobs {
+  content: ChatTokenLogprob[] | null;
+  refusal: null;
 }
 
 export interface ChatCompletion {
@@ -25,7 +45,7 @@ export interface ChatCompletion {
   object: 'chat.completion';
   created: number;
   model: string;
-  choices: { index: number; message: { role: 'assistant'; content: string }; logprobs: null; finish_reason: FinishReason }[];
+  choices: { index: number; message: { role: 'assistant'; content: string }; logprobs: ChatChoiceLogprobs | null; finish_reason: FinishReason }[];
   usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
 }
 
@@ -34,7 +54,7 @@ export interface ChatCompletionChunk {
   object: 'chat.completion.chunk';
   created: number;
   model: string;
-  choices: { index: number; delta: { role?: 'assistant'; content?: string }; logprobs: null; finish_reason: FinishReason | null }[];
+  choices: { index: number; delta: { role?: 'assistant'; content?: string }; logprobs: ChatChoiceLogprobs | null; finish_reason: FinishReason | null }[];
   /** On the last chunk only. */
   usage?: ChatCompletion['usage'];
 }
@@ -47,54 +67,58 @@ export interface ChatCompletions {
 
 let counter = 0;
 
+const alternative = (t: TokenLogprob): ChatTopLogprob => ({ token: tokenString(t.bytes), bytes: t.bytes, logprob: t.logprob });
+const entry = (c: ChunkLogprobs): ChatTokenLogprob => ({ ...alternative(c), top_logprobs: c.top.map(alternative) });
+
 export function createChatCompletions(
   encodeChat: (messages: readonly ChatMessage[]) => number[],
   generateTokens: (tokens: number[], opts: GenerateOptions) => AsyncIterable<GenerateChunk>,
   model: string,
 ): ChatCompletions {
   function start(p: ChatCompletionParams) {
+    if (p.top_logprobs !== undefined && !p.logprobs) {
+      throw new InvalidArgumentError(`top_logprobs (${p.top_logprobs}) needs logprobs: true`, 'Pass logprobs: true with top_logprobs, as OpenAI requires');
+    }
     // Rendering happens before anything is queued, so a bad template fails the create() call.
     const tokens = encodeChat(p.messages);
-    const opts: GenerateOptions = {
-      maxTokens: p.max_tokens ?? 256,
-      temperature: p.temperature,
-      topP: p.top_p,
-      seed: p.seed,
-      stop: p.stop === undefined ? undefined : Array.isArray(p.stop) ? p.stop : [p.stop],
-      signal: p.signal,
-    };
+    const opts: GenerateOptions = { ...samplingOptions(p, { logprobs: p.logprobs, topLogprobs: p.top_logprobs }), maxTokens: p.max_tokens ?? 256 };
     const head = { id: `chatcmpl-${Date.now().toString(36)}-${++counter}`, created: Math.floor(Date.now() / 1000), model };
-    return { chunks: generateTokens(tokens, opts), head };
+    return { chunks: generateTokens(tokens, opts), head, logprobs: p.logprobs ? [] as ChatTokenLogprob[] : undefined };
   }
   const usageOf = (c: GenerateChunk) => {
     const s = c.stats!;
     return { prompt_tokens: s.promptTokens, completion_tokens: s.generatedTokens, total_tokens: s.promptTokens + s.generatedTokens };
   };
-  async function* stream(chunks: AsyncIterable<GenerateChunk>, head: { id: string; created: number; model: string }): AsyncGenerator<ChatCompletionChunk> {
+  /** The logprobs collected since the last call, emptied. */
+  const take = (lp: ChatTokenLogprob[] | undefined): ChatChoiceLogprobs | null => (lp ? { content: lp.splice(0), refusal: null } : null);
+  async function* stream({ chunks, head, logprobs }: ReturnType<typeof start>): AsyncGenerator<ChatCompletionChunk> {
     const object = 'chat.completion.chunk' as const;
     yield { ...head, object, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }] };
     for await (const c of chunks) {
+      if (c.logprobs) logprobs?.push(entry(c.logprobs));
+      // A token without text yet (part of a character, or held back by a stop string) rides on the next chunk.
       if (c.done) {
-        yield { ...head, object, choices: [{ index: 0, delta: c.text ? { content: c.text } : {}, logprobs: null, finish_reason: c.stats!.finishReason }], usage: usageOf(c) };
+        yield { ...head, object, choices: [{ index: 0, delta: c.text ? { content: c.text } : {}, logprobs: take(logprobs), finish_reason: c.stats!.finishReason }], usage: usageOf(c) };
       } else if (c.text) {
-        yield { ...head, object, choices: [{ index: 0, delta: { content: c.text }, logprobs: null, finish_reason: null }] };
+        yield { ...head, object, choices: [{ index: 0, delta: { content: c.text }, logprobs: take(logprobs), finish_reason: null }] };
       }
     }
   }
-  async function whole(chunks: AsyncIterable<GenerateChunk>, head: { id: string; created: number; model: string }): Promise<ChatCompletion> {
+  async function whole({ chunks, head, logprobs }: ReturnType<typeof start>): Promise<ChatCompletion> {
     let text = '';
     for await (const c of chunks) {
+      if (c.logprobs) logprobs?.push(entry(c.logprobs));
       text += c.text;
       if (c.done) {
-        return { ...head, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: c.stats!.finishReason }], usage: usageOf(c) };
+        return { ...head, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: take(logprobs), finish_reason: c.stats!.finishReason }], usage: usageOf(c) };
       }
     }
     throw new Error('generation ended without a final chunk');
   }
   return {
     create: (async (p: ChatCompletionParams) => {
-      const { chunks, head } = start(p);
-      return p.stream ? stream(chunks, head) : whole(chunks, head);
+      const run = start(p);
+      return p.stream ? stream(run) : whole(run);
     }) as ChatCompletions['create'],
   };
 }

@@ -2,23 +2,36 @@
  * `engine.completions.create`: the OpenAI completions shape over `engine.generate`, for code
  * written against that API. With `stream: true` it resolves to an async iterable of chunks.
  */
-import type { FinishReason, GenerateChunk, GenerateOptions } from './types.js';
+import { InvalidArgumentError } from '../errors.js';
+import { MAX_TOP_LOGPROBS } from './sampling-options.js';
+import { samplingOptions, tokenString, type OpenAiSamplingParams } from './sampling-openai.js';
+import type { ChunkLogprobs, FinishReason, GenerateChunk, GenerateOptions } from './types.js';
 
-export interface CompletionParams {
+export interface CompletionParams extends OpenAiSamplingParams {
   prompt: string;
   max_tokens?: number;
-  temperature?: number;
-  top_p?: number;
-  seed?: number;
-  stop?: string | string[];
+  /**
+   * Log-probabilities of each chosen token and of the `logprobs` most likely ones at its
+   * position (0..20; OpenAI's own API takes up to 5). See `GenerateOptions.logprobs`.
+   */
+  logprobs?: number | null;
   stream?: boolean;
-  signal?: AbortSignal;
+}
+
+/** OpenAI's legacy logprobs: one entry per token in each array. */
+export interface CompletionLogprobs {
+  tokens: string[];
+  token_logprobs: number[];
+  /** The most likely tokens at each position, by their text. */
+  top_logprobs: Record<string, number>[];
+  /** Where each token's text starts in the completion's text (string index). */
+  text_offset: number[];
 }
 
 export interface CompletionChoice {
   index: number;
   text: string;
-  logprobs: null;
+  logprobs: CompletionLogprobs | null;
   finish_reason: FinishReason | null;
 }
 
@@ -42,46 +55,68 @@ export interface Completions {
 
 let counter = 0;
 
+/** Collects tokens' logprobs until they are handed out (every chunk, or the whole completion). */
+class LegacyLogprobs {
+  private lp: CompletionLogprobs = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+
+  add(c: ChunkLogprobs, offset: number): void {
+    this.lp.tokens.push(tokenString(c.bytes));
+    this.lp.token_logprobs.push(c.logprob);
+    this.lp.top_logprobs.push(Object.fromEntries(c.top.map((t) => [tokenString(t.bytes), t.logprob])));
+    this.lp.text_offset.push(offset);
+  }
+
+  take(): CompletionLogprobs {
+    const out = this.lp;
+    this.lp = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+    return out;
+  }
+}
+
 export function createCompletions(
   generate: (prompt: string, opts: GenerateOptions) => AsyncIterable<GenerateChunk>,
   model: string,
 ): Completions {
   function start(p: CompletionParams) {
-    const opts: GenerateOptions = {
-      maxTokens: p.max_tokens ?? 16, // OpenAI's default
-      temperature: p.temperature,
-      topP: p.top_p,
-      seed: p.seed,
-      stop: p.stop === undefined ? undefined : Array.isArray(p.stop) ? p.stop : [p.stop],
-      signal: p.signal,
-    };
+    const top = p.logprobs ?? undefined;
+    if (top !== undefined && !(Number.isInteger(top) && top >= 0 && top <= MAX_TOP_LOGPROBS)) {
+      throw new InvalidArgumentError(`logprobs must be a whole number in 0..${MAX_TOP_LOGPROBS}, got ${top}`, 'Pass how many of the most likely tokens to list at each position, or leave it unset');
+    }
+    const opts: GenerateOptions = { ...samplingOptions(p, top === undefined ? {} : { topLogprobs: top }), maxTokens: p.max_tokens ?? 16 }; // OpenAI's default
     const head = { id: `cmpl-${Date.now().toString(36)}-${++counter}`, object: 'text_completion' as const, created: Math.floor(Date.now() / 1000), model };
-    return { chunks: generate(p.prompt, opts), head };
+    return { chunks: generate(p.prompt, opts), head, logprobs: top === undefined ? undefined : new LegacyLogprobs() };
   }
   const usageOf = (c: GenerateChunk) => {
     const s = c.stats!;
     return { prompt_tokens: s.promptTokens, completion_tokens: s.generatedTokens, total_tokens: s.promptTokens + s.generatedTokens };
   };
-  async function* stream(p: CompletionParams): AsyncGenerator<CompletionChunk> {
-    const { chunks, head } = start(p);
+  async function* stream({ chunks, head, logprobs }: ReturnType<typeof start>): AsyncGenerator<CompletionChunk> {
+    let offset = 0;
     for await (const c of chunks) {
+      if (c.logprobs) logprobs?.add(c.logprobs, offset);
+      offset += c.text.length;
+      // A token without text yet (part of a character, or held back by a stop string) rides on the next chunk.
       if (c.done) {
-        yield { ...head, choices: [{ index: 0, text: c.text, logprobs: null, finish_reason: c.stats!.finishReason }], usage: usageOf(c) };
+        yield { ...head, choices: [{ index: 0, text: c.text, logprobs: logprobs?.take() ?? null, finish_reason: c.stats!.finishReason }], usage: usageOf(c) };
       } else if (c.text) {
-        yield { ...head, choices: [{ index: 0, text: c.text, logprobs: null, finish_reason: null }] };
+        yield { ...head, choices: [{ index: 0, text: c.text, logprobs: logprobs?.take() ?? null, finish_reason: null }] };
       }
     }
   }
-  async function whole(p: CompletionParams): Promise<Completion> {
-    const { chunks, head } = start(p);
+  async function whole({ chunks, head, logprobs }: ReturnType<typeof start>): Promise<Completion> {
     let text = '';
     for await (const c of chunks) {
+      if (c.logprobs) logprobs?.add(c.logprobs, text.length);
       text += c.text;
-      if (c.done) return { ...head, choices: [{ index: 0, text, logprobs: null, finish_reason: c.stats!.finishReason }], usage: usageOf(c) };
+      if (c.done) return { ...head, choices: [{ index: 0, text, logprobs: logprobs?.take() ?? null, finish_reason: c.stats!.finishReason }], usage: usageOf(c) };
     }
     throw new Error('generation ended without a final chunk');
   }
   return {
-    create: (async (p: CompletionParams) => (p.stream ? stream(p) : whole(p))) as Completions['create'],
+    create: (async (p: CompletionParams) => {
+      // Parameters are checked before anything is queued, so a bad one fails the create() call.
+      const run = start(p);
+      return p.stream ? stream(run) : whole(run);
+    }) as Completions['create'],
   };
 }

@@ -20,7 +20,7 @@ import { llama2cTokenizer, parseTokenizer, type EngineTokenizer } from './tokeni
 import { openGgufForEngine } from './gguf-open.js';
 import type { ByteSource } from '../loader/source.js';
 import type { TensorInfo } from '../model/config.js';
-import { Sampler } from '../model/sampler.js';
+import { TokenSampler } from './sampling.js';
 import { makePlan, type Plan } from '../parallel/plan.js';
 import type { ModelConfig } from '../model/config.js';
 import { DEFAULT_SPIN } from '../collective/index.js';
@@ -93,7 +93,8 @@ export interface EngineOptions {
   split?: number[];
   /**
    * Positions of KV cache to allocate (default: the model's seq_len, at most 4096: HF configs
-   * state contexts of 131072 tokens, whose KV cache would take gigabytes).
+   * state contexts of 131072 tokens, whose KV cache would take gigabytes). More than the model's
+   * trained context (seq_len, max_position_embeddings) is an `InvalidArgumentError`.
    */
   maxContext?: number;
   /** Prompt rows per prefill pass (default 64). */
@@ -236,6 +237,10 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   notAborted(options.signal);
   const contextLength = options.maxContext ?? Math.min(config.seqLen, DEFAULT_MAX_CONTEXT);
   if (!Number.isInteger(contextLength) || contextLength < 2) throw new InvalidArgumentError(`maxContext must be a whole number ≥ 2, got ${contextLength}`, `Leave maxContext unset (the model's ${config.seqLen} positions, at most ${DEFAULT_MAX_CONTEXT}), or pass 2..${config.seqLen}`);
+  // Positions past the trained context get RoPE angles the model never saw: refused, not degraded.
+  if (contextLength > config.seqLen) {
+    throw new InvalidArgumentError(`maxContext ${contextLength} exceeds the model's trained context of ${config.seqLen} positions (seq_len, max_position_embeddings)`, `Pass maxContext ≤ ${config.seqLen}, or leave it unset`);
+  }
   if (slidingWindow !== undefined && contextLength > slidingWindow) {
     throw new InvalidArgumentError(`maxContext ${contextLength} exceeds the model's sliding_window ${slidingWindow}, which attention does not implement`, `Pass maxContext ≤ ${slidingWindow}`);
   }
@@ -348,8 +353,7 @@ export function assembleEngine(
   resetBackendStats: () => Promise<void> = async () => {},
   modelName = 'webgpu-tp',
 ): Engine {
-  const makeSampler: SamplerFactory = ({ temperature, topP, seed }) =>
-    new Sampler(config.vocabSize, { temperature, topp: topP, seed });
+  const makeSampler: SamplerFactory = (params) => new TokenSampler(config.vocabSize, params);
   const tokenizer = tokenizerIn instanceof Tokenizer ? llama2cTokenizer(tokenizerIn) : tokenizerIn;
   // Prompt ids are checked against the model's embedding rows, whichever tokenizer it has.
   const scheduler = new Scheduler(backend, { ...tokenizer, vocabSize: config.vocabSize }, makeSampler);
@@ -384,7 +388,7 @@ export function assembleEngine(
       const ranks = await rankStats();
       const schedulerMs = scheduler.schedulerMs;
       for (const r of ranks) r.breakdown.scheduler_ms = schedulerMs;
-      return { tensorParallel, loadMs: 0, ranks, schedulerMs, warnings: ranks.flatMap((r) => r.warnings.map((w) => `rank ${r.rank}: ${w}`)) };
+      return { tensorParallel, loadMs: 0, ranks, schedulerMs, prefixCache: scheduler.prefixCache, warnings: ranks.flatMap((r) => r.warnings.map((w) => `rank ${r.rank}: ${w}`)) };
     },
     async resetStats() {
       guard();

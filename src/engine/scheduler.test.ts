@@ -5,7 +5,7 @@ import { loadLlama2c } from '../model/formats/llama2c.js';
 import { Tokenizer } from '../model/tokenizer/tokenizer.js';
 import { modelsDir, readArrayBuffer } from '../../test-support/fixtures/paths.js';
 import { ReferenceBackend } from '../../test-support/engine/reference-backend.js';
-import { assembleEngine, type Engine } from './engine.js';
+import { assembleEngine, createEngine, type Engine } from './engine.js';
 import type { GenerateChunk } from './types.js';
 import { AbortedError, InvalidArgumentError, DisposedError } from '../errors.js';
 
@@ -115,6 +115,15 @@ describe('Scheduler over the CPU oracle', () => {
     // The refused requests left nothing behind: the next one is the reference.
     const next = await collect(small.generate('', { maxTokens: 7, temperature: 0 }));
     expect(next.filter((c) => c.token >= 0).map((c) => c.token)).toEqual(greedy.tokens.slice(1, 8));
+  });
+
+  it('createEngine refuses a maxContext above the model\'s trained context, naming the limit', async () => {
+    const bytes = (file: string) => new Uint8Array(readFileSync(resolve(modelsDir, file))).buffer;
+    // CPU ranks, so Node gets as far as the option checks (they come before any worker starts).
+    const e = await createEngine({ model: bytes('stories260K.bin'), tokenizer: bytes('tok512.bin'), devices: 'cpu', maxContext: 513 }).catch((err: unknown) => err);
+    expect(e).toBeInstanceOf(InvalidArgumentError);
+    expect((e as Error).message).toContain('maxContext 513 exceeds the model\'s trained context of 512 positions');
+    expect((e as InvalidArgumentError).remedy).toBe('Pass maxContext ≤ 512, or leave it unset');
   });
 
   it('an empty prompt is BOS alone (run.c\'s unconditional story); no tokens at all is refused', async () => {

@@ -6,7 +6,11 @@
  */
 import { AbortedError, InvalidArgumentError, DisposedError } from '../errors.js';
 import { BOS, EOS } from '../model/tokenizer/tokenizer.js';
-import type { GenerateChunk, GenerateOptions, GenerationStats, FinishReason } from './types.js';
+import type { ChunkLogprobs, GenerateChunk, GenerateOptions, GenerationStats, FinishReason } from './types.js';
+import type { SamplingParams } from './sampling.js';
+import { resolveSampling, resolveTopLogprobs } from './sampling-options.js';
+import { logprobsAt } from './sampling-logprobs.js';
+import { PrefixCache, type PrefixCacheStats } from './prefix-cache.js';
 
 /** One row of a step: `token` at `position` of KV-cache sequence `slot`. */
 export interface StepRow {
@@ -38,17 +42,24 @@ export interface TokenizerLike {
 }
 
 export interface SamplerLike {
+  /** Picks the next token; it may overwrite `logits`. */
   sample(logits: Float32Array): number;
+  /** Tells it a token of the sequence (each prompt token, then each sampled one), for the penalties. */
+  accept?(token: number): void;
 }
 
-export type SamplerFactory = (opts: { temperature: number; topP: number; seed: number }) => SamplerLike;
+export type SamplerFactory = (params: SamplingParams) => SamplerLike;
 
 
 /** One request in flight: its prompt, where it is, and the stream its chunks go to. */
 interface Sequence {
   prompt: number[];
-  /** Prompt tokens already fed. */
+  /** Prompt tokens already fed (or whose KV its slot already held). */
   prefilled: number;
+  /** Whether it may take a slot holding a prefix of its prompt (`cachePrompt`). */
+  cachePrompt: boolean;
+  /** Prompt tokens whose KV it reused. */
+  cached: number;
   /** New tokens it may still produce at most (maxTokens capped by the context). */
   budget: number;
   generated: number[];
@@ -62,6 +73,8 @@ interface Sequence {
   /** Text held back while it could still be the start of a stop string. */
   pending: string;
   ignoreEos: boolean;
+  /** Top tokens each chunk's logprobs list; undefined: no logprobs. */
+  topLogprobs: number | undefined;
   out: ChunkQueue;
   /** Set by the consumer (break) or an abort: the sequence leaves at the next step. */
   cancelled: boolean;
@@ -77,7 +90,8 @@ interface Sequence {
 export class Scheduler {
   private readonly waiting: Sequence[] = [];
   private readonly active: Sequence[] = [];
-  private readonly freeSlots: number[];
+  /** The KV slots: which are free, and which tokens each holds. */
+  private readonly slots: PrefixCache;
   private running = false;
   private disposed = false;
   /** Main-thread time per step outside the backend (ms), for stats. */
@@ -90,7 +104,7 @@ export class Scheduler {
     private readonly tokenizer: TokenizerLike,
     private readonly makeSampler: SamplerFactory,
   ) {
-    this.freeSlots = Array.from({ length: backend.maxSlots ?? 1 }, (_, i) => i);
+    this.slots = new PrefixCache(backend.maxSlots ?? 1);
     this.stopTokens = tokenizer.stopTokens ?? [BOS, EOS];
   }
 
@@ -103,7 +117,13 @@ export class Scheduler {
     for (const s of [...this.waiting, ...this.active]) s.out.fail(new DisposedError());
   }
 
+  /** Prefix KV reuse since the last reset. */
+  get prefixCache(): PrefixCacheStats {
+    return { ...this.slots.stats };
+  }
+
   resetStats(): void {
+    this.slots.resetStats();
     this.schedulerMsSum = 0;
     this.steps = 0;
   }
@@ -139,33 +159,33 @@ export class Scheduler {
     }
     const maxTokens = opts.maxTokens ?? 256;
     if (!Number.isInteger(maxTokens) || maxTokens < 0) throw new InvalidArgumentError(`maxTokens must be a whole number ≥ 0, got ${maxTokens}`, 'Pass how many new tokens to generate at most (default 256)');
-    const temperature = opts.temperature ?? 1.0;
-    if (!(temperature >= 0)) throw new InvalidArgumentError(`temperature must be ≥ 0, got ${temperature}`, 'Pass 0 for greedy decoding, or a positive temperature');
-    // run.c quietly resets a top-p outside [0, 1] to 0.9; a caller here gets told instead.
-    if (opts.topP !== undefined && !(opts.topP >= 0 && opts.topP <= 1)) {
-      throw new InvalidArgumentError(`topP must be in [0, 1], got ${opts.topP}`, 'Pass a cutoff in (0, 1), or 0 or 1 to sample from the whole distribution');
-    }
+    const sampling = resolveSampling(opts, vocab);
+    const topLogprobs = resolveTopLogprobs(opts);
     if (this.disposed) throw new DisposedError();
     if (opts.signal?.aborted) throw new AbortedError('generation aborted');
 
     const seq: Sequence = {
       prompt: promptTokens,
       prefilled: 0,
+      cachePrompt: opts.cachePrompt ?? true,
+      cached: 0,
       budget: Math.min(maxTokens, ctx - promptTokens.length),
       generated: [],
       token: promptTokens[promptTokens.length - 1]!,
       pos: promptTokens.length - 1,
       slot: -1,
-      sampler: this.makeSampler({ temperature, topP: opts.topP ?? 0.9, seed: opts.seed ?? Date.now() }),
+      sampler: this.makeSampler(sampling),
       decoder: new TextDecoder('utf-8'),
       stops: opts.stop?.filter((x) => x.length > 0) ?? [],
       pending: '',
       ignoreEos: opts.ignoreEos ?? false,
+      topLogprobs,
       out: new ChunkQueue(),
       cancelled: false,
       t0: 0,
       tFirst: 0,
     };
+    if (seq.sampler.accept) for (const t of promptTokens) seq.sampler.accept(t);
     const onAbort = () => {
       seq.cancelled = true;
       seq.out.fail(new AbortedError('generation aborted'));
@@ -232,7 +252,9 @@ export class Scheduler {
       try {
         logits = await this.backend.step(rows, logitsFor);
       } catch (e) {
-        // Every sequence in the batch shared the failed step: each fails with its error.
+        // Every sequence in the batch shared the failed step: each fails with its error. The
+        // ranks' KV caches may be rebuilt (empty) or half written, so nothing kept is trusted.
+        this.slots.clear();
         for (const s of [...this.active]) {
           s.out.fail(e instanceof Error ? e : new Error(String(e)));
           this.release(s);
@@ -240,6 +262,7 @@ export class Scheduler {
         continue;
       }
       const tDone = performance.now();
+      this.slots.wrote(rows);
       owners.forEach((s, i) => {
         if (!s.cancelled) this.advance(s, logits[i]!);
       });
@@ -250,10 +273,12 @@ export class Scheduler {
 
   /** Gives free slots to waiting sequences, in arrival order. */
   private admit(): void {
-    while (this.waiting.length && this.freeSlots.length) {
+    while (this.waiting.length && this.slots.freeSlots) {
       const s = this.waiting.shift()!;
       if (s.cancelled) continue;
-      s.slot = this.freeSlots.shift()!;
+      const { slot, reused } = this.slots.take(s.prompt, s.cachePrompt);
+      s.slot = slot;
+      s.prefilled = s.cached = reused;
       s.t0 = performance.now();
       this.active.push(s);
     }
@@ -263,8 +288,7 @@ export class Scheduler {
     const i = this.active.indexOf(s);
     if (i >= 0) {
       this.active.splice(i, 1);
-      this.freeSlots.push(s.slot);
-      this.freeSlots.sort((a, b) => a - b);
+      this.slots.release(s.slot);
     }
   }
 
@@ -272,10 +296,15 @@ export class Scheduler {
   private advance(s: Sequence, logits: Float32Array): void {
     if (s.generated.length === 0) s.tFirst = performance.now();
     if (s.generated.length >= s.budget) return this.finish(s, 'length');
+    // The sampler may overwrite the logits, and logprobs are of the raw ones.
+    const raw = s.topLogprobs === undefined ? undefined : logits.slice();
     const next = s.sampler.sample(logits);
+    s.sampler.accept?.(next);
     if (!s.ignoreEos && this.stopTokens.includes(next)) return this.finish(s, 'stop');
     s.generated.push(next);
-    let text = s.decoder.decode(this.tokenizer.decodeBytes(s.token, next), { stream: true });
+    const bytes = this.tokenizer.decodeBytes(s.token, next);
+    const logprobs = raw && this.logprobs(raw, s.token, next, bytes, s.topLogprobs!);
+    let text = s.decoder.decode(bytes, { stream: true });
     s.token = next;
     s.pos = s.prompt.length - 1 + s.generated.length;
     if (s.stops.length) {
@@ -284,15 +313,25 @@ export class Scheduler {
       if (hit >= 0) {
         const out = s.pending.slice(0, hit);
         s.pending = '';
-        if (out) s.out.push({ token: next, text: out, done: false });
+        if (out) s.out.push({ token: next, text: out, done: false, ...(logprobs && { logprobs }) });
         return this.finish(s, 'stop');
       }
       const keep = stopPrefixLength(s.pending, s.stops);
       text = s.pending.slice(0, s.pending.length - keep);
       s.pending = s.pending.slice(s.pending.length - keep);
     }
-    s.out.push({ token: next, text, done: false });
+    s.out.push({ token: next, text, done: false, ...(logprobs && { logprobs }) });
     if (s.generated.length >= s.budget) this.finish(s, 'length');
+  }
+
+  /** `token`'s log-probability after `prev`, and the `top` most likely tokens' there. */
+  private logprobs(raw: Float32Array, prev: number, token: number, bytes: Uint8Array, top: number): ChunkLogprobs {
+    const n = this.tokenizer.vocabSize ?? raw.length;
+    const lp = logprobsAt(raw, n, token, top);
+    return {
+      token, bytes: Array.from(bytes), logprob: lp.logprob,
+      top: lp.top.map((t) => ({ token: t.token, bytes: Array.from(this.tokenizer.decodeBytes(prev, t.token)), logprob: t.logprob })),
+    };
   }
 
   private finish(s: Sequence, reason: FinishReason): void {
@@ -301,9 +340,10 @@ export class Scheduler {
     const decoded = Math.max(s.generated.length - 1, 0);
     const stats: GenerationStats = {
       promptTokens: s.prompt.length,
+      cachedTokens: s.cached,
       generatedTokens: s.generated.length,
       prefillMs: s.tFirst - s.t0,
-      prefillTokensPerS: s.prompt.length / Math.max((s.tFirst - s.t0) / 1000, 1e-9),
+      prefillTokensPerS: (s.prompt.length - s.cached) / Math.max((s.tFirst - s.t0) / 1000, 1e-9),
       decodeMs: tEnd - s.tFirst,
       decodeTokensPerS: decoded / Math.max((tEnd - s.tFirst) / 1000, 1e-9),
       finishReason: reason,

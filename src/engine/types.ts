@@ -26,6 +26,43 @@ export interface GenerateOptions {
   topP?: number;
   /** Seed of llama2.c's xorshift sampler; unset, 0 or negative: the current time in seconds, as run.c. */
   seed?: number;
+  /**
+   * Keep only the `topK` most likely tokens (llama.cpp's `top_k`); a whole number ≥ 0, 0 = off
+   * (default). The samplers run in llama.cpp's order: penalties, `logitBias`, top-k, top-p,
+   * min-p, temperature; top-p and min-p therefore see the temperature-1 distribution.
+   */
+  topK?: number;
+  /** min-p: drop tokens less likely than `minP` × the most likely one; in [0, 1], 0 = off (default). */
+  minP?: number;
+  /**
+   * llama.cpp's `repeat_penalty`: the logit of a token among the last `penaltyLastN` is divided
+   * by it when positive and multiplied by it when not. A finite number > 0; 1 = off (default).
+   */
+  repetitionPenalty?: number;
+  /** OpenAI's `presence_penalty`: subtracted once from the logit of each token in the window; [-2, 2], default 0. */
+  presencePenalty?: number;
+  /** OpenAI's `frequency_penalty`: subtracted from a token's logit once per occurrence in the window; [-2, 2], default 0. */
+  frequencyPenalty?: number;
+  /**
+   * How many of the sequence's latest tokens, the prompt's included, the three penalties count
+   * (llama.cpp's `repeat_last_n`, default 64); 0 = none, -1 = all.
+   */
+  penaltyLastN?: number;
+  /** Added to the logits of these token ids before sampling (OpenAI's `logit_bias`), each in [-100, 100]; -100 all but bans a token. */
+  logitBias?: Readonly<Record<number, number>>;
+  /**
+   * Put each sampled token's log-probability in its chunk (`GenerateChunk.logprobs`): the
+   * log-softmax of the model's raw logits, before penalties, bias and temperature (OpenAI's).
+   */
+  logprobs?: boolean;
+  /** Also list that many of the most likely tokens at each position, 0..20 (implies `logprobs`). */
+  topLogprobs?: number;
+  /**
+   * Reuse the KV cache a finished request left in a free slot when this prompt starts with
+   * its tokens, and prefill only the rest (llama.cpp's `cache_prompt`; default true). The
+   * tokens are the same either way; `stats.cachedTokens` says how many were reused.
+   */
+  cachePrompt?: boolean;
   /** Strings that end the generation when they appear in the output (not included). */
   stop?: string[];
   /** Keep generating past BOS/EOS (benchmarks on random weights). */
@@ -39,9 +76,12 @@ export type FinishReason = 'stop' | 'length';
 /** Timings of one request. */
 export interface GenerationStats {
   promptTokens: number;
+  /** Prompt tokens whose KV a kept prefix supplied (see `cachePrompt`); the rest were prefilled. */
+  cachedTokens: number;
   generatedTokens: number;
   /** ms from the request's start of prefill to its first token. */
   prefillMs: number;
+  /** Prompt tokens prefilled (the cached ones not counted) per second. */
   prefillTokensPerS: number;
   decodeMs: number;
   decodeTokensPerS: number;
@@ -57,6 +97,22 @@ export interface GenerateChunk {
   done: boolean;
   /** Present on the final chunk. */
   stats?: GenerationStats;
+  /** The token's log-probability, with `logprobs` or `topLogprobs` (absent on the final chunk). */
+  logprobs?: ChunkLogprobs;
+}
+
+/** A token and its log-probability under the model (the log-softmax of its raw logits). */
+export interface TokenLogprob {
+  token: number;
+  /** The token's UTF-8 bytes as it decodes after the previous token (may be part of a character). */
+  bytes: number[];
+  logprob: number;
+}
+
+/** The sampled token's log-probability and the most likely tokens at its position. */
+export interface ChunkLogprobs extends TokenLogprob {
+  /** `topLogprobs` tokens, most likely first (equal ones: lower id first). */
+  top: TokenLogprob[];
 }
 
 /** Mean time per decode step, split by where it went (ms). */
@@ -193,5 +249,7 @@ export interface EngineStats {
   ranks: RankStats[];
   /** Time the scheduler spends on the main thread per step (ms, mean). */
   schedulerMs: number;
+  /** Prefix KV reuse since the last `resetStats()`: requests that hit, prompt tokens reused. */
+  prefixCache?: { hits: number; reusedTokens: number };
   warnings: string[];
 }

@@ -14,6 +14,7 @@ import * as q4 from './kernels-q4';
 import * as q4engine from './engine-q4';
 import * as f16 from './kernels-f16';
 import { generateOnDefault, onGpu } from './gpu-default';
+import * as api from './api';
 
 const tp = {
   // Every entry that loads an engine from PageGenerateOptions runs it on WebGPU unless told otherwise (gpu-default.ts).
@@ -30,6 +31,7 @@ const tp = {
   q4,
   q4engine,
   f16,
+  api,
 };
 export type TestPage = typeof tp;
 
