@@ -188,7 +188,8 @@ export class CpuKernels {
     const rows = bits.flatMap((p) => Array.from({ length: p.length / k }, (_, r) => r * k).map((at) => ({ p, at })));
     const n = rows.length;
     const total = Math.ceil(n / 4) * 4 * k;
-    const out = f16 ? new Uint16Array(this.memory.buffer, dst, total) : new Uint32Array(this.memory.buffer, dst, total);
+    // Laid out in JS, then copied in once: one bulk write into the memory, as every other load is.
+    const out = f16 ? new Uint16Array(total) : new Uint32Array(total);
     const k8 = k & ~7;
     let o = 0;
     for (let i = 0; i < n; i += 4) {
@@ -206,6 +207,7 @@ export class CpuKernels {
         o += k - k8;
       }
     }
+    (f16 ? new Uint16Array(this.memory.buffer, dst, total) : new Uint32Array(this.memory.buffer, dst, total)).set(out);
   }
 
   /** y = x·wᵀ (+ bias), or y += it; every weight is read from memory once for the whole batch. */
