@@ -11,21 +11,13 @@ import onnxProto, { type onnx } from 'onnx-proto';
 import type { ModelConfig } from '../model/config.js';
 import { ropeTables, type ReferenceModel } from '../model/reference.js';
 import { InvalidArgumentError } from '../errors.js';
+import { onnxNames } from './onnx-names.js';
+
+export { onnxNames };
 
 const proto = onnxProto.onnx;
 
 export const ONNX_OPSET = 17;
-
-/** The names of the graph's inputs and outputs (the runner builds its feeds from these). */
-export const onnxNames = {
-  inputIds: 'input_ids',
-  positionIds: 'position_ids',
-  logits: 'logits',
-  pastKey: (l: number) => `past_key_values.${l}.key`,
-  pastValue: (l: number) => `past_key_values.${l}.value`,
-  presentKey: (l: number) => `present.${l}.key`,
-  presentValue: (l: number) => `present.${l}.value`,
-} as const;
 
 type Attr = { name: string; i?: number; f?: number; ints?: number[] };
 
