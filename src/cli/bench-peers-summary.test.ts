@@ -31,7 +31,7 @@ describe('bench peers summary', () => {
     ]);
     expect(rows[0]!.prefill_tokens_per_s).toBe(100);
     expect(rows[1]!.first_mismatch).toEqual({ position: 2, ours: 3, peer: 4 });
-    expect(rows[2]!.prompt_note).toContain('9 tokens by the peer\'s tokenizer, 10 by ours (differ)');
+    expect(rows[2]!.note).toContain('9 tokens by the peer\'s tokenizer, 10 by ours (differ)');
     expect(rows[3]!.error).toBe('no adapter');
     const ratio = ratioToBestPeer([ours, slow, fast, failed], 2)!;
     // best peer by median round: onnxruntime-web (200); per round 100/200, 50/25, 100/200

@@ -36,8 +36,11 @@ export interface PeerResult extends PeerConfig {
   first_mismatch: FirstMismatch | null;
   /** Why the configuration produced no figures (load or run failure), with the error's text. */
   error?: string;
-  /** Where the peer took the prompt as text, not ids: how many tokens its tokenizer made of it. */
-  prompt_note?: string;
+  /**
+   * What the comparison could not use: a prompt taken as text, not ids (with both token counts),
+   * or logits the peer failed to give.
+   */
+  note?: string;
 }
 
 export interface PeerRatio {
@@ -95,6 +98,11 @@ export function summarize(model: string, runs: ConfigRuns[], reference: ConfigRu
     if (r.error || !r.check || !r.rounds.length) {
       return { ...base, decode_tokens_per_s: null, prefill_tokens_per_s: null, load_ms: r.loadMs ?? null, tokens_match: null, first_mismatch: null, error: r.error ?? 'no run' };
     }
+    const notes = [
+      ...(r.check.promptTokens !== undefined ? [`prompt passed as text (no ids): ${r.check.promptTokens} tokens by the peer's tokenizer, ${o.promptTokens} by ours${r.check.promptTokens === o.promptTokens ? '' : ' (differ)'}`] : []),
+      ...(r.check.note ? [r.check.note] : []),
+      ...(r.check.tokens.length ? [] : ['the peer gave no token ids']),
+    ];
     const enough = r.check.tokens.length >= Math.min(o.compared, ref?.length ?? 0);
     const mismatch = ref && ref.length ? firstMismatch(ref, r.check, o.compared) : null;
     return {
@@ -102,11 +110,9 @@ export function summarize(model: string, runs: ConfigRuns[], reference: ConfigRu
       decode_tokens_per_s: median(r.rounds.map((x) => decodeRate(x, o.warmup))),
       prefill_tokens_per_s: o.promptTokens / (median(r.rounds.map((x) => x.prefillMs)) / 1000),
       load_ms: r.loadMs ?? null,
-      tokens_match: ref && ref.length ? !mismatch && enough : null,
+      tokens_match: ref?.length && r.check.tokens.length ? !mismatch && enough : null,
       first_mismatch: mismatch,
-      ...(r.check.promptTokens !== undefined && {
-        prompt_note: `prompt passed as text (no ids): ${r.check.promptTokens} tokens by the peer's tokenizer, ${o.promptTokens} by ours${r.check.promptTokens === o.promptTokens ? '' : ' (differ)'}`,
-      }),
+      ...(notes.length && { note: notes.join('; ') }),
     };
   });
 }

@@ -29,6 +29,8 @@ export interface PeerRun {
   stepMs: number[];
   /** Prompt tokens by the peer's own count, where it tokenised `text` itself. */
   promptTokens?: number;
+  /** What the peer could not give (e.g. its logits), said in a sentence. */
+  note?: string;
   /** With `top2`: each step's [id, logit] of its two highest logits (log-probabilities for wllama: same differences). */
   top2?: [number, number][][];
 }

@@ -15,6 +15,8 @@ export const WLLAMA_BASE = '/peers/wllama/';
 interface Chunk {
   choices: { logprobs?: { content?: { id: number; logprob: number; top_logprobs?: { id: number; logprob: number }[] }[] } | null }[];
   timings?: { predicted_n: number; prompt_n: number };
+  /** llama-server's return_tokens: this chunk's token ids. */
+  tokens?: number[];
 }
 
 export async function loadWllama(spec: Extract<PeerSpec, { engine: 'wllama' }>): Promise<PeerRunner & PeerLoaded> {
@@ -31,6 +33,43 @@ export async function loadWllama(spec: Extract<PeerSpec, { engine: 'wllama' }>):
     n_gpu_layers: spec.gpu ? 999 : 0,
   });
   const loadMs = performance.now() - t0;
+  /** One streamed completion; with `withProbs`, each step's id and top-2 log-probabilities. */
+  const complete = async (r: PeerRunRequest, withProbs: boolean): Promise<PeerRun> => {
+    const ids: number[] = [];
+    let promptTokens: number | undefined;
+    const tops: [number, number][][] = [];
+    const stream = (await w.createCompletion({
+      prompt: r.text,
+      max_tokens: r.maxTokens, temperature: 0, stream: true,
+      ...({ ignore_eos: true, cache_prompt: false, timings_per_token: true, return_tokens: true, ...(withProbs && { logprobs: 2 }) } as object),
+    })) as AsyncIterable<Chunk>;
+    // A chunk can carry several tokens (llama-server holds back incomplete UTF-8): count them by
+    // predicted_n, so that each token gets its share of the chunk's gap.
+    async function* tokens(): AsyncGenerator<number> {
+      let seen = 0;
+      for await (const c of stream) {
+        const probs = c.choices[0]?.logprobs?.content ?? [];
+        for (const p of probs) {
+          ids.push(p.id);
+          tops.push((p.top_logprobs ?? []).slice(0, 2).map((t) => [t.id, t.logprob]));
+        }
+        if (!probs.length) ids.push(...(c.tokens ?? []));
+        promptTokens = c.timings?.prompt_n ?? promptTokens;
+        const n = c.timings?.predicted_n ?? seen + 1;
+        for (; seen < n; seen++) yield seen;
+      }
+    }
+    let run: PeerRun;
+    try {
+      run = await timedTokens(tokens());
+    } catch (e) {
+      // llama.cpp says why in its log, not in the error
+      throw new Error(`${e instanceof Error ? e.message : String(e)}; wllama's log ends: ${log.slice(-6).join(' | ')}`);
+    }
+    run.stepMs = spread(run.stepMs);
+    // llama.cpp's count includes the BOS it adds
+    return { ...run, tokens: ids, ...(promptTokens !== undefined && { promptTokens }), ...(withProbs && { top2: tops }) };
+  };
   const offload = log.map((l) => /offloaded (\d+)\/(\d+) layers to GPU/.exec(l)).find(Boolean);
   const onGpu = spec.gpu && offload && Number(offload[1]) > 0;
   if (spec.gpu && !onGpu) {
@@ -42,38 +81,15 @@ export async function loadWllama(spec: Extract<PeerSpec, { engine: 'wllama' }>):
     loadMs,
     backend: onGpu ? `webgpu (${offload![0]})` : `wasm, ${w.isMultithread() ? `${w.getNumThreads()} threads` : '1 thread'}`,
     async run(r: PeerRunRequest): Promise<PeerRun> {
-      const ids: number[] = [];
-      let promptTokens: number | undefined;
-      const tops: [number, number][][] = [];
-      const stream = (await w.createCompletion({
-        prompt: r.text,
-        max_tokens: r.maxTokens, temperature: 0, stream: true,
-        ...({ ignore_eos: true, cache_prompt: false, timings_per_token: true, ...(r.top2 && { logprobs: 2 }) } as object),
-      })) as AsyncIterable<Chunk>;
-      // A chunk can carry several tokens (llama-server holds back incomplete UTF-8): count them by
-      // predicted_n, so that each token gets its share of the chunk's gap.
-      async function* tokens(): AsyncGenerator<number> {
-        let seen = 0;
-        for await (const c of stream) {
-          for (const p of c.choices[0]?.logprobs?.content ?? []) {
-            ids.push(p.id);
-            tops.push((p.top_logprobs ?? []).slice(0, 2).map((t) => [t.id, t.logprob]));
-          }
-          promptTokens = c.timings?.prompt_n ?? promptTokens;
-          const n = c.timings?.predicted_n ?? seen + 1;
-          for (; seen < n; seen++) yield seen;
-        }
-      }
-      let run: PeerRun;
+      if (!r.top2) return complete(r, false);
       try {
-        run = await timedTokens(tokens());
+        return await complete(r, true);
       } catch (e) {
-        // llama.cpp says why in its log, not in the error
-        throw new Error(`${e instanceof Error ? e.message : String(e)}; wllama's log ends: ${log.slice(-6).join(' | ')}`);
+        // llama-server's logprobs cannot encode a token that is a lone UTF-8 byte; the ids then
+        // come from return_tokens, if this build sends them, and the margins are lost
+        const run = await complete(r, false);
+        return { ...run, note: `wllama's logprobs failed (${(e instanceof Error ? e.message : String(e)).split(';')[0]}; ${log.find((l) => l.includes('json.exception')) ?? ''})` };
       }
-      run.stepMs = spread(run.stepMs);
-      // llama.cpp's count includes the BOS it adds
-      return { ...run, tokens: ids, ...(promptTokens !== undefined && { promptTokens }), ...(r.top2 && { top2: tops }) };
     },
     dispose: () => w.exit(),
   };
