@@ -38,6 +38,8 @@ export interface BenchPeersOptions {
   rounds?: number;
   /** Where the synth files are kept between runs (default WEBGPU_TP_SYNTH_DIR or the temp dir). */
   synthDir?: string;
+  /** Configurations to leave out, as `engine config` (e.g. `onnxruntime-web webgpu`). */
+  skip?: string[];
   /** Progress lines (default: none). */
   log?: (line: string) => void;
 }
@@ -144,7 +146,8 @@ export async function benchPeers(o: BenchPeersOptions): Promise<PeersReport> {
       const f = files[quant]!;
       const served: ModelFiles = { gguf: `/files/${encodeURIComponent(f.gguf.slice(dir.length + 1))}`, ...(f.onnx && { onnx: `/files/${encodeURIComponent(f.onnx.slice(dir.length + 1))}` }) };
       const slots: Slot[] = [];
-      for (const p of plannedConfigs(quant, Math.min(config.seqLen, 2 * maxTokens + prompt.length))) {
+      const planned = plannedConfigs(quant, Math.min(config.seqLen, 2 * maxTokens + prompt.length));
+      for (const p of planned.filter((x) => !o.skip?.includes(`${x.config.engine} ${x.config.config}`))) {
         const slot: Slot = { runs: { config: p.config, rounds: [] } };
         slots.push(slot);
         log(`${model}/${quant} ${p.config.engine} ${p.config.config}: loading`);
@@ -209,7 +212,7 @@ async function runOnce(page: Page, r: PeerRunRequest): Promise<PeerRun | { error
   }
 }
 
-const USAGE = 'bench peers [--shape stories110M] [--quant f32,q8_0,q4_0] [--rounds 3] [--tokens 32] [--warmup 4] [--synth-dir DIR] [--json]';
+const USAGE = 'bench peers [--shape stories110M] [--quant f32,q8_0,q4_0] [--rounds 3] [--tokens 32] [--warmup 4] [--skip "onnxruntime-web webgpu,..."] [--synth-dir DIR] [--json]';
 
 /**
  * The command: its own flags, the report as JSON on stdout with --json (the table then on
@@ -220,7 +223,7 @@ export async function benchPeersMain(args: string[]): Promise<number> {
     args,
     options: {
       shape: { type: 'string', default: 'stories110M' }, quant: { type: 'string' }, rounds: { type: 'string', default: '3' },
-      tokens: { type: 'string', default: '32' }, warmup: { type: 'string', default: '4' }, 'synth-dir': { type: 'string' }, json: { type: 'boolean', default: false },
+      tokens: { type: 'string', default: '32' }, warmup: { type: 'string', default: '4' }, 'synth-dir': { type: 'string' }, skip: { type: 'string' }, json: { type: 'boolean', default: false },
     },
   });
   const int = (flag: string, v: string, min: number) => {
@@ -233,6 +236,7 @@ export async function benchPeersMain(args: string[]): Promise<number> {
   const report = await benchPeers({
     shape, quant: values.quant?.split(',').map((q) => q.trim() as GgufQuant), rounds: int('rounds', values.rounds!, 1),
     tokens: int('tokens', values.tokens!, 1), warmup: int('warmup', values.warmup!, 0), synthDir: values['synth-dir'],
+    skip: values.skip?.split(',').map((x) => x.trim()),
     log: (l) => console.error(l),
   });
   if (values.json) {

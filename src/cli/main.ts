@@ -36,7 +36,7 @@ Usage:
   webgpu-tp bench generate --quant f32,f16,q8_0,q4_0,q4_0+int8 [--shape stories110M] [--tp 1] ...
                      (one synth GGUF per quant; decode tok/s of each against f32;
                       QUANT+int8 runs that GGUF with int8 activations, W4A8 / W8A8)
-  webgpu-tp bench peers [--shape stories110M] [--quant f32,q8_0,q4_0] [--rounds 3] [--tokens 32] [--warmup 4] [--json]
+  webgpu-tp bench peers [--shape stories110M] [--quant f32,q8_0,q4_0] [--rounds 3] [--tokens 32] [--warmup 4] [--skip "ENGINE CONFIG,..."] [--json]
                      (wllama and onnxruntime-web beside us on the same synth model and prompt ids, one
                       context each, interleaved rounds; our decode ratio to the best peer per quant)
   webgpu-tp bench all [--out DIR] [--max-tokens N]   (all of the above on synth models; writes DIR/<date>.json,
