@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeRate, firstMismatch, formatPeersTable, ratioToBestPeer, summarize, type ConfigRuns, type PeerConfig } from './bench-peers-summary.js';
+import { budgetNote, decodeRate, firstMismatch, formatPeersTable, ratioToBestPeer, summarize, type ConfigRuns, type PeerConfig } from './bench-peers-summary.js';
 import type { PeerRun } from './page/peers-types.js';
 
 const cfg = (engine: PeerConfig['engine'], config: string): PeerConfig => ({ engine, config, quant: 'f32', threads: null, tp: 1, devices: 'gpu' });
@@ -40,5 +40,24 @@ describe('bench peers summary', () => {
     expect(table).toContain('differ at 2 (ours 3, peer 4)');
     expect(table).toContain('failed: no adapter');
     expect(table).toContain('m/f32: ours 100.0 tok/s (gpu tp1) / best peer 200.0 tok/s (onnxruntime-web wasm 2t) = 0.50×');
+  });
+
+  it('notes what the time budget cut from a slow configuration, compares the tokens it gave, and leaves a full one alone', () => {
+    const full = { tokens: 3, rounds: 2, budgetS: 15 };
+    const o = { warmup: 2, compared: 6, promptTokens: 10, full };
+    // 6 tokens: prefill, 2 warm-up steps, 3 timed steps
+    const six = (ms: number): PeerRun => ({ tokens: [1, 2, 3, 4, 5, 6], prefillMs: 100, stepMs: [50, 50, ms, ms, ms] });
+    const ref: ConfigRuns = { config: cfg('webgpu-tp', 'gpu tp1'), check: six(10), rounds: [six(10), six(10)] };
+    // the budget stopped its check after 4 tokens and its rounds after 1 and 2 timed steps, and it got one round of two
+    const slow: ConfigRuns = { config: cfg('onnxruntime-web', 'webgpu'), check: { tokens: [1, 2, 3, 4], prefillMs: 100, stepMs: [900, 900, 500] }, rounds: [{ tokens: [], prefillMs: 100, stepMs: [900, 900, 500, 500] }] };
+    expect(budgetNote(ref, o)).toBeUndefined();
+    expect(budgetNote(slow, o)).toBe('over the 15 s budget per run at 2.00 tok/s: 2 of 3 timed tokens per run, 1 of 2 rounds, the first 4 tokens compared');
+    const rows = summarize('m', [ref, slow], ref, o);
+    expect(rows[0]!.note).toBeUndefined();
+    expect(rows[1]).toMatchObject({ decode_tokens_per_s: 2, tokens_match: true, first_mismatch: null });
+    expect(rows[1]!.note).toContain('1 of 2 rounds');
+    // a cut run still differs where it differs
+    const wrong = { ...slow, check: { ...slow.check!, tokens: [1, 2, 9, 4] } };
+    expect(summarize('m', [ref, wrong], ref, o)[1]).toMatchObject({ tokens_match: false, first_mismatch: { position: 2, ours: 3, peer: 9 } });
   });
 });

@@ -87,11 +87,31 @@ export function firstMismatch(ours: readonly number[], peer: PeerRun, n: number)
   return null;
 }
 
+export interface SummaryOptions {
+  warmup: number;
+  /** Tokens compared with the reference's (32, or fewer on a short run). */
+  compared: number;
+  promptTokens: number;
+  /** What a full configuration runs: its timed tokens per run and its rounds, within `budgetS` seconds a run. */
+  full?: { tokens: number; rounds: number; budgetS: number };
+}
+
+/** What the time budget cut from a configuration, in a sentence (undefined: nothing). */
+export function budgetNote(r: ConfigRuns, o: SummaryOptions): string | undefined {
+  if (!o.full || !r.check) return undefined;
+  const timed = r.rounds.map((x) => Math.max(0, x.stepMs.length - o.warmup));
+  const checked = Math.min(o.compared, r.check.stepMs.length + 1);
+  if (timed.every((t) => t >= o.full!.tokens) && r.rounds.length >= o.full.rounds && checked >= o.compared) return undefined;
+  const rate = median(r.rounds.map((x) => decodeRate(x, o.warmup)));
+  const span = timed.length ? `${Math.min(...timed)}${Math.max(...timed) > Math.min(...timed) ? `–${Math.max(...timed)}` : ''}` : '0';
+  return `over the ${o.full.budgetS} s budget per run at ${rate.toFixed(2)} tok/s: ${span} of ${o.full.tokens} timed tokens per run, ${r.rounds.length} of ${o.full.rounds} rounds, the first ${checked} tokens compared`;
+}
+
 /**
  * The result rows and ratios of one model and quantisation. `reference` is the configuration
  * whose tokens everyone's are compared with (ours at TP 1; null if it failed).
  */
-export function summarize(model: string, runs: ConfigRuns[], reference: ConfigRuns | undefined, o: { warmup: number; compared: number; promptTokens: number }): PeerResult[] {
+export function summarize(model: string, runs: ConfigRuns[], reference: ConfigRuns | undefined, o: SummaryOptions): PeerResult[] {
   const ref = reference?.check?.tokens;
   return runs.map((r) => {
     const base = { ...r.config, model };
@@ -102,9 +122,12 @@ export function summarize(model: string, runs: ConfigRuns[], reference: ConfigRu
       ...(r.check.promptTokens !== undefined ? [`prompt passed as text (no ids): ${r.check.promptTokens} tokens by the peer's tokenizer, ${o.promptTokens} by ours${r.check.promptTokens === o.promptTokens ? '' : ' (differ)'}`] : []),
       ...(r.check.note ? [r.check.note] : []),
       ...(r.check.tokens.length ? [] : ['the peer gave no token ids']),
+      ...[budgetNote(r, o)].filter((x) => x !== undefined),
     ];
-    const enough = r.check.tokens.length >= Math.min(o.compared, ref?.length ?? 0);
-    const mismatch = ref && ref.length ? firstMismatch(ref, r.check, o.compared) : null;
+    // a run the budget stopped early is compared over the tokens it gave
+    const compared = Math.min(o.compared, r.check.stepMs.length + 1);
+    const enough = r.check.tokens.length >= Math.min(compared, ref?.length ?? 0);
+    const mismatch = ref && ref.length ? firstMismatch(ref, r.check, compared) : null;
     return {
       ...base,
       decode_tokens_per_s: median(r.rounds.map((x) => decodeRate(x, o.warmup))),

@@ -25,6 +25,8 @@ import type { PeerLoaded, PeerRun, PeerRunRequest, PeerSpec } from './page/peers
 import { formatPeersTable, ratioToBestPeer, summarize, type ConfigRuns, type PeerConfig, type PeersReport } from './bench-peers-summary.js';
 
 export const PEERS_PAGE = '/src/cli/page/peers.html';
+/** The fewest timed tokens a run the budget stops early still gives. */
+export const MIN_TIMED = 4;
 const PROMPT = 'Once upon a time, there was a little girl who loved to play in the park with her friends.';
 
 export interface BenchPeersOptions {
@@ -36,6 +38,13 @@ export interface BenchPeersOptions {
   warmup?: number;
   /** Interleaved timed rounds (default 3). */
   rounds?: number;
+  /**
+   * Seconds one run of a configuration may take (default 15): a slower run stops at its next
+   * token once it has its warm-up and MIN_TIMED timed tokens, and a configuration whose runs so
+   * far took more than (rounds + 1) budgets gets no further round (it keeps at least one).
+   * Either cut is reported in the row's note, with its measured rate.
+   */
+  budget?: number;
   /** Where the synth files are kept between runs (default WEBGPU_TP_SYNTH_DIR or the temp dir). */
   synthDir?: string;
   /** Configurations to leave out, as `engine config` (e.g. `onnxruntime-web webgpu`). */
@@ -127,6 +136,8 @@ export async function benchPeers(o: BenchPeersOptions): Promise<PeersReport> {
   const tokens = o.tokens ?? 32;
   const warmup = o.warmup ?? 4;
   const rounds = Math.max(1, o.rounds ?? 3);
+  const budgetS = o.budget ?? 15;
+  const budget = { budgetMs: budgetS * 1000, minTokens: 1 + warmup + MIN_TIMED };
   const log = o.log ?? (() => {});
   const dir = o.synthDir ?? process.env.WEBGPU_TP_SYNTH_DIR ?? join(tmpdir(), 'webgpu-tp-synth');
   const config = llama2cConfig(SYNTH_SHAPES[o.shape]);
@@ -160,7 +171,7 @@ export async function benchPeers(o: BenchPeersOptions): Promise<PeersReport> {
           if ('error' in loaded) throw loaded.error;
           slot.runs.loadMs = loaded.loadMs;
           // the first run is the correctness check (with each step's top two logits) and the warm-up
-          const check = await runOnce(page, { prompt, text: PROMPT, maxTokens, top2: true });
+          const check = await runOnce(page, { prompt, text: PROMPT, maxTokens, top2: true, ...budget });
           if ('error' in check) throw check.error;
           slot.runs.check = check;
           slot.page = page;
@@ -174,8 +185,8 @@ export async function benchPeers(o: BenchPeersOptions): Promise<PeersReport> {
       // interleaved: each round runs every loaded configuration once
       for (let r = 0; r < rounds; r++) {
         for (const s of slots) {
-          if (!s.page) continue;
-          const run = await runOnce(s.page, { prompt, text: PROMPT, maxTokens, top2: false });
+          if (!s.page || (r > 0 && spentMs(s.runs) > (rounds + 1) * budget.budgetMs)) continue;
+          const run = await runOnce(s.page, { prompt, text: PROMPT, maxTokens, top2: false, ...budget });
           if ('error' in run) {
             s.runs.error = message(run.error);
             await s.page.context().close();
@@ -188,7 +199,7 @@ export async function benchPeers(o: BenchPeersOptions): Promise<PeersReport> {
       }
       for (const s of slots) await s.page?.context().close();
       const runs = slots.map((s) => s.runs);
-      report.results.push(...summarize(model, runs, runs[0], { warmup, compared, promptTokens: prompt.length }));
+      report.results.push(...summarize(model, runs, runs[0], { warmup, compared, promptTokens: prompt.length, full: { tokens, rounds, budgetS } }));
       const ratio = ratioToBestPeer(runs, warmup);
       if (ratio) report.ratios[`${model}/${quant}`] = ratio;
     }
@@ -197,6 +208,11 @@ export async function benchPeers(o: BenchPeersOptions): Promise<PeersReport> {
     await server.close();
   }
   return report;
+}
+
+/** The wall time of a configuration's runs so far (its check and its rounds). */
+function spentMs(r: ConfigRuns): number {
+  return [r.check, ...r.rounds].reduce((t, x) => t + (x ? x.prefillMs + x.stepMs.reduce((a, b) => a + b, 0) : 0), 0);
 }
 
 function isSerialized(e: unknown): e is SerializedError {
@@ -212,7 +228,7 @@ async function runOnce(page: Page, r: PeerRunRequest): Promise<PeerRun | { error
   }
 }
 
-const USAGE = 'bench peers [--shape stories110M] [--quant f32,q8_0,q4_0] [--rounds 3] [--tokens 32] [--warmup 4] [--skip "onnxruntime-web webgpu,..."] [--synth-dir DIR] [--json]';
+const USAGE = 'bench peers [--shape stories110M] [--quant f32,q8_0,q4_0] [--rounds 3] [--tokens 32] [--warmup 4] [--budget 15] [--skip "onnxruntime-web webgpu,..."] [--synth-dir DIR] [--json]';
 
 /**
  * The command: its own flags, the report as JSON on stdout with --json (the table then on
@@ -223,7 +239,7 @@ export async function benchPeersMain(args: string[]): Promise<number> {
     args,
     options: {
       shape: { type: 'string', default: 'stories110M' }, quant: { type: 'string' }, rounds: { type: 'string', default: '3' },
-      tokens: { type: 'string', default: '32' }, warmup: { type: 'string', default: '4' }, 'synth-dir': { type: 'string' }, skip: { type: 'string' }, json: { type: 'boolean', default: false },
+      tokens: { type: 'string', default: '32' }, budget: { type: 'string', default: '15' }, warmup: { type: 'string', default: '4' }, 'synth-dir': { type: 'string' }, skip: { type: 'string' }, json: { type: 'boolean', default: false },
     },
   });
   const int = (flag: string, v: string, min: number) => {
@@ -235,7 +251,7 @@ export async function benchPeersMain(args: string[]): Promise<number> {
   if (!Object.hasOwn(SYNTH_SHAPES, shape)) throw new InvalidArgumentError(`--shape is one of ${Object.keys(SYNTH_SHAPES).join(', ')}; got ${shape}`, USAGE);
   const report = await benchPeers({
     shape, quant: values.quant?.split(',').map((q) => q.trim() as GgufQuant), rounds: int('rounds', values.rounds!, 1),
-    tokens: int('tokens', values.tokens!, 1), warmup: int('warmup', values.warmup!, 0), synthDir: values['synth-dir'],
+    tokens: int('tokens', values.tokens!, 1), warmup: int('warmup', values.warmup!, 0), budget: int('budget', values.budget!, 1), synthDir: values['synth-dir'],
     skip: values.skip?.split(',').map((x) => x.trim()),
     log: (l) => console.error(l),
   });

@@ -37,30 +37,34 @@ export async function loadOrt(spec: Extract<PeerSpec, { engine: 'onnxruntime-web
         let past: Ort.Tensor[] = Array.from({ length: 2 * layers }, empty);
         let feed = r.prompt;
         let pos = 0;
-        for (let i = 0; i < r.maxTokens; i++) {
-          const feeds: Record<string, Ort.Tensor> = {
-            [onnxNames.inputIds]: new ort.Tensor('int64', BigInt64Array.from(feed, BigInt), [1, feed.length]),
-            [onnxNames.positionIds]: new ort.Tensor('int64', BigInt64Array.from(feed, (_, j) => BigInt(pos + j)), [1, feed.length]),
-          };
-          for (let l = 0; l < layers; l++) {
-            feeds[onnxNames.pastKey(l)] = past[2 * l]!;
-            feeds[onnxNames.pastValue(l)] = past[2 * l + 1]!;
+        try {
+          for (let i = 0; i < r.maxTokens; i++) {
+            const feeds: Record<string, Ort.Tensor> = {
+              [onnxNames.inputIds]: new ort.Tensor('int64', BigInt64Array.from(feed, BigInt), [1, feed.length]),
+              [onnxNames.positionIds]: new ort.Tensor('int64', BigInt64Array.from(feed, (_, j) => BigInt(pos + j)), [1, feed.length]),
+            };
+            for (let l = 0; l < layers; l++) {
+              feeds[onnxNames.pastKey(l)] = past[2 * l]!;
+              feeds[onnxNames.pastValue(l)] = past[2 * l + 1]!;
+            }
+            const out = await session.run(feeds);
+            for (const t of past) t.dispose();
+            past = Array.from({ length: layers }, (_, l) => [out[onnxNames.presentKey(l)]!, out[onnxNames.presentValue(l)]!]).flat();
+            const logitsTensor = out[onnxNames.logits]!;
+            const logits = (await logitsTensor.getData()) as Float32Array;
+            logitsTensor.dispose();
+            const best = top2(logits);
+            if (r.top2) tops.push(best);
+            pos += feed.length;
+            feed = [best[0][0]];
+            yield best[0][0];
           }
-          const out = await session.run(feeds);
+        } finally {
+          // also when the budget stops the run early
           for (const t of past) t.dispose();
-          past = Array.from({ length: layers }, (_, l) => [out[onnxNames.presentKey(l)]!, out[onnxNames.presentValue(l)]!]).flat();
-          const logitsTensor = out[onnxNames.logits]!;
-          const logits = (await logitsTensor.getData()) as Float32Array;
-          logitsTensor.dispose();
-          const best = top2(logits);
-          if (r.top2) tops.push(best);
-          pos += feed.length;
-          feed = [best[0][0]];
-          yield best[0][0];
         }
-        for (const t of past) t.dispose();
       }
-      const run = await timedTokens(steps());
+      const run = await timedTokens(steps(), r);
       return r.top2 ? { ...run, top2: tops } : run;
     },
     dispose: () => session.release(),

@@ -20,7 +20,7 @@ export async function loadOurs(spec: Extract<PeerSpec, { engine: 'ours' }>): Pro
       const stream = engine.generateTokens(r.prompt, { maxTokens: r.maxTokens, temperature: 0, ignoreEos: true });
       return timedTokens(async function* () {
         for await (const c of stream) if (c.token >= 0) yield c.token;
-      }());
+      }(), r);
     },
     dispose: () => engine.dispose(),
   };

@@ -10,13 +10,15 @@ export interface PeerRunner {
  * Times a stream of greedy tokens by wall clock in the page, the same for every engine: the
  * first token's wait is the prefill, each later gap one decode step.
  */
-export async function timedTokens(tokens: AsyncIterable<number>): Promise<PeerRun> {
+export async function timedTokens(tokens: AsyncIterable<number>, stop: Pick<PeerRunRequest, 'budgetMs' | 'minTokens'> = {}): Promise<PeerRun> {
   const t0 = performance.now();
   const got: number[] = [];
   const at: number[] = [];
   for await (const t of tokens) {
     got.push(t);
     at.push(performance.now());
+    // leaving the loop ends the generator, which stops the engine (ours and onnxruntime-web) or aborts the request (wllama)
+    if (stop.budgetMs !== undefined && at.at(-1)! - t0 >= stop.budgetMs && got.length >= (stop.minTokens ?? 1)) break;
   }
   return { tokens: got, prefillMs: (at[0] ?? t0) - t0, stepMs: at.slice(1).map((t, i) => t - at[i]!) };
 }

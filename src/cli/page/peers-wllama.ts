@@ -38,30 +38,47 @@ export async function loadWllama(spec: Extract<PeerSpec, { engine: 'wllama' }>):
     const ids: number[] = [];
     let promptTokens: number | undefined;
     const tops: [number, number][][] = [];
+    const abort = new AbortController();
     const stream = (await w.createCompletion({
       prompt: r.text,
       max_tokens: r.maxTokens, temperature: 0, stream: true,
+      abortSignal: abort.signal,
       ...({ ignore_eos: true, cache_prompt: false, timings_per_token: true, return_tokens: true, ...(withProbs && { logprobs: 2 }) } as object),
     })) as AsyncIterable<Chunk>;
     // A chunk can carry several tokens (llama-server holds back incomplete UTF-8): count them by
     // predicted_n, so that each token gets its share of the chunk's gap.
     async function* tokens(): AsyncGenerator<number> {
       let seen = 0;
-      for await (const c of stream) {
-        const probs = c.choices[0]?.logprobs?.content ?? [];
-        for (const p of probs) {
-          ids.push(p.id);
-          tops.push((p.top_logprobs ?? []).slice(0, 2).map((t) => [t.id, t.logprob]));
+      const it = stream[Symbol.asyncIterator]();
+      let ended = false;
+      try {
+        for (let step = await it.next(); !(ended = !!step.done); step = await it.next()) {
+          const c = step.value;
+          const probs = c.choices[0]?.logprobs?.content ?? [];
+          for (const p of probs) {
+            ids.push(p.id);
+            tops.push((p.top_logprobs ?? []).slice(0, 2).map((t) => [t.id, t.logprob]));
+          }
+          if (!probs.length) ids.push(...(c.tokens ?? []));
+          promptTokens = c.timings?.prompt_n ?? promptTokens;
+          const n = c.timings?.predicted_n ?? seen + 1;
+          for (; seen < n; seen++) yield seen;
         }
-        if (!probs.length) ids.push(...(c.tokens ?? []));
-        promptTokens = c.timings?.prompt_n ?? promptTokens;
-        const n = c.timings?.predicted_n ?? seen + 1;
-        for (; seen < n; seen++) yield seen;
+      } finally {
+        // stopped by the budget: cancel the request, and wait until wllama has freed its slot
+        if (!ended) {
+          abort.abort();
+          try {
+            while (!(await it.next()).done);
+          } catch {
+            // the abort itself
+          }
+        }
       }
     }
     let run: PeerRun;
     try {
-      run = await timedTokens(tokens());
+      run = await timedTokens(tokens(), r);
     } catch (e) {
       // llama.cpp says why in its log, not in the error
       throw new Error(`${e instanceof Error ? e.message : String(e)}; wllama's log ends: ${log.slice(-6).join(' | ')}`);
