@@ -10,6 +10,8 @@ import { benchKernels } from './bench-kernels.js';
 import { benchGenerate } from './bench-generate.js';
 import { synthCommand } from './synth.js';
 import { writeReport } from './bench-report.js';
+import { benchPeers } from './bench-peers.js';
+import { mergePeers } from './bench-report-peers.js';
 
 /**
  * Runs everything and writes `<out>/<date>.json`, then `report.html` and `report.png` beside
@@ -34,6 +36,8 @@ export async function benchAll(o: { out: string; maxTokens: number }): Promise<{
       // more than they ask to resolve between runs minutes apart.
       stories110M: await benchGenerate({ ...models.stories110M!, tp: [1, 2, 4], batch: [1, 8], maxTokens: o.maxTokens, profile: true, rounds: 3 }),
     },
+    // wllama and onnxruntime-web beside us, on the same synth models
+    peers: mergePeers([await benchPeers({ shape: 'stories15M', synthDir }), await benchPeers({ shape: 'stories110M', synthDir })]),
   };
   mkdirSync(o.out, { recursive: true });
   const file = join(o.out, `${report.date.slice(0, 10)}.json`);
