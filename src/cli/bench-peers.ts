@@ -39,10 +39,12 @@ export interface BenchPeersOptions {
   /** Interleaved timed rounds (default 3). */
   rounds?: number;
   /**
-   * Seconds one run of a configuration may take (default 15): a slower run stops at its next
-   * token once it has its warm-up and MIN_TIMED timed tokens, and a configuration whose runs so
-   * far took more than (rounds + 1) budgets gets no further round (it keeps at least one).
-   * Either cut is reported in the row's note, with its measured rate.
+   * Seconds of decoding one timed run of a configuration may take (default 15; its check run,
+   * whose first 32 tokens are compared, gets twice that): a slower run stops at its next token
+   * once it has its warm-up and MIN_TIMED timed tokens, and a configuration whose decoding so far
+   * took more than (rounds + 2) budgets gets no further round (it keeps at least one). Either
+   * cut is reported in the row's note, with its measured rate. Prefill is not counted: it is
+   * timed apart, and a slow one would otherwise leave no time to decode.
    */
   budget?: number;
   /** Where the synth files are kept between runs (default WEBGPU_TP_SYNTH_DIR or the temp dir). */
@@ -171,7 +173,7 @@ export async function benchPeers(o: BenchPeersOptions): Promise<PeersReport> {
           if ('error' in loaded) throw loaded.error;
           slot.runs.loadMs = loaded.loadMs;
           // the first run is the correctness check (with each step's top two logits) and the warm-up
-          const check = await runOnce(page, { prompt, text: PROMPT, maxTokens, top2: true, ...budget });
+          const check = await runOnce(page, { prompt, text: PROMPT, maxTokens, top2: true, ...budget, budgetMs: 2 * budget.budgetMs });
           if ('error' in check) throw check.error;
           slot.runs.check = check;
           slot.page = page;
@@ -185,7 +187,7 @@ export async function benchPeers(o: BenchPeersOptions): Promise<PeersReport> {
       // interleaved: each round runs every loaded configuration once
       for (let r = 0; r < rounds; r++) {
         for (const s of slots) {
-          if (!s.page || (r > 0 && spentMs(s.runs) > (rounds + 1) * budget.budgetMs)) continue;
+          if (!s.page || (r > 0 && decodingMs(s.runs) > (rounds + 2) * budget.budgetMs)) continue;
           const run = await runOnce(s.page, { prompt, text: PROMPT, maxTokens, top2: false, ...budget });
           if ('error' in run) {
             s.runs.error = message(run.error);
@@ -210,9 +212,9 @@ export async function benchPeers(o: BenchPeersOptions): Promise<PeersReport> {
   return report;
 }
 
-/** The wall time of a configuration's runs so far (its check and its rounds). */
-function spentMs(r: ConfigRuns): number {
-  return [r.check, ...r.rounds].reduce((t, x) => t + (x ? x.prefillMs + x.stepMs.reduce((a, b) => a + b, 0) : 0), 0);
+/** The decoding time of a configuration's runs so far (its check and its rounds). */
+function decodingMs(r: ConfigRuns): number {
+  return [r.check, ...r.rounds].reduce((t, x) => t + (x ? x.stepMs.reduce((a, b) => a + b, 0) : 0), 0);
 }
 
 function isSerialized(e: unknown): e is SerializedError {

@@ -18,7 +18,7 @@ export async function timedTokens(tokens: AsyncIterable<number>, stop: Pick<Peer
     got.push(t);
     at.push(performance.now());
     // leaving the loop ends the generator, which stops the engine (ours and onnxruntime-web) or aborts the request (wllama)
-    if (stop.budgetMs !== undefined && at.at(-1)! - t0 >= stop.budgetMs && got.length >= (stop.minTokens ?? 1)) break;
+    if (stop.budgetMs !== undefined && at.at(-1)! - at[0]! >= stop.budgetMs && got.length >= (stop.minTokens ?? 1)) break;
   }
   return { tokens: got, prefillMs: (at[0] ?? t0) - t0, stepMs: at.slice(1).map((t, i) => t - at[i]!) };
 }

@@ -19,8 +19,9 @@ export interface PeerRunRequest {
   /** Also return each step's two highest logits (costs a full-vocabulary sort in wllama). */
   top2: boolean;
   /**
-   * ms after which the run stops at its next token, once it has `minTokens` (the time budget of
-   * a slow configuration); without it the run takes all `maxTokens`.
+   * ms of decoding (from the first token) after which the run stops at its next token, once it
+   * has `minTokens` (the time budget of a slow configuration); without it the run takes all
+   * `maxTokens`.
    */
   budgetMs?: number;
   minTokens?: number;
