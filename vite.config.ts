@@ -59,6 +59,7 @@ export default defineConfig({
       input: {
         index: resolve(root, 'index.html'),
         cli: resolve(root, 'src/cli/page/index.html'),
+        peers: resolve(root, 'src/cli/page/peers.html'),
         test: resolve(root, 'test-support/page/index.html'),
       },
       // As in vite.lib.config.ts: @huggingface/gguf's re-exports of @huggingface/tasks are unused.

@@ -12,6 +12,8 @@ import { benchGenerate } from './bench-generate.js';
 import { synthCommand } from './synth.js';
 import { writeReport } from './bench-report.js';
 import { parseDevices } from './devices.js';
+import { benchPeers } from './bench-peers.js';
+import { mergePeers } from './bench-report-peers.js';
 
 /**
  * GPU ranks on the high-performance adapter beside CPU ranks: an explicit GPU spec, so the GPU
@@ -43,6 +45,8 @@ export async function benchAll(o: { out: string; maxTokens: number }): Promise<{
       // is measured in the same rounds.
       stories110M: await benchGenerate({ ...models.stories110M!, devices: KINDS, tp: [1, 2, 4], batch: [1, 8], maxTokens: o.maxTokens, profile: true, rounds: 3 }),
     },
+    // wllama and onnxruntime-web beside us, on the same synth models
+    peers: mergePeers([await benchPeers({ shape: 'stories15M', synthDir }), await benchPeers({ shape: 'stories110M', synthDir })]),
   };
   mkdirSync(o.out, { recursive: true });
   const file = join(o.out, `${report.date.slice(0, 10)}.json`);

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { checkTargets, reportHtml, type BenchAllReport } from './bench-report.js';
 import type { BenchGenerateResult } from './bench-generate.js';
+import type { PeerResult, PeersReport } from './bench-peers-summary.js';
+import { mergePeers, peersChart, peersRatioRows } from './bench-report-peers.js';
 
 const result = (tp: number, batch: number, aggregate: number, roundtrip = 1): BenchGenerateResult => ({
   backend: 'gpu', ranks: [], tp, batch, aggregate_tokens_per_s: aggregate, prompt_tokens: 10, tokens: 16 * batch, prefill_tokens_per_s: 50,
@@ -77,5 +79,39 @@ describe('bench report', () => {
     const html = reportHtml(r);
     expect(html).not.toContain('</script><img');
     expect(html).toContain('&#60;/script&#62;'); // the adapter name in the header, escaped
+  });
+
+  it('charts decode tok/s by engine and config per model, and tables our ratio to the best peer per model', () => {
+    const row = (model: string, quant: string, engine: PeerResult['engine'], config: string, rate: number | null): PeerResult => ({
+      engine, config, model, quant, threads: null, tp: null, devices: 'wasm', decode_tokens_per_s: rate, prefill_tokens_per_s: null, load_ms: null, tokens_match: null, first_mismatch: null,
+    });
+    const a: PeersReport = {
+      results: [row('s15', 'f32', 'webgpu-tp', 'cpu tp2', 300), row('s15', 'f32', 'wllama', 'wasm 2t', 250), row('s15', 'f32', 'wllama', 'webgpu', null)],
+      ratios: { 's15/f32': { ours: 300, ours_config: 'cpu tp2', best_peer: 250, best_peer_config: 'wllama wasm 2t', ratio: 1.2, rounds: [1.2, 1.1, 1.25] } },
+    };
+    const b: PeersReport = {
+      results: [row('s110', 'q8_0', 'webgpu-tp', 'gpu tp1 int8', 2), row('s110', 'q8_0', 'wllama', 'wasm 2t', 25)],
+      ratios: { 's110/q8_0': { ours: 2, ours_config: 'gpu tp1 int8', best_peer: 25, best_peer_config: 'wllama wasm 2t', ratio: 0.08, rounds: [0.08] } },
+    };
+    const peers = mergePeers([a, b]);
+    expect(peersChart(peers)).toEqual({
+      labels: ['s15/f32', 's110/q8_0'],
+      datasets: [
+        { label: 'webgpu-tp cpu tp2', data: [300, null] },
+        { label: 'wllama wasm 2t', data: [250, 25] },
+        { label: 'wllama webgpu', data: [null, null] },
+        { label: 'webgpu-tp gpu tp1 int8', data: [null, 2] },
+      ],
+    });
+    expect(peersRatioRows(peers)).toEqual([
+      ['s15/f32', 300, 'cpu tp2', 250, 'wllama wasm 2t', 1.2, '1.20, 1.10, 1.25'],
+      ['s110/q8_0', 2, 'gpu tp1 int8', 25, 'wllama wasm 2t', 0.08, '0.08'],
+    ]);
+    const html = reportHtml({ ...report({ stories15M: { model: 's15', max_tokens: 4, results: [result(1, 1, 10)] } }), peers });
+    expect(html).toContain('<canvas id="peers">');
+    expect(html).toContain('<td>s110/q8_0</td><td>2</td><td>gpu tp1 int8</td><td>25</td><td>wllama wasm 2t</td><td>0.08000</td>');
+    expect(html).toContain('"label":"wllama wasm 2t","data":[250,25]');
+    // a report from before the peers has neither
+    expect(reportHtml(report({}))).not.toContain('id="peers"');
   });
 });

@@ -11,12 +11,16 @@ import { launchChromium } from './browser.js';
 import type { AllReduceBenchReport } from '../collective/bench-types.js';
 import type { KernelBenchReport } from './bench-kernels.js';
 import type { BenchGenerateReport, BenchGenerateResult } from './bench-generate.js';
+import type { PeersReport } from './bench-peers-summary.js';
+import { PEERS_CHART_SCRIPT, PEERS_RATIO_HEADERS, peersChart, peersRatioRows } from './bench-report-peers.js';
 
 export interface BenchAllReport {
   date: string;
   allreduce: AllReduceBenchReport;
   kernels: KernelBenchReport;
   generate: Record<string, BenchGenerateReport>;
+  /** `bench peers` on each model (absent in reports from before it). */
+  peers?: PeersReport;
 }
 
 /** llama2.c `run.c` -O3 on one thread, synth stories110M, measured on this machine (issue #4). */
@@ -82,7 +86,7 @@ function chartJsSource(): string {
 export function reportHtml(r: BenchAllReport): string {
   const cases = Object.entries(r.generate).flatMap(([model, g]) => g.results.map((x) => ({ model, ...x })));
   const targets = checkTargets(r);
-  const data = JSON.stringify({ cases, date: r.date }).replace(/</g, '\\u003c');
+  const data = JSON.stringify({ cases, date: r.date, ...(r.peers && { peers: peersChart(r.peers) }) }).replace(/</g, '\\u003c');
   const generateRows = cases.map((c) => [
     c.model, backendOf(c), c.devices ?? 'default', c.tp, c.batch, c.decode_tokens_per_s, c.aggregate_tokens_per_s, c.vs_tp1 ?? '—', c.vs_batch1 ?? '—', c.vs_roofline ?? '—',
     c.rounds_tokens_per_s?.length ?? 1, c.prefill_tokens_per_s ?? '—', c.allreduce_roundtrip_ms,
@@ -122,7 +126,11 @@ ${table(['target', 'goal', 'measured', 'met'], targets.map((t) => [t.target, t.g
 <div><canvas id="kernels"></canvas></div>
 <div><canvas id="gflops"></canvas></div>
 <div><canvas id="roofline"></canvas></div>
+${r.peers ? '<div><canvas id="peers"></canvas></div>' : ''}
 </div>
+${r.peers ? `<h2>Against the peers (wllama, onnxruntime-web)</h2>
+<p>Our best configuration against the best peer, per model, as the median of their ratios round by round. WebLLM cannot run here (prebuilt model libraries fetched at run time).</p>
+${table(PEERS_RATIO_HEADERS, peersRatioRows(r.peers))}` : ''}
 <h2>Generation</h2>
 ${table(['model', 'ranks', 'devices', 'TP', 'batch', 'decode tok/s per stream', 'aggregate tok/s', 'vs TP=1 (median of rounds)', 'vs batch 1', 'vs roofline', 'rounds', 'prefill tok/s', 'round trip ms', 'GPU ms/step (profiled)', 'matmul GFLOP/s'], generateRows)}
 ${rooflineRows.length ? `<h3>Memory roofline of CPU ranks</h3>
@@ -176,6 +184,7 @@ new Chart(document.getElementById('roofline'), { type: 'bar', data: { labels: cp
   { label: 'decode steps/s over the memory roofline (two threads)', backgroundColor: palette[0], data: cpu.map((c) => c.vs_roofline) }] },
   options: { maintainAspectRatio: false, scales: { y: { min: 0, suggestedMax: 1 } },
     plugins: { title: { display: true, text: 'CPU ranks against the memory roofline (1 = the two-thread read of the weights)' } } } });
+${PEERS_CHART_SCRIPT}
 document.body.dataset.ready = '1';
 </script>
 </body></html>

@@ -1,0 +1,27 @@
+/** The engine itself as a `bench peers` runner: the same protocol as the peers, through the public engine. */
+import { createEngine, type Engine } from '../../engine/engine.js';
+import type { PeerLoaded, PeerRun, PeerRunRequest, PeerSpec } from './peers-types.js';
+import type { PeerRunner } from './peers-runner.js';
+import { timedTokens } from './peers-runner.js';
+
+export async function loadOurs(spec: Extract<PeerSpec, { engine: 'ours' }>): Promise<PeerRunner & PeerLoaded> {
+  const t0 = performance.now();
+  const engine: Engine = await createEngine({
+    model: spec.model, tensorParallel: spec.tp, devices: spec.devices, int8Activations: spec.int8Activations,
+    // every configuration loads from the server: no shard cache on either side
+    cache: false, maxBatch: 1, timeoutMs: 600_000,
+  });
+  const loadMs = performance.now() - t0;
+  const stats = await engine.stats();
+  return {
+    loadMs,
+    backend: `${spec.devices === 'cpu' ? 'cpu ranks' : 'gpu ranks'} (${stats.ranks[0]?.adapter ?? '?'})`,
+    async run(r: PeerRunRequest): Promise<PeerRun> {
+      const stream = engine.generateTokens(r.prompt, { maxTokens: r.maxTokens, temperature: 0, ignoreEos: true });
+      return timedTokens(async function* () {
+        for await (const c of stream) if (c.token >= 0) yield c.token;
+      }(), r);
+    },
+    dispose: () => engine.dispose(),
+  };
+}
