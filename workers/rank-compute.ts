@@ -18,6 +18,7 @@ import { forward } from './forward.js';
 import type { RowSum } from './row-sum.js';
 import { createGpuBackend } from './gpu-backend.js';
 import { createCpuBackend } from './cpu-backend.js';
+import { relaxedSimdAvailable } from '../src/cpu/kernels.js';
 import { rankPrecision } from './precision.js';
 
 /** A rank's device with its loaded shard: what the shard worker steps and reports. */
@@ -114,7 +115,7 @@ export function cpuCompute(o: ShardInit): RankCompute {
   let weightDtype: RankPrecision['weights'] = 'f32';
   return {
     // The kernel choices are a GPU rank's; handed back unchanged so the group's bookkeeping stays one shape.
-    info: { adapter: CPU_ADAPTER_NAME, kernels: 'wasm-simd', initMs: 0, choices: o.choices ?? { gemm: 'regblock', gemv: 'tree' } },
+    info: { adapter: CPU_ADAPTER_NAME, kernels: relaxedSimdAvailable() ? 'wasm-relaxed-simd' : 'wasm-simd', initMs: 0, choices: o.choices ?? { gemm: 'regblock', gemv: 'tree' } },
     adapter: CPU_ADAPTER_NAME,
     lost: new Promise<string>(() => {}),
     async load(o, packed, rowSum) {

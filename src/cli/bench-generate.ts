@@ -395,12 +395,14 @@ async function readConfig(path: string): Promise<ModelConfig> {
   const fd = openSync(path, 'r');
   try {
     const size = fstatSync(fd).size;
-    const read = async (n: number): Promise<Uint8Array> => {
-      const b = new Uint8Array(Math.min(n, size));
-      return b.subarray(0, readSync(fd, b, 0, b.byteLength, 0));
+    const at = (start: number, end: number): Uint8Array => {
+      const b = new Uint8Array(Math.max(0, Math.min(end, size) - start));
+      return b.subarray(0, readSync(fd, b, 0, b.byteLength, start));
     };
+    const read = async (n: number): Promise<Uint8Array> => at(0, n);
     const head = await read(MODEL_HEADER_BYTES);
-    if (detectFormat(head) === 'gguf') return (await readGguf({ name: path, size: async () => size, head: read })).config;
+    // range() lets a Llama 3.1 GGUF's rope_freqs, stored after the output matrix, be read alone.
+    if (detectFormat(head) === 'gguf') return (await readGguf({ name: path, size: async () => size, head: read, range: async (s, e) => at(s, e) })).config;
     return parseModelHeader(head, size).config;
   } finally {
     closeSync(fd);
