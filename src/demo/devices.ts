@@ -4,6 +4,7 @@
  */
 import type { DeviceSpec, EngineOptions, EngineStats } from '../index.js';
 import { InvalidArgumentError } from '../errors.js';
+import { identityOf, isSoftwareAdapter } from '../gpu/core/adapter.js';
 
 export type DeviceChoice = 'auto' | 'gpu' | 'cpu' | 'mixed';
 export type Backend = 'cpu' | 'gpu';
@@ -13,11 +14,10 @@ export type GpuKind = 'gpu' | 'fallback' | 'none';
 
 export const DEVICE_CHOICES: readonly DeviceChoice[] = ['auto', 'gpu', 'cpu', 'mixed'];
 
+/** By the engine's own test, so the page names an adapter as `auto` will treat it. */
 export function gpuKindOf(info: GPUAdapterInfo | undefined): GpuKind {
   if (!info) return 'none';
-  const i = info as GPUAdapterInfo & { isFallbackAdapter?: boolean };
-  // Headless Chromium's SwiftShader does not always set isFallbackAdapter, but it is a CPU all the same.
-  return i.isFallbackAdapter || /swiftshader/i.test(`${i.vendor} ${i.architecture} ${i.description}`) ? 'fallback' : 'gpu';
+  return isSoftwareAdapter(identityOf({ info })) ? 'fallback' : 'gpu';
 }
 
 /** CPU ranks for an `auto` degree: one per core, as a power of two so it divides the usual head counts. */

@@ -87,7 +87,7 @@ export function describeSpec(spec: DeviceSpec | undefined): string {
   return FILTER_KEYS.filter((k) => spec.info[k] !== undefined).map((k) => `${k}~${spec.info[k]}`).join(',');
 }
 
-export function identityOf(a: GPUAdapter): AdapterIdentity {
+export function identityOf(a: Pick<GPUAdapter, 'info'>): AdapterIdentity {
   const i = a.info as GPUAdapterInfo & { isFallbackAdapter?: boolean };
   return {
     vendor: i.vendor ?? '',
