@@ -51,7 +51,7 @@ describe('bench peers summary', () => {
     // the budget stopped its check after 4 tokens and its rounds after 1 and 2 timed steps, and it got one round of two
     const slow: ConfigRuns = { config: cfg('onnxruntime-web', 'webgpu'), check: { tokens: [1, 2, 3, 4], prefillMs: 100, stepMs: [900, 900, 500] }, rounds: [{ tokens: [], prefillMs: 100, stepMs: [900, 900, 500, 500] }] };
     expect(budgetNote(ref, o)).toBeUndefined();
-    expect(budgetNote(slow, o)).toBe('over the 15 s decode budget per run at 2.00 tok/s: 2 of 3 timed tokens per run, 1 of 2 rounds, the first 4 tokens compared');
+    expect(budgetNote(slow, o)).toBe('over the 15 s budget per run at 2.00 tok/s: 2 of 3 timed tokens per run, 1 of 2 rounds, the first 4 tokens compared');
     const rows = summarize('m', [ref, slow], ref, o);
     expect(rows[0]!.note).toBeUndefined();
     expect(rows[1]).toMatchObject({ decode_tokens_per_s: 2, tokens_match: true, first_mismatch: null });

@@ -104,7 +104,7 @@ export function budgetNote(r: ConfigRuns, o: SummaryOptions): string | undefined
   if (timed.every((t) => t >= o.full!.tokens) && r.rounds.length >= o.full.rounds && checked >= o.compared) return undefined;
   const rate = median(r.rounds.map((x) => decodeRate(x, o.warmup)));
   const span = timed.length ? `${Math.min(...timed)}${Math.max(...timed) > Math.min(...timed) ? `–${Math.max(...timed)}` : ''}` : '0';
-  return `over the ${o.full.budgetS} s decode budget per run at ${rate.toFixed(2)} tok/s: ${span} of ${o.full.tokens} timed tokens per run, ${r.rounds.length} of ${o.full.rounds} rounds, the first ${checked} tokens compared`;
+  return `over the ${o.full.budgetS} s budget per run at ${rate.toFixed(2)} tok/s: ${span} of ${o.full.tokens} timed tokens per run, ${r.rounds.length} of ${o.full.rounds} rounds, the first ${checked} tokens compared`;
 }
 
 /**

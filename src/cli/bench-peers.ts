@@ -39,12 +39,12 @@ export interface BenchPeersOptions {
   /** Interleaved timed rounds (default 3). */
   rounds?: number;
   /**
-   * Seconds of decoding one timed run of a configuration may take (default 15; its check run,
+   * Seconds of decoding one timed run of a configuration may take (default 10; its check run,
    * whose first 32 tokens are compared, gets twice that): a slower run stops at its next token
-   * once it has its warm-up and MIN_TIMED timed tokens, and a configuration whose decoding so far
-   * took more than (rounds + 2) budgets gets no further round (it keeps at least one). Either
-   * cut is reported in the row's note, with its measured rate. Prefill is not counted: it is
-   * timed apart, and a slow one would otherwise leave no time to decode.
+   * once it has its warm-up and MIN_TIMED timed tokens. A configuration whose runs so far took
+   * more than (rounds + 1) budgets, prefill included, gets no further round (it keeps at least
+   * one), so a slow prefill bounds the run too. Either cut is reported in the row's note, with
+   * its measured rate.
    */
   budget?: number;
   /** Where the synth files are kept between runs (default WEBGPU_TP_SYNTH_DIR or the temp dir). */
@@ -138,7 +138,7 @@ export async function benchPeers(o: BenchPeersOptions): Promise<PeersReport> {
   const tokens = o.tokens ?? 32;
   const warmup = o.warmup ?? 4;
   const rounds = Math.max(1, o.rounds ?? 3);
-  const budgetS = o.budget ?? 15;
+  const budgetS = o.budget ?? 10;
   const budget = { budgetMs: budgetS * 1000, minTokens: 1 + warmup + MIN_TIMED };
   const log = o.log ?? (() => {});
   const dir = o.synthDir ?? process.env.WEBGPU_TP_SYNTH_DIR ?? join(tmpdir(), 'webgpu-tp-synth');
@@ -187,7 +187,7 @@ export async function benchPeers(o: BenchPeersOptions): Promise<PeersReport> {
       // interleaved: each round runs every loaded configuration once
       for (let r = 0; r < rounds; r++) {
         for (const s of slots) {
-          if (!s.page || (r > 0 && decodingMs(s.runs) > (rounds + 2) * budget.budgetMs)) continue;
+          if (!s.page || (r > 0 && spentMs(s.runs) > (rounds + 1) * budget.budgetMs)) continue;
           const run = await runOnce(s.page, { prompt, text: PROMPT, maxTokens, top2: false, ...budget });
           if ('error' in run) {
             s.runs.error = message(run.error);
@@ -212,9 +212,9 @@ export async function benchPeers(o: BenchPeersOptions): Promise<PeersReport> {
   return report;
 }
 
-/** The decoding time of a configuration's runs so far (its check and its rounds). */
-function decodingMs(r: ConfigRuns): number {
-  return [r.check, ...r.rounds].reduce((t, x) => t + (x ? x.stepMs.reduce((a, b) => a + b, 0) : 0), 0);
+/** The time a configuration's runs took so far (its check and its rounds, prefill and decoding). */
+function spentMs(r: ConfigRuns): number {
+  return [r.check, ...r.rounds].reduce((t, x) => t + (x ? x.prefillMs + x.stepMs.reduce((a, b) => a + b, 0) : 0), 0);
 }
 
 function isSerialized(e: unknown): e is SerializedError {
@@ -230,7 +230,7 @@ async function runOnce(page: Page, r: PeerRunRequest): Promise<PeerRun | { error
   }
 }
 
-const USAGE = 'bench peers [--shape stories110M] [--quant f32,q8_0,q4_0] [--rounds 3] [--tokens 32] [--warmup 4] [--budget 15] [--skip "onnxruntime-web webgpu,..."] [--synth-dir DIR] [--json]';
+const USAGE = 'bench peers [--shape stories110M] [--quant f32,q8_0,q4_0] [--rounds 3] [--tokens 32] [--warmup 4] [--budget 10] [--skip "onnxruntime-web webgpu,..."] [--synth-dir DIR] [--json]';
 
 /**
  * The command: its own flags, the report as JSON on stdout with --json (the table then on
@@ -241,7 +241,7 @@ export async function benchPeersMain(args: string[]): Promise<number> {
     args,
     options: {
       shape: { type: 'string', default: 'stories110M' }, quant: { type: 'string' }, rounds: { type: 'string', default: '3' },
-      tokens: { type: 'string', default: '32' }, budget: { type: 'string', default: '15' }, warmup: { type: 'string', default: '4' }, 'synth-dir': { type: 'string' }, skip: { type: 'string' }, json: { type: 'boolean', default: false },
+      tokens: { type: 'string', default: '32' }, budget: { type: 'string', default: '10' }, warmup: { type: 'string', default: '4' }, 'synth-dir': { type: 'string' }, skip: { type: 'string' }, json: { type: 'boolean', default: false },
     },
   });
   const int = (flag: string, v: string, min: number) => {
