@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { EngineStats, RankStats } from '../index.js';
 import { InvalidArgumentError } from '../errors.js';
-import { backendSummary, cpuDegree, devicesFor, gpuKindOf, rankBackend } from './devices.js';
+import { backendSummary, devicesFor, gpuKindOf, rankBackend } from './devices.js';
 
 const info = (o: Partial<GPUAdapterInfo & { isFallbackAdapter: boolean }>) => ({ vendor: '', architecture: '', device: '', description: '', ...o }) as GPUAdapterInfo;
 
@@ -24,13 +24,9 @@ describe('the device selector', () => {
     expect(gpuKindOf(undefined)).toBe('none');
   });
 
-  it('gives CPU ranks one per core, as a power of two', () => {
-    expect([1, 2, 3, 4, 6, 16].map((c) => cpuDegree(c))).toEqual([1, 2, 2, 4, 4, 8]);
-  });
-
   it('maps each choice to createEngine options; auto follows the adapter', () => {
     expect(devicesFor('cpu', 2)).toEqual({ devices: 'cpu', tensorParallel: 2 });
-    expect(devicesFor('cpu', 'auto')).toEqual({ devices: 'cpu', tensorParallel: cpuDegree() });
+    expect(devicesFor('cpu', 'auto')).toEqual({ devices: 'cpu', tensorParallel: 'auto' });
     expect(devicesFor('gpu', 2)).toEqual({ devices: 'gpu', tensorParallel: 2 });
     expect(devicesFor('gpu', 'auto')).toEqual({ devices: 'gpu' });
     expect(devicesFor('auto', 2)).toEqual({ devices: 'auto', tensorParallel: 2 });

@@ -20,13 +20,6 @@ export function gpuKindOf(info: GPUAdapterInfo | undefined): GpuKind {
   return isSoftwareAdapter(identityOf({ info })) ? 'fallback' : 'gpu';
 }
 
-/** CPU ranks for an `auto` degree: one per core, as a power of two so it divides the usual head counts. */
-export function cpuDegree(cores = (typeof navigator !== 'undefined' && navigator.hardwareConcurrency) || 1): number {
-  let n = 1;
-  while (n * 2 <= Math.min(cores, 8)) n *= 2;
-  return n;
-}
-
 const GPU_RANK: DeviceSpec = { powerPreference: 'high-performance' };
 const CPU_RANK: DeviceSpec = { cpu: true };
 
@@ -39,7 +32,8 @@ export function devicesFor(choice: DeviceChoice, tp: number | 'auto'): Pick<Engi
     case 'gpu':
       return tp === 'auto' ? { devices: 'gpu' } : { devices: 'gpu', tensorParallel: tp };
     case 'cpu':
-      return { devices: 'cpu', tensorParallel: tp === 'auto' ? cpuDegree() : tp };
+      // With tensor parallel auto the engine times the CPU degrees, as under auto.
+      return { devices: 'cpu', tensorParallel: tp };
     case 'mixed': {
       const n = tp === 'auto' ? 2 : tp;
       if (n < 2) throw new InvalidArgumentError('GPU + CPU needs at least 2 ranks, got tensor parallel 1', 'Pick tensor parallel 2 or more, or auto');

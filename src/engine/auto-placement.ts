@@ -191,7 +191,7 @@ async function mixedCandidate(config: ModelConfig, calibrate: Calibrate, gpu: Pl
 }
 
 /** CPU ranks: the smallest degree that fits up to one per core, timed when there is a choice. */
-function cpuAuto(config: ModelConfig, sizes: BufferSizes, fixed: number | undefined, split: number[] | undefined, env: PlacementEnv, seen: string): PlacementDecision {
+export function cpuAuto(config: ModelConfig, sizes: BufferSizes, fixed: number | undefined, split: number[] | undefined, env: PlacementEnv, seen: string): PlacementDecision {
   const s = { ...sizes, kvBytes: env.kvBytes };
   if (fixed !== undefined) return onCpu(fixed, `${seen}: ${plural(fixed, 'CPU rank')} (WebAssembly SIMD), as ${split ? 'split' : 'tensorParallel'} says`, split);
   const fit = smallestCpuDegree(config, env.tensors, s);

@@ -5,8 +5,9 @@ import type { DevicePlacement } from './types.js';
 
 /**
  * Where the ranks go: `'auto'` (the default) decides by measurement, `'gpu'` puts every rank on
- * the default WebGPU adapter, `'cpu'` makes every rank a CPU rank, a number is that many ranks
- * on the default adapter, and a list gives one spec per rank.
+ * the default WebGPU adapter, `'cpu'` makes every rank a CPU rank (with `tensorParallel: 'auto'`,
+ * as many as timing says, up to one per core), a number is that many ranks on the default
+ * adapter, and a list gives one spec per rank.
  */
 export type DevicesOption = 'auto' | 'gpu' | 'cpu' | number | readonly DeviceSpec[];
 

@@ -172,6 +172,14 @@ describe('auto chooses the kind of rank', () => {
     expect(timed(await placeRanks({ devices: 'auto' }, config, sizes, never, noCalibration, env({ hasGpu: false, cores: 3 }))).labels).toEqual(['1 CPU rank', '2 CPU ranks']);
   });
 
+  it('devices "cpu" with tensorParallel "auto": the CPU degrees up to one per core, timed, on a page with a GPU too', async () => {
+    const t = timed(await placeRanks({ devices: 'cpu', tensorParallel: 'auto' }, config, sizes, never, noCalibration, env({ hasGpu: true, cores: 2 })));
+    expect(t.labels).toEqual(['1 CPU rank', '2 CPU ranks']);
+    expect(t.why).toContain('devices: "cpu": CPU ranks');
+    // without "auto" the count stays the given one, or 1
+    expect((await place({ devices: 'cpu' }, config, sizes, never, noCalibration, env({ cores: 2 }))).specs).toEqual([{ cpu: true }]);
+  });
+
   it('one core: one CPU rank, nothing to time', async () => {
     const p = await place({}, config, sizes, never, noCalibration, env({ hasGpu: false, cores: 1 }));
     expect(p.specs).toEqual([{ cpu: true }]);

@@ -9,7 +9,8 @@
  *   auto-placement.ts. A `tensorParallel` number or a `split` fixes the rank count.
  * - `devices: "gpu"`: `tensorParallel` (or the split's length, or 1) ranks on the default adapter.
  * - `devices: N`: the same; with `tensorParallel` too, both must say N.
- * - `devices: "cpu"`: `tensorParallel` (or the split's length, or 1) CPU ranks.
+ * - `devices: "cpu"`: `tensorParallel` (or the split's length, or 1) CPU ranks; with
+ *   `tensorParallel: "auto"`, the degrees that fit up to one per core, timed as under `"auto"`.
  * - `devices: [spec, ...]`: one rank per spec; `tensorParallel`, if a number, must equal the length.
  *   A `{cpu: true}` spec is a CPU rank: nothing is probed for it.
  * - `split: [f0, f1, ...]`: per-rank shares (normalized); its length is the rank count, so it
@@ -23,7 +24,7 @@ import {
 } from '../gpu/core/adapter.js';
 import type { ModelConfig } from '../model/config.js';
 import { degreeError } from '../parallel/plan.js';
-import { autoPlacement } from './auto-placement.js';
+import { autoPlacement, cpuAuto } from './auto-placement.js';
 import type {
   AdapterProbe, BufferSizes, Calibrate, PlacementDecision, PlacementEnv, PlacementOptions, ProbedAdapter,
 } from './placement-types.js';
@@ -86,6 +87,7 @@ export async function placeRanks(
   let specs: (DeviceSpec | undefined)[];
   let mode: DevicePlacement['mode'];
   if (devices === 'cpu') {
+    if (tp === 'auto' && !split) return cpuAuto(config, sizes, undefined, undefined, env, 'devices: "cpu"');
     const n = tpN ?? split?.length ?? 1;
     agree(fromTp, fromSplit);
     specs = Array.from({ length: n }, () => ({ cpu: true }));
