@@ -6,7 +6,7 @@
  */
 import type { ChatMessage } from '../model/tokenizer/hf-tokenizer.js';
 import { InvalidArgumentError } from '../errors.js';
-import { samplingOptions, tokenString, type OpenAiSamplingParams } from './sampling-openai.js';
+import { samplingOptions, tokenString, usageOf, type OpenAiSamplingParams, type OpenAiUsage } from './sampling-openai.js';
 import type { ChunkLogprobs, FinishReason, GenerateChunk, GenerateOptions, TokenLogprob } from './types.js';
 
 export type { ChatMessage };
@@ -46,7 +46,7 @@ export interface ChatCompletion {
   created: number;
   model: string;
   choices: { index: number; message: { role: 'assistant'; content: string }; logprobs: ChatChoiceLogprobs | null; finish_reason: FinishReason }[];
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  usage: OpenAiUsage;
 }
 
 export interface ChatCompletionChunk {
@@ -85,10 +85,6 @@ export function createChatCompletions(
     const head = { id: `chatcmpl-${Date.now().toString(36)}-${++counter}`, created: Math.floor(Date.now() / 1000), model };
     return { chunks: generateTokens(tokens, opts), head, logprobs: p.logprobs ? [] as ChatTokenLogprob[] : undefined };
   }
-  const usageOf = (c: GenerateChunk) => {
-    const s = c.stats!;
-    return { prompt_tokens: s.promptTokens, completion_tokens: s.generatedTokens, total_tokens: s.promptTokens + s.generatedTokens };
-  };
   /** The logprobs collected since the last call, emptied. */
   const take = (lp: ChatTokenLogprob[] | undefined): ChatChoiceLogprobs | null => (lp ? { content: lp.splice(0), refusal: null } : null);
   async function* stream({ chunks, head, logprobs }: ReturnType<typeof start>): AsyncGenerator<ChatCompletionChunk> {
