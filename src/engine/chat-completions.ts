@@ -45,7 +45,8 @@ export interface ChatCompletion {
   object: 'chat.completion';
   created: number;
   model: string;
-  choices: { index: number; message: { role: 'assistant'; content: string }; logprobs: ChatChoiceLogprobs | null; finish_reason: FinishReason }[];
+  /** `refusal` is always null (OpenAI's field; nothing here refuses). */
+  choices: { index: number; message: { role: 'assistant'; content: string; refusal: null }; logprobs: ChatChoiceLogprobs | null; finish_reason: FinishReason }[];
   usage: OpenAiUsage;
 }
 
@@ -106,7 +107,7 @@ export function createChatCompletions(
       if (c.logprobs) logprobs?.push(entry(c.logprobs));
       text += c.text;
       if (c.done) {
-        return { ...head, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: take(logprobs), finish_reason: c.stats!.finishReason }], usage: usageOf(c) };
+        return { ...head, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null }, logprobs: take(logprobs), finish_reason: c.stats!.finishReason }], usage: usageOf(c) };
       }
     }
     throw new Error('generation ended without a final chunk');

@@ -32,7 +32,7 @@ export interface CompletionChoice {
   index: number;
   text: string;
   logprobs: CompletionLogprobs | null;
-  finish_reason: FinishReason | null;
+  finish_reason: FinishReason;
 }
 
 export interface Completion {
@@ -44,8 +44,11 @@ export interface Completion {
   usage: OpenAiUsage;
 }
 
-/** A streamed piece: the same shape, with this piece's text; `usage` only on the last. */
-export type CompletionChunk = Omit<Completion, 'usage'> & { usage?: Completion['usage'] };
+/** A streamed piece: the same shape, with this piece's text; `finish_reason` and `usage` only on the last. */
+export type CompletionChunk = Omit<Completion, 'usage' | 'choices'> & {
+  choices: (Omit<CompletionChoice, 'finish_reason'> & { finish_reason: FinishReason | null })[];
+  usage?: Completion['usage'];
+};
 
 export interface Completions {
   create(params: CompletionParams & { stream: true }): Promise<AsyncIterable<CompletionChunk>>;

@@ -280,7 +280,7 @@ export class Scheduler {
       }
       const tDone = performance.now();
       this.slots.wrote(rows);
-      await Promise.all(owners.map((s) => this.prepareGrammar(s)));
+      if (owners.some((s) => s.grammar)) await Promise.all(owners.map((s) => this.prepareGrammar(s)));
       owners.forEach((s, i) => {
         if (!s.cancelled) this.advance(s, logits[i]!);
       });

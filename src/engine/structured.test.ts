@@ -2,7 +2,14 @@ import { describe, it, expect, beforeAll } from 'vitest';
 import { Ajv } from 'ajv';
 import { stories260KOracle } from '../../test-support/engine/oracle-engine.js';
 import type { Engine } from './engine.js';
-import { resolveResponseFormat, type JsonSchema, type ResponseFormat } from './structured.js';
+import { resolveResponseFormat, StructuredOutput, type GrammarVocabulary, type JsonSchema, type ResponseFormat } from './structured.js';
+import { ggufEngineTokenizer } from './tokenizers.js';
+import { ggufBpeKv } from '../model/formats/gguf-write.js';
+import { bpeFixture, SPECIALS, USER_TOKEN } from '../../test-support/model/gguf-bpe-fixture.js';
+import { Tokenizer } from '../model/tokenizer/tokenizer.js';
+import { modelsDir } from '../../test-support/fixtures/paths.js';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { byteLevelVocab } from './grammar-xgrammar.js';
 import type { GenerateChunk, GenerateOptions } from './types.js';
 import { InvalidArgumentError } from '../errors.js';
@@ -122,5 +129,71 @@ describe('structured output over the CPU oracle (stories260K, tok512 with byte t
     const a = await run('Once', { temperature: 0, maxTokens: 12 });
     const b = await run('Once', { temperature: 0, maxTokens: 12, responseFormat: { type: 'text' } });
     expect(b.tokens).toEqual(a.tokens);
+  });
+});
+
+/** Greedy over seeded random logits under the grammar, as the scheduler drives it: the text and why it ended. */
+async function walk(vocab: GrammarVocabulary, schema: JsonSchema, seed: number, max: number): Promise<{ text: string; done: boolean; tokens: number[] }> {
+  const grammar = await new StructuredOutput(vocab).grammar({ schema: JSON.stringify(schema), strict: true });
+  let x = seed;
+  const rand = () => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  const bytes: number[] = [];
+  const tokens: number[] = [];
+  try {
+    for (let i = 0; i < max && !grammar.done; i++) {
+      await grammar.prepare();
+      const logits = Float32Array.from({ length: vocab.vocabSize + 3 }, rand);
+      grammar.mask(logits);
+      let best = 0;
+      for (let t = 1; t < logits.length; t++) if (logits[t]! > logits[best]!) best = t;
+      expect(best, 'padding rows past the vocabulary stay masked').toBeLessThan(vocab.vocabSize);
+      expect(grammar.allows(best)).toBe(true);
+      grammar.accept(best);
+      tokens.push(best);
+      if (!vocab.stopTokens.includes(best)) bytes.push(...vocab.bytesOf(best));
+    }
+    return { text: new TextDecoder().decode(new Uint8Array(bytes)), done: grammar.done, tokens };
+  } finally {
+    grammar.dispose();
+  }
+}
+
+describe('the grammar over each tokenizer kind (random logits, so only the mask makes it JSON)', () => {
+  const schema: JsonSchema = { type: 'object', properties: { w: { type: 'string', maxLength: 5 }, n: { type: 'integer', minimum: -9, maximum: 9 } }, required: ['w', 'n'], additionalProperties: false };
+  const validate = new Ajv().compile(schema);
+
+  it('llama2.c SentencePiece (tok512: byte fallback tokens, multi-byte characters split over them)', async () => {
+    const t = Tokenizer.parse(readFileSync(resolve(modelsDir, 'tok512.bin')), 512);
+    const vocab = { vocabSize: 512, stopTokens: [1, 2], bytesOf: (token: number) => t.decode(-1, token) };
+    for (let seed = 1; seed <= 5; seed++) {
+      const r = await walk(vocab, schema, seed, 200);
+      expect(r.done, r.text).toBe(true);
+      expect(vocab.stopTokens).toContain(r.tokens.at(-1));
+      expect(validate(JSON.parse(r.text)), r.text).toBe(true);
+    }
+    // Inside a bounded string a raw control byte (<0x16>) is refused, a letter taken.
+    const g = await new StructuredOutput(vocab).grammar({ schema: JSON.stringify(schema), strict: true });
+    for (const c of '{"w":"') g.accept(3 + c.charCodeAt(0)); // <0xXX> byte tokens
+    await g.prepare();
+    expect(g.allows(3 + 0x16)).toBe(false);
+    expect(g.allows(3 + 0x61)).toBe(true);
+    g.dispose();
+  });
+
+  it('GGUF byte-level BPE (specials, a user-defined token and padding rows never sampled outside text)', async () => {
+    const V = 320;
+    const fx = bpeFixture(V);
+    const meta = Object.fromEntries(Object.entries(ggufBpeKv(fx.gguf)).map(([k, v]) => [k, v.value]));
+    const t = ggufEngineTokenizer(meta, V);
+    const stopTokens = t.stopTokens!;
+    expect(stopTokens.length).toBeGreaterThan(0);
+    const vocab = { vocabSize: V, stopTokens, bytesOf: (token: number) => t.decodeBytes(-1, token) };
+    const specials = SPECIALS.map((s) => fx.id(s)).filter((id) => !stopTokens.includes(id));
+    for (let seed = 1; seed <= 5; seed++) {
+      const r = await walk(vocab, schema, seed, 200);
+      expect(r.done, r.text).toBe(true);
+      expect(validate(JSON.parse(r.text)), r.text).toBe(true);
+      expect(r.tokens.filter((id) => specials.includes(id) || id >= fx.id(USER_TOKEN) + 1)).toEqual([]);
+    }
   });
 });

@@ -35,6 +35,9 @@ export interface ResolvedFormat {
 }
 
 const OPTION = 'responseFormat (response_format)';
+/** A character of a length-bounded string in xgrammar's grammar, and of a JSON string (see `grammar`). */
+const BOUNDED_STRING_CHAR = String.raw`[^\"\\\r\n]`;
+const JSON_STRING_CHAR = String.raw`[^\0-\x1f\"\\]`;
 
 function invalid(what: string, remedy: string): never {
   throw new InvalidArgumentError(`${OPTION} ${what}`, remedy);
@@ -91,10 +94,12 @@ export class StructuredOutput {
   /** A fresh matcher for one sequence under `format`. */
   async grammar(format: ResolvedFormat): Promise<TokenGrammar> {
     const { xg, compiler } = await (this.compiler ??= this.build());
-    let compiled: Xg.CompiledGrammar;
+    let ebnf: string;
     try {
       // One line with compact separators: the model cannot spend its tokens on whitespace.
-      compiled = await compiler.compileJSONSchema(format.schema, false, -1, [',', ':'], format.strict);
+      const g = await xg.Grammar.fromJSONSchema(format.schema, false, -1, [',', ':'], format.strict);
+      ebnf = g.toString();
+      g.dispose();
     } catch (e) {
       // The library aborts on schemas it cannot convert; its reason goes to the console.
       throw new InvalidArgumentError(
@@ -102,6 +107,11 @@ export class StructuredOutput {
         'Fix the schema: a known "type", resolvable "$ref"s, consistent bounds (minLength ≤ maxLength, ...)',
       );
     }
+    // xgrammar 0.1.27 spells a string with minLength / maxLength as runs of [^"\\\r\n], which lets
+    // raw control characters (invalid in JSON) through; its unbounded strings exclude \0-\x1f.
+    const fixed = await xg.Grammar.fromEBNF(ebnf.replaceAll(BOUNDED_STRING_CHAR, JSON_STRING_CHAR));
+    const compiled = await compiler.compileGrammar(fixed);
+    fixed.dispose();
     try {
       return new TokenGrammar(await xg.GrammarMatcher.createGrammarMatcher(compiled, [...this.vocab.stopTokens]), this.vocab.vocabSize);
     } finally {
