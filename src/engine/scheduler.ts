@@ -219,7 +219,8 @@ export class Scheduler {
     const t = this.tokenizer;
     const vocabSize = t.vocabSize;
     if (vocabSize === undefined) throw new InvalidArgumentError('responseFormat needs the vocabulary size', 'Give the tokenizer a vocabSize');
-    // Mid-sequence bytes: a token that starts a word keeps its space (the prompt is never BOS alone here).
+    // Mid-sequence bytes (prev -1 is no BOS): only a first token after BOS loses a leading space,
+    // and the grammars here (no whitespace outside strings) never allow one there.
     return (this.structured ??= new StructuredOutput({ vocabSize, stopTokens: this.stopTokens, bytesOf: (token) => bytesOrNone(() => t.decodeBytes(-1, token)) }));
   }
 
