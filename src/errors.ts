@@ -20,7 +20,8 @@ export type ErrorCode =
   | 'TAB_JOIN_TIMEOUT'
   | 'RANK_MEMORY'
   | 'CPU_MEMORY'
-  | 'DISPOSED';
+  | 'DISPOSED'
+  | 'GRAMMAR';
 
 export class WebGpuTpError extends Error {
   readonly code: ErrorCode;
@@ -215,11 +216,19 @@ export class CpuMemoryError extends WebGpuTpError {
   }
 }
 
+/** The grammar library behind structured output failed to load, or its matcher broke its own mask. */
+export class GrammarError extends WebGpuTpError {
+  constructor(message: string, remedy = 'Generate without responseFormat (response_format), and report the schema that failed') {
+    super('GRAMMAR', message, remedy);
+  }
+}
+
 /** Every error class by its stable name: used to name them and to rebuild them across threads. */
 const ERROR_CLASSES = {
   WebGpuTpError, WebGpuUnavailableError, NotIsolatedError, ModelFormatError, ModelFetchError, TokenizerFormatError, PlanError,
   CollectiveTimeoutError, DeviceLostError, WorkerFailedError, AbortedError, InvalidArgumentError,
   BrowserNotFoundError, AdapterNotFoundError, TabJoinTimeoutError, RankMemoryError, CpuMemoryError, DisposedError,
+  GrammarError,
 };
 for (const [name, cls] of Object.entries(ERROR_CLASSES)) {
   Object.defineProperty(cls.prototype, 'name', { value: name, writable: true, configurable: true });

@@ -28,7 +28,8 @@ export type {
   ChatMessage, ChatCompletionParams, ChatCompletion, ChatCompletionChunk, ChatCompletions, ChatChoiceLogprobs, ChatTokenLogprob, ChatTopLogprob,
 } from './engine/chat-completions.js';
 export type { CompletionParams, CompletionChoice, Completion, CompletionChunk, Completions, CompletionLogprobs } from './engine/completions.js';
-export type { OpenAiSamplingParams } from './engine/sampling-openai.js';
+export type { OpenAiSamplingParams, OpenAiUsage } from './engine/sampling-openai.js';
+export type { ResponseFormat, JsonSchema } from './engine/structured.js';
 export type { ModelSource } from './loader/source.js';
 export type { LoadProgress } from './engine/load-shards.js';
 export type {
@@ -42,5 +43,5 @@ export type { ModelConfig } from './model/config.js';
 export {
   WebGpuTpError, WebGpuUnavailableError, NotIsolatedError, ModelFormatError, ModelFetchError, TokenizerFormatError, PlanError,
   CollectiveTimeoutError, DeviceLostError, WorkerFailedError, AbortedError, InvalidArgumentError, DisposedError, AdapterNotFoundError,
-  TabJoinTimeoutError, RankMemoryError, type ErrorCode,
+  TabJoinTimeoutError, RankMemoryError, GrammarError, type ErrorCode,
 } from './errors.js';

@@ -46,6 +46,9 @@ Usage:
   webgpu-tp bench peers [--shape stories110M] [--quant f32,q8_0,q4_0] [--rounds 3] [--tokens 32] [--warmup 4] [--skip "ENGINE CONFIG,..."] [--json]
                      (wllama and onnxruntime-web beside us on the same synth model and prompt ids, one
                       context each, interleaved rounds; our decode ratio to the best peer per quant)
+  webgpu-tp bench grammar --model PATH --tokenizer PATH [--devices cpu|gpu] [--tp N] [--max-tokens N] [--rounds N] [--json]
+                     (structured output's cost: decode tok/s under a JSON schema over plain, interleaved
+                      rounds, and the grammar mask's own ms per token)
   webgpu-tp bench all [--out DIR] [--max-tokens N]   (all of the above on synth models; writes DIR/<date>.json,
                                                       and report.html + report.png beside DIR)
   webgpu-tp bench report --from DIR/<date>.json [--out DIR]   (rebuilds report.html and report.png)
@@ -154,6 +157,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'bench') {
     const [what, ...args] = rest;
     if (what === 'peers') return (await import('./bench-peers.js')).benchPeersMain(args);
+    if (what === 'grammar') return (await import('./bench-grammar.js')).benchGrammarMain(args);
     const { values } = parseArgs({
       args,
       options: {
@@ -229,7 +233,7 @@ async function main(argv: string[]): Promise<number> {
       report = { html: `${out}/report.html`, png: `${out}/report.png` };
       await writeReport(JSON.parse(readFileSync(values.from, 'utf8')), `${out}/report.html`, `${out}/report.png`);
     } else {
-      throw new UsageError('bench needs allreduce, kernels, generate, peers, all or report');
+      throw new UsageError('bench needs allreduce, kernels, generate, peers, grammar, all or report');
     }
     console.log(JSON.stringify(report, null, values.json ? 0 : 2));
     // A quantisation that failed is in the report, and the exit status says so too.

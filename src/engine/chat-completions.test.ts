@@ -63,7 +63,7 @@ describe('engine.chat.completions', () => {
     expect(r.model).toBe('tiny-qwen2');
     expect(r.choices[0]!.message.role).toBe('assistant');
     expect(r.choices[0]!.finish_reason).toBe('length');
-    expect(r.usage).toEqual({ prompt_tokens: prompt.length, completion_tokens: 12, total_tokens: prompt.length + 12 });
+    expect(r.usage).toEqual({ prompt_tokens: prompt.length, completion_tokens: 12, total_tokens: prompt.length + 12, prompt_tokens_details: { cached_tokens: 0 } });
     expect(r.choices[0]!.message.content).toBe(tok.decode(oracle(prompt, 12)));
     await e.dispose();
   });

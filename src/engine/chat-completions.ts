@@ -6,7 +6,7 @@
  */
 import type { ChatMessage } from '../model/tokenizer/hf-tokenizer.js';
 import { InvalidArgumentError } from '../errors.js';
-import { samplingOptions, tokenString, type OpenAiSamplingParams } from './sampling-openai.js';
+import { samplingOptions, tokenString, usageOf, type OpenAiSamplingParams, type OpenAiUsage } from './sampling-openai.js';
 import type { ChunkLogprobs, FinishReason, GenerateChunk, GenerateOptions, TokenLogprob } from './types.js';
 
 export type { ChatMessage };
@@ -45,8 +45,9 @@ export interface ChatCompletion {
   object: 'chat.completion';
   created: number;
   model: string;
-  choices: { index: number; message: { role: 'assistant'; content: string }; logprobs: ChatChoiceLogprobs | null; finish_reason: FinishReason }[];
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  /** `refusal` is always null (OpenAI's field; nothing here refuses). */
+  choices: { index: number; message: { role: 'assistant'; content: string; refusal: null }; logprobs: ChatChoiceLogprobs | null; finish_reason: FinishReason }[];
+  usage: OpenAiUsage;
 }
 
 export interface ChatCompletionChunk {
@@ -85,10 +86,6 @@ export function createChatCompletions(
     const head = { id: `chatcmpl-${Date.now().toString(36)}-${++counter}`, created: Math.floor(Date.now() / 1000), model };
     return { chunks: generateTokens(tokens, opts), head, logprobs: p.logprobs ? [] as ChatTokenLogprob[] : undefined };
   }
-  const usageOf = (c: GenerateChunk) => {
-    const s = c.stats!;
-    return { prompt_tokens: s.promptTokens, completion_tokens: s.generatedTokens, total_tokens: s.promptTokens + s.generatedTokens };
-  };
   /** The logprobs collected since the last call, emptied. */
   const take = (lp: ChatTokenLogprob[] | undefined): ChatChoiceLogprobs | null => (lp ? { content: lp.splice(0), refusal: null } : null);
   async function* stream({ chunks, head, logprobs }: ReturnType<typeof start>): AsyncGenerator<ChatCompletionChunk> {
@@ -110,7 +107,7 @@ export function createChatCompletions(
       if (c.logprobs) logprobs?.push(entry(c.logprobs));
       text += c.text;
       if (c.done) {
-        return { ...head, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: take(logprobs), finish_reason: c.stats!.finishReason }], usage: usageOf(c) };
+        return { ...head, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null }, logprobs: take(logprobs), finish_reason: c.stats!.finishReason }], usage: usageOf(c) };
       }
     }
     throw new Error('generation ended without a final chunk');

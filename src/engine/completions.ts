@@ -4,7 +4,7 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import { MAX_TOP_LOGPROBS } from './sampling-options.js';
-import { samplingOptions, tokenString, type OpenAiSamplingParams } from './sampling-openai.js';
+import { samplingOptions, tokenString, usageOf, type OpenAiSamplingParams, type OpenAiUsage } from './sampling-openai.js';
 import type { ChunkLogprobs, FinishReason, GenerateChunk, GenerateOptions } from './types.js';
 
 export interface CompletionParams extends OpenAiSamplingParams {
@@ -32,7 +32,7 @@ export interface CompletionChoice {
   index: number;
   text: string;
   logprobs: CompletionLogprobs | null;
-  finish_reason: FinishReason | null;
+  finish_reason: FinishReason;
 }
 
 export interface Completion {
@@ -41,11 +41,14 @@ export interface Completion {
   created: number;
   model: string;
   choices: CompletionChoice[];
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  usage: OpenAiUsage;
 }
 
-/** A streamed piece: the same shape, with this piece's text; `usage` only on the last. */
-export type CompletionChunk = Omit<Completion, 'usage'> & { usage?: Completion['usage'] };
+/** A streamed piece: the same shape, with this piece's text; `finish_reason` and `usage` only on the last. */
+export type CompletionChunk = Omit<Completion, 'usage' | 'choices'> & {
+  choices: (Omit<CompletionChoice, 'finish_reason'> & { finish_reason: FinishReason | null })[];
+  usage?: Completion['usage'];
+};
 
 export interface Completions {
   create(params: CompletionParams & { stream: true }): Promise<AsyncIterable<CompletionChunk>>;
@@ -86,10 +89,6 @@ export function createCompletions(
     const head = { id: `cmpl-${Date.now().toString(36)}-${++counter}`, object: 'text_completion' as const, created: Math.floor(Date.now() / 1000), model };
     return { chunks: generate(p.prompt, opts), head, logprobs: top === undefined ? undefined : new LegacyLogprobs() };
   }
-  const usageOf = (c: GenerateChunk) => {
-    const s = c.stats!;
-    return { prompt_tokens: s.promptTokens, completion_tokens: s.generatedTokens, total_tokens: s.promptTokens + s.generatedTokens };
-  };
   async function* stream({ chunks, head, logprobs }: ReturnType<typeof start>): AsyncGenerator<CompletionChunk> {
     let offset = 0;
     for await (const c of chunks) {

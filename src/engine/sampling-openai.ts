@@ -3,8 +3,9 @@
  * `top_k`, `min_p`, `repeat_penalty` and `repeat_last_n`) as `GenerateOptions`, and token
  * strings for their `logprobs`.
  */
-import type { GenerateOptions } from './types.js';
+import type { GenerateChunk, GenerateOptions } from './types.js';
 import { resolveSampling, resolveTopLogprobs } from './sampling-options.js';
+import { resolveResponseFormat, type ResponseFormat } from './structured.js';
 
 /** Sampling parameters shared by `completions.create` and `chat.completions.create`. */
 export interface OpenAiSamplingParams {
@@ -26,7 +27,17 @@ export interface OpenAiSamplingParams {
   /** llama.cpp's: see `GenerateOptions.penaltyLastN`. */
   repeat_last_n?: number;
   stop?: string | string[];
+  /** JSON mode or a JSON schema the output must follow: see `GenerateOptions.responseFormat`. */
+  response_format?: ResponseFormat;
   signal?: AbortSignal;
+}
+
+/** OpenAI's `usage`, with the prompt tokens the prefix cache supplied as `cached_tokens`. */
+export interface OpenAiUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details: { cached_tokens: number };
 }
 
 /**
@@ -48,11 +59,24 @@ export function samplingOptions(p: OpenAiSamplingParams, logprobs: Pick<Generate
     repetitionPenalty: p.repeat_penalty,
     penaltyLastN: p.repeat_last_n,
     stop: p.stop === undefined ? undefined : Array.isArray(p.stop) ? p.stop : [p.stop],
+    responseFormat: p.response_format,
     signal: p.signal,
   };
   resolveSampling(opts, undefined);
   resolveTopLogprobs(opts);
+  resolveResponseFormat(opts.responseFormat);
   return opts;
+}
+
+/** The `usage` of a request from its final chunk. */
+export function usageOf(last: GenerateChunk): OpenAiUsage {
+  const s = last.stats!;
+  return {
+    prompt_tokens: s.promptTokens,
+    completion_tokens: s.generatedTokens,
+    total_tokens: s.promptTokens + s.generatedTokens,
+    prompt_tokens_details: { cached_tokens: s.cachedTokens },
+  };
 }
 
 const decoder = new TextDecoder('utf-8');

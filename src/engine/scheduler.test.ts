@@ -224,7 +224,7 @@ describe('Scheduler over the CPU oracle', () => {
     expect(whole.object).toBe('text_completion');
     expect(whole.choices[0]!.text).toBe(tokenizer.decodeText(greedy.tokens.slice(1, 13)));
     expect(whole.choices[0]!.finish_reason).toBe('length');
-    expect(whole.usage).toEqual({ prompt_tokens: 1, completion_tokens: 12, total_tokens: 13 });
+    expect(whole.usage).toEqual({ prompt_tokens: 1, completion_tokens: 12, total_tokens: 13, prompt_tokens_details: { cached_tokens: 0 } });
     const stream = await engine.completions.create({ prompt: '', max_tokens: 12, temperature: 0, stream: true });
     const chunks = [];
     for await (const c of stream) chunks.push(c);

@@ -11,6 +11,8 @@ import type { SamplingParams } from './sampling.js';
 import { resolveSampling, resolveTopLogprobs } from './sampling-options.js';
 import { logprobsAt } from './sampling-logprobs.js';
 import { PrefixCache, type PrefixCacheStats } from './prefix-cache.js';
+import { StructuredOutput, resolveResponseFormat, type TokenGrammar } from './structured.js';
+import { argmax } from '../model/reference.js';
 
 /** One row of a step: `token` at `position` of KV-cache sequence `slot`. */
 export interface StepRow {
@@ -75,6 +77,8 @@ interface Sequence {
   ignoreEos: boolean;
   /** Top tokens each chunk's logprobs list; undefined: no logprobs. */
   topLogprobs: number | undefined;
+  /** The `responseFormat`'s matcher; undefined: free text. */
+  grammar: TokenGrammar | undefined;
   out: ChunkQueue;
   /** Set by the consumer (break) or an abort: the sequence leaves at the next step. */
   cancelled: boolean;
@@ -98,6 +102,7 @@ export class Scheduler {
   private schedulerMsSum = 0;
   private steps = 0;
   private readonly stopTokens: readonly number[];
+  private structured: StructuredOutput | undefined;
 
   constructor(
     private readonly backend: StepBackend,
@@ -161,8 +166,10 @@ export class Scheduler {
     if (!Number.isInteger(maxTokens) || maxTokens < 0) throw new InvalidArgumentError(`maxTokens must be a whole number ≥ 0, got ${maxTokens}`, 'Pass how many new tokens to generate at most (default 256)');
     const sampling = resolveSampling(opts, vocab);
     const topLogprobs = resolveTopLogprobs(opts);
+    const format = resolveResponseFormat(opts.responseFormat);
     if (this.disposed) throw new DisposedError();
     if (opts.signal?.aborted) throw new AbortedError('generation aborted');
+    const grammar = format && (await this.grammars().grammar(format));
 
     const seq: Sequence = {
       prompt: promptTokens,
@@ -180,6 +187,7 @@ export class Scheduler {
       pending: '',
       ignoreEos: opts.ignoreEos ?? false,
       topLogprobs,
+      grammar,
       out: new ChunkQueue(),
       cancelled: false,
       t0: 0,
@@ -204,6 +212,16 @@ export class Scheduler {
       seq.cancelled = true;
       opts.signal?.removeEventListener('abort', onAbort);
     }
+  }
+
+  /** The grammar compiler over this tokenizer's vocabulary, made on the first structured request. */
+  private grammars(): StructuredOutput {
+    const t = this.tokenizer;
+    const vocabSize = t.vocabSize;
+    if (vocabSize === undefined) throw new InvalidArgumentError('responseFormat needs the vocabulary size', 'Give the tokenizer a vocabSize');
+    // Mid-sequence bytes (prev -1 is no BOS): only a first token after BOS loses a leading space,
+    // and the grammars here (no whitespace outside strings) never allow one there.
+    return (this.structured ??= new StructuredOutput({ vocabSize, stopTokens: this.stopTokens, bytesOf: (token) => bytesOrNone(() => t.decodeBytes(-1, token)) }));
   }
 
   private pump(): void {
@@ -263,6 +281,7 @@ export class Scheduler {
       }
       const tDone = performance.now();
       this.slots.wrote(rows);
+      if (owners.some((s) => s.grammar)) await Promise.all(owners.map((s) => this.prepareGrammar(s)));
       owners.forEach((s, i) => {
         if (!s.cancelled) this.advance(s, logits[i]!);
       });
@@ -271,11 +290,25 @@ export class Scheduler {
     }
   }
 
+  /** The sequence's allowed next tokens, when it has a grammar; a failure ends it alone. */
+  private async prepareGrammar(s: Sequence): Promise<void> {
+    if (!s.grammar || s.cancelled) return;
+    try {
+      await s.grammar.prepare();
+    } catch (e) {
+      s.cancelled = true;
+      s.out.fail(e instanceof Error ? e : new Error(String(e)));
+    }
+  }
+
   /** Gives free slots to waiting sequences, in arrival order. */
   private admit(): void {
     while (this.waiting.length && this.slots.freeSlots) {
       const s = this.waiting.shift()!;
-      if (s.cancelled) continue;
+      if (s.cancelled) {
+        s.grammar?.dispose();
+        continue;
+      }
       const { slot, reused } = this.slots.take(s.prompt, s.cachePrompt);
       s.slot = slot;
       s.prefilled = s.cached = reused;
@@ -289,6 +322,7 @@ export class Scheduler {
     if (i >= 0) {
       this.active.splice(i, 1);
       this.slots.release(s.slot);
+      s.grammar?.dispose();
     }
   }
 
@@ -298,9 +332,19 @@ export class Scheduler {
     if (s.generated.length >= s.budget) return this.finish(s, 'length');
     // The sampler may overwrite the logits, and logprobs are of the raw ones.
     const raw = s.topLogprobs === undefined ? undefined : logits.slice();
-    const next = s.sampler.sample(logits);
+    s.grammar?.mask(logits);
+    let next = s.sampler.sample(logits);
+    // A draw's rounding fallback (run.c's last index) can land on a masked token.
+    if (s.grammar && !s.grammar.allows(next)) next = argmax(logits, logits.length);
     s.sampler.accept?.(next);
-    if (!s.ignoreEos && this.stopTokens.includes(next)) return this.finish(s, 'stop');
+    try {
+      s.grammar?.accept(next);
+    } catch (e) {
+      s.out.fail(e instanceof Error ? e : new Error(String(e)));
+      return this.release(s);
+    }
+    // Under a grammar a stop token comes only where the output is complete.
+    if (s.grammar?.done || (!s.ignoreEos && this.stopTokens.includes(next))) return this.finish(s, 'stop');
     s.generated.push(next);
     const bytes = this.tokenizer.decodeBytes(s.token, next);
     const logprobs = raw && this.logprobs(raw, s.token, next, bytes, s.topLogprobs!);
@@ -377,6 +421,15 @@ class ChunkQueue {
       await new Promise<void>((r) => (this.wake = r));
       this.wake = undefined;
     }
+  }
+}
+
+/** A token's bytes, or none for a row the tokenizer has no piece for (padding). */
+function bytesOrNone(decode: () => Uint8Array): Uint8Array {
+  try {
+    return decode();
+  } catch {
+    return new Uint8Array(0);
   }
 }
 

@@ -1,5 +1,6 @@
 /** Types shared by the engine's parts and exported by the SDK. */
 import type { RankBackend } from '../gpu/core/adapter.js';
+import type { ResponseFormat } from './structured.js';
 
 export type { RankBackend };
 
@@ -63,6 +64,16 @@ export interface GenerateOptions {
    * tokens are the same either way; `stats.cachedTokens` says how many were reused.
    */
   cachePrompt?: boolean;
+  /**
+   * Constrain the output to JSON (OpenAI's `response_format`): `{ type: 'json_object' }` for any
+   * object, `{ type: 'json_schema', json_schema: { name, schema, strict? } }` for one that
+   * validates against `schema`. Every token is sampled (greedy too) from those the grammar allows
+   * next, and a stop token only once the JSON is complete, so output that ends with
+   * `finishReason: 'stop'` parses and validates; one cut short by `maxTokens` or the context
+   * ends with `'length'`. A malformed format or a schema the grammar compiler rejects is an
+   * `InvalidArgumentError` naming `responseFormat`. The grammar library (~1 MB) loads on first use.
+   */
+  responseFormat?: ResponseFormat;
   /** Strings that end the generation when they appear in the output (not included). */
   stop?: string[];
   /** Keep generating past BOS/EOS (benchmarks on random weights). */

@@ -9,8 +9,9 @@ import * as tabs from './tabs';
 import * as kernels from './kernels';
 import * as shards from './shards';
 import * as cpu from './cpu-bench';
+import * as grammar from './grammar';
 
-const tp = { engine, collective, tabs, kernels, shards, cpu };
+const tp = { engine, collective, tabs, kernels, shards, cpu, grammar };
 
 // Not declared on Window: the test page declares its own `tp`; the Node side casts `window`.
 Object.assign(window, { tp, tpReady: true });
