@@ -43,6 +43,7 @@ export interface RowOp<Op> {
 /** One layer's ops, bound once, in the order the forward runs them. */
 export interface LayerOps<Op> {
   qkv: Op; // qkv = Wqkv·rmsnorm(x) (+ bqkv)
+  qkNorm: readonly Op[]; // each q and k head RMS-normalised (Qwen3); none for other models
   rope: Op; // rotates q and k; writes k and v into the KV cache
   attention: Op; // att = softmax(q·kᵀ/√head_size)·v over the cache
   wo: RowOp<Op>; // Wo·att

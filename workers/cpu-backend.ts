@@ -10,6 +10,7 @@ import type { ModelConfig } from '../src/model/config.js';
 import { rankDims, type RankPlan } from '../src/parallel/plan.js';
 import { ropeTables } from '../src/model/reference.js';
 import { CpuKernels, type CpuKernelsOptions, type CpuKvDtype, type CpuWeightDtype, type CpuWeightLayout } from '../src/cpu/kernels.js';
+import { qkNorm } from '../src/cpu/qk-norm.js';
 import { InvalidArgumentError, ModelFormatError, PlanError } from '../src/errors.js';
 import type { Activation, Backend, LayerOps, RankState, RowOp, StateOptions } from './backend.js';
 import { commonForm, sliceViews, type SliceView } from './slice-views.js';
@@ -29,6 +30,7 @@ export interface CpuWeights {
     attentionNorm: number; // (dim,) f32
     wqkv: CpuMatrix; // ((heads/tp + 2·kvHeads/tp)·head_size, dim): wq rows, then wk, then wv
     bqkv?: number; // ((heads/tp + 2·kvHeads/tp)·head_size,) f32
+    qkNorm?: number; // (2·head_size,) f32, replicated: q_norm, then k_norm (Qwen3)
     wo: CpuMatrix; // (dim, heads/tp·head_size)
     bo?: number; // (dim,) f32, replicated
     ffnNorm: number; // (dim,) f32
@@ -100,6 +102,7 @@ function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer, o: C
       attentionNorm: vector(`${p}attention_norm`),
       wqkv: matrix([`${p}attention.wq`, `${p}attention.wk`, `${p}attention.wv`], c.dim),
       ...(c.qkvBias ? { bqkv: fusedBias([`${p}attention.bq`, `${p}attention.bk`, `${p}attention.bv`]) } : {}),
+      ...(c.qkNorm ? { qkNorm: fusedBias([`${p}attention.q_norm`, `${p}attention.k_norm`]) } : {}),
       wo: matrix([`${p}attention.wo`], d.nHeads * d.headSize),
       ...(c.outBias ? { bo: vector(`${p}attention.bo`) } : {}),
       ffnNorm: vector(`${p}ffn_norm`),
@@ -184,11 +187,14 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
     return { matmul, addSum };
   };
   const none: CpuOp = () => {};
+  const qkNormOps = (weight: number | undefined): CpuOp[] =>
+    weight === undefined ? [] : [(m) => qkNorm(kn, { qkv: b.qkv, rowStride: d.qkv, nHeads: d.nHeads, nKv: d.nKvHeads, headSize: hs, weight, eps, m })];
   const layers: LayerOps<CpuOp>[] = w.layers.map((L, l) => ({
     qkv: (m) => {
       kn.rmsnorm(b.xn, b.x, L.attentionNorm, m, d.dim, eps);
       kn.matmul({ y: b.qkv, x: b.xn, w: L.wqkv.at, dtype: L.wqkv.dtype, layout: L.wqkv.layout, m, k: d.dim, n: d.qkv, bias: L.bqkv });
     },
+    qkNorm: qkNormOps(L.qkNorm),
     rope: (m) => {
       kn.rope(b.qkv, d.qkv, d.nHeads, hs, b.cos, b.sin, b.positions, m, c.ropeStyle);
       kn.rope(b.qkv + qDim * 4, d.qkv, d.nKvHeads, hs, b.cos, b.sin, b.positions, m, c.ropeStyle);

@@ -50,7 +50,7 @@ function createState(rank: number, b: RowBinding, nLayers: number): State {
   return {
     dim: 1, x: new Float32Array(4), partial: new Float32Array(4), m: 0, trace: [],
     embed: (s) => each(s, (i) => void (s.x[i] = i + 1)),
-    layers: Array.from({ length: nLayers }, () => ({ qkv: none, rope: none, attention: none, wo: rowOp('wo', BIAS), w13: none, w2: rowOp('w2', 0) })),
+    layers: Array.from({ length: nLayers }, () => ({ qkv: none, qkNorm: [], rope: none, attention: none, wo: rowOp('wo', BIAS), w13: none, w2: rowOp('w2', 0) })),
   };
 }
 

@@ -19,6 +19,7 @@ export async function forward<S extends RankState<Op>, Op>(
   for (const L of s.layers) {
     // Attention over this rank's heads.
     b.run(s, L.qkv); // qkv = Wqkv·rmsnorm(x) (+ bqkv)
+    for (const op of L.qkNorm) b.run(s, op); // q, k = rmsnorm of each head (Qwen3's q/k norm)
     b.run(s, L.rope); // rotate q and k by position; k and v into the KV cache
     b.run(s, L.attention); // att = softmax(q·kᵀ/√head_size)·v
     await sum.allReduce(b, s, L.wo, comm, n, times); // x += Σ_ranks Wo·att (+ bo)

@@ -15,6 +15,7 @@ import { createRopeTables, destroyRopeTables, createRopeKv, type RopeTables } fr
 import { createKvCache, destroyKvCache, kvLayerBytes, type KvCache } from '../src/gpu/kernels/kv-cache.js';
 import { createAttention } from '../src/gpu/kernels/attention.js';
 import { createAdd } from '../src/gpu/kernels/elementwise.js';
+import { createQkNorm } from '../src/gpu/kernels/qk-norm.js';
 import { createReadback, destroyReadback, type Readback, type ReadTicket } from '../src/gpu/core/readback.js';
 import type { BoundOp } from '../src/gpu/core/op.js';
 import { createKernelProfiler, type KernelProfiler } from '../src/gpu/core/profiler.js';
@@ -96,6 +97,7 @@ function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: ShardWe
   };
   const layers: LayerOps<BoundOp>[] = w.layers.map((L, l) => ({
     qkv: createMatmul(ctx, step, { activations, x: b.x, w: L.wqkv, y: b.qkv, bias: L.bqkv, maxM, input: { kind: 'rmsnorm', weight: L.attentionNorm, eps } }),
+    qkNorm: L.qkNorm ? [createQkNorm(ctx, step, { qkv: b.qkv, rowStride: d.qkv, nHeads: d.nHeads, nKv: d.nKvHeads, headSize: d.headSize, weight: L.qkNorm, eps, maxM })] : [],
     rope: createRopeKv(ctx, step, { qkv: b.qkv, rowStride: d.qkv, nHeads: d.nHeads, cache: b.kv, layer: l, tables: b.rope, style: c.ropeStyle, maxM }),
     attention: createAttention(ctx, step, {
       q: b.qkv, qStride: d.qkv, nHeads: d.nHeads, cache: b.kv, layer: l, out: b.att, maxM, kvGroup, ...(b.scores && { kind: 'exact' as const, scores: b.scores }),
@@ -108,7 +110,7 @@ function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: ShardWe
   }));
   const embed = createEmbedding(ctx, step, { table: w.tokEmbeddings, tokens: b.tokens, y: b.x, maxM });
   const head = createMatmul(ctx, headStep, { activations, x: b.xsel, w: w.output, y: b.logits, maxM: o.maxLogitRows, input: { kind: 'rmsnorm', weight: w.norm, eps } });
-  const opCount = 2 + layers.reduce((n, L) => n + 6 + L.wo.addSum.length + L.w2.addSum.length, 0);
+  const opCount = 2 + layers.reduce((n, L) => n + 6 + L.qkNorm.length + L.wo.addSum.length + L.w2.addSum.length, 0);
   const workBytes =
     4 * (maxM * (2 * d.dim + d.qkv + d.nHeads * d.headSize + 2 * d.hidden + 1) + o.maxLogitRows * (d.dim + d.vocab)) +
     (b.scores ? b.scores.size : 0) + 2 * c.nLayers * kvLayerBytes(b.kv) + o.contextLength * d.headSize * 4;
@@ -121,7 +123,7 @@ function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: ShardWe
 
 function destroyRunState(ctx: GpuContext, s: RunState): void {
   const rowOps = (r: RowOp<BoundOp>) => [r.matmul, ...r.addSum];
-  const ops = [s.embed, s.head, ...s.layers.flatMap((L) => [L.qkv, L.rope, L.attention, ...rowOps(L.wo), L.w13, ...rowOps(L.w2)])];
+  const ops = [s.embed, s.head, ...s.layers.flatMap((L) => [L.qkv, ...L.qkNorm, L.rope, L.attention, ...rowOps(L.wo), L.w13, ...rowOps(L.w2)])];
   for (const op of ops) op.destroy();
   for (const b of [s.tokens, s.x, s.qkv, s.att, s.h13, s.partial, s.xsel, s.logits]) b.destroy();
   s.scores?.destroy();

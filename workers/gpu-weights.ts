@@ -27,6 +27,7 @@ export interface LayerWeights {
   attentionNorm: GPUBuffer; // (dim,)
   wqkv: Weight; // ((heads/tp + 2·kvHeads/tp)·head_size, dim): wq rows, then wk, then wv
   bqkv?: GPUBuffer; // ((heads/tp + 2·kvHeads/tp)·head_size,): bq, bk, bv with their rows (Qwen2)
+  qkNorm?: GPUBuffer; // (2·head_size,) replicated: q_norm, then k_norm (Qwen3)
   wo: Weight; // (dim, heads/tp·head_size): this rank's columns of wo
   bo?: GPUBuffer; // (dim,) replicated: added once, to the all-reduced Wo·att
   ffnNorm: GPUBuffer; // (dim,)
@@ -70,7 +71,7 @@ export function createShardWeights(ctx: GpuContext, c: ModelConfig, r: RankPlan,
     return m;
   };
   const layers: LayerWeights[] = [];
-  /** Biases of column-parallel rows, fused in the same order as their matrices. */
+  /** Vectors back to back: column-parallel biases in their matrices' order, or the q and k norms. */
   const fusedBias = (label: string, parts: Float32Array[]): GPUBuffer => {
     const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
     let o = 0;
@@ -85,6 +86,7 @@ export function createShardWeights(ctx: GpuContext, c: ModelConfig, r: RankPlan,
     layers.push({
       ...(c.outBias ? { bo: createStorageBuffer(ctx, get(`${p}attention.bo`), `${p}bo`) } : {}),
       ...(c.qkvBias ? { bqkv: fusedBias(`${p}bqkv`, [get(`${p}attention.bq`), get(`${p}attention.bk`), get(`${p}attention.bv`)]) } : {}),
+      ...(c.qkNorm ? { qkNorm: fusedBias(`${p}qk_norm`, [get(`${p}attention.q_norm`), get(`${p}attention.k_norm`)]) } : {}),
       attentionNorm: createStorageBuffer(ctx, get(`${p}attention_norm`), `${p}attention_norm`),
       wqkv: matrix(d.qkv, d.dim, `${p}wqkv`, [`${p}attention.wq`, `${p}attention.wk`, `${p}attention.wv`]),
       wo: matrix(d.dim, d.nHeads * d.headSize, `${p}wo`, [`${p}attention.wo`]),
@@ -112,6 +114,7 @@ export function destroyShardWeights(w: ShardWeights): void {
     l.attentionNorm.destroy();
     destroyWeight(l.wqkv);
     l.bqkv?.destroy();
+    l.qkNorm?.destroy();
     l.bo?.destroy();
     destroyWeight(l.wo);
     l.ffnNorm.destroy();

@@ -5,7 +5,7 @@
 import { TokenizerFormatError } from '../errors.js';
 import { Tokenizer } from '../model/tokenizer/tokenizer.js';
 import { HfTokenizer, type ChatMessage } from '../model/tokenizer/hf-tokenizer.js';
-import { ggufTokenizer } from '../model/tokenizer/gguf-tokenizer.js';
+import { ggufChatTemplate, ggufTokenizer } from '../model/tokenizer/gguf-tokenizer.js';
 import { ggufBpeTokenizer } from '../model/tokenizer/gguf-bpe.js';
 import type { MetadataValue } from '@huggingface/gguf';
 import type { TokenizerLike } from './scheduler.js';
@@ -64,9 +64,11 @@ export function hfEngineTokenizer(t: HfTokenizer, vocabSize: number): EngineToke
 
 /**
  * The tokenizer in a GGUF's metadata: SentencePiece ("llama") as llama2.c's BPE, byte-level BPE
- * ("gpt2") through @huggingface/tokenizers, with its chat template and end-of-generation ids.
+ * ("gpt2") through @huggingface/tokenizers; either with its chat template, the BPE one with its
+ * end-of-generation ids too.
  */
 export function ggufEngineTokenizer(meta: Readonly<Record<string, MetadataValue>>, vocabSize: number): EngineTokenizer {
   if (meta['tokenizer.ggml.model'] === 'gpt2') return hfEngineTokenizer(ggufBpeTokenizer(meta, vocabSize), vocabSize);
-  return llama2cTokenizer(ggufTokenizer(meta, vocabSize));
+  const template = ggufChatTemplate(meta);
+  return { ...llama2cTokenizer(ggufTokenizer(meta, vocabSize)), ...(template ? { applyChatTemplate: (m: readonly ChatMessage[]) => template.render(m) } : {}) };
 }

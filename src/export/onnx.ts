@@ -79,7 +79,7 @@ function valueInfo(name: string, elemType: number, dims: (number | string)[]): o
 
 /** Checks what the export supports: llama2.c-style Llama (no biases, no RoPE scaling). */
 function checkExportable(c: ModelConfig): void {
-  const bad = [c.qkvBias && 'qkv biases', c.outBias && 'an output bias', c.ropeScaling && 'RoPE scaling'].filter(Boolean);
+  const bad = [c.qkvBias && 'qkv biases', c.qkNorm && 'per-head q/k norms', c.outBias && 'an output bias', c.ropeScaling && 'RoPE scaling'].filter(Boolean);
   if (bad.length) throw new InvalidArgumentError(`the ONNX export takes a plain Llama; this model has ${bad.join(', ')}`, 'Export a llama2.c or synth checkpoint');
   if (c.nHeads % c.nKvHeads !== 0) throw new InvalidArgumentError(`n_heads must be a multiple of n_kv_heads: expected n_heads % n_kv_heads = 0, got ${c.nHeads} % ${c.nKvHeads}`);
 }

@@ -29,6 +29,11 @@ export interface ModelConfig {
   ropeScaling?: RopeScaling;
   /** q, k and v projections add a bias (Qwen2): tensors `layers.{l}.attention.bq|bk|bv`. */
   qkvBias?: boolean;
+  /**
+   * q and k are RMS-normalised per head after the projection, before RoPE (Qwen3): tensors
+   * `layers.{l}.attention.q_norm|k_norm`, (head_size) each, one weight shared by every head.
+   */
+  qkNorm?: boolean;
   /** o_proj adds a bias (Llama's attention_bias): `layers.{l}.attention.bo`, added once after the all-reduce. */
   outBias?: boolean;
 }

@@ -54,6 +54,17 @@ export function rmsnorm(y: Float32Array, x: Float32Array, weight: Float32Array, 
 }
 
 /**
+ * Qwen3's per-head RMSNorm of q or k, in place: x (m, nHeads·headSize), rows `stride` floats
+ * apart, each head normalised as its own row of headSize with the one shared weight.
+ */
+export function headNorm(x: Float32Array, m: number, stride: number, nHeads: number, headSize: number, weight: Float32Array, eps: number): void {
+  for (let r = 0; r < m; r++) {
+    const row = x.subarray(r * stride, r * stride + nHeads * headSize);
+    rmsnorm(row, row, weight, nHeads, headSize, eps);
+  }
+}
+
+/**
  * RoPE cos/sin tables, (seqLen, headSize/2): entry [pos][i] is for frequency index i.
  * Computed as run.c does in f32: freq = 1 / theta^((2i) / headSize), val = pos * freq.
  */
@@ -217,6 +228,9 @@ export interface TransformerWeights {
   bq?: Float32Array; // (layer, n_heads * head_size)
   bk?: Float32Array; // (layer, n_kv_heads * head_size)
   bv?: Float32Array; // (layer, n_kv_heads * head_size)
+  /** Present when config.qkNorm (Qwen3): each head of q (k) is RMS-normalised with this weight before RoPE. */
+  qNorm?: Float32Array; // (layer, head_size)
+  kNorm?: Float32Array; // (layer, head_size)
   wo: Float32Array; // (layer, dim, n_heads * head_size)
   /** Present when config.outBias: added to Wo's output. */
   bo?: Float32Array; // (layer, dim)
@@ -303,6 +317,12 @@ export function forward(model: ReferenceModel, s: RunState, token: number, pos: 
       add(s.q, w.bq.subarray(l * qDim, (l + 1) * qDim), qDim);
       add(s.k, w.bk.subarray(l * kvDim, (l + 1) * kvDim), kvDim);
       add(s.v, w.bv.subarray(l * kvDim, (l + 1) * kvDim), kvDim);
+    }
+
+    // per-head q/k RMSNorm (Qwen3)
+    if (w.qNorm && w.kNorm) {
+      headNorm(s.q, 1, qDim, nHeads, headSize, w.qNorm.subarray(l * headSize, (l + 1) * headSize), c.normEps);
+      headNorm(s.k, 1, kvDim, nKvHeads, headSize, w.kNorm.subarray(l * headSize, (l + 1) * headSize), c.normEps);
     }
 
     // RoPE: rotate q and k by position

@@ -59,6 +59,9 @@ export const llamaPlan: PlanSpec = {
   'layers.*.attention.bq': column('heads'),
   'layers.*.attention.bk': column('kvHeads'),
   'layers.*.attention.bv': column('kvHeads'),
+  // Per-head q/k norms (Qwen3), (head_size): one weight for every head, so every rank holds it.
+  'layers.*.attention.q_norm': replicated,
+  'layers.*.attention.k_norm': replicated,
   'layers.*.attention.wo': row('heads'),
   // o_proj's bias: every rank holds it; it is added once, to the all-reduced sum.
   'layers.*.attention.bo': replicated,

@@ -40,7 +40,7 @@ function encodeValues(x: Float32Array, dtype: SafetensorsDtype): Uint8Array {
 }
 
 export interface HfExportOptions {
-  architecture?: 'LlamaForCausalLM' | 'Qwen2ForCausalLM' | 'MistralForCausalLM';
+  architecture?: 'LlamaForCausalLM' | 'Qwen2ForCausalLM' | 'Qwen3ForCausalLM' | 'MistralForCausalLM';
   dtype?: SafetensorsDtype;
   /** Split the tensors over this many files with an index (default 1: model.safetensors). */
   shards?: number;
@@ -79,6 +79,12 @@ export function exportHf(config: ModelConfig, w: TransformerWeights, o: HfExport
       put(`${p}attention.bk`, [kv], permute ? interleavedToRotateHalf(bk, c.nKvHeads, c.headSize, 1) : bk);
       put(`${p}attention.bv`, [kv], layer(w.bv, l, kv));
     }
+    if (w.qNorm && w.kNorm) {
+      // A norm weight follows its head's dims, so it is permuted as one row of the head.
+      const norm = (x: Float32Array) => (permute ? interleavedToRotateHalf(layer(x, l, c.headSize), 1, c.headSize, 1) : layer(x, l, c.headSize));
+      put(`${p}attention.q_norm`, [c.headSize], norm(w.qNorm));
+      put(`${p}attention.k_norm`, [c.headSize], norm(w.kNorm));
+    }
     put(`${p}attention.wo`, [c.dim, q], layer(w.wo, l, c.dim * q));
     if (w.bo) put(`${p}attention.bo`, [c.dim], layer(w.bo, l, c.dim));
     put(`${p}ffn_norm`, [c.dim], layer(w.rmsFfnWeight, l, c.dim));
@@ -90,10 +96,10 @@ export function exportHf(config: ModelConfig, w: TransformerWeights, o: HfExport
   if (!c.sharedClassifier) put('output', [c.vocabSize, c.dim], w.wcls);
 
   const files = new Map<string, Uint8Array>();
-  const architecture = o.architecture ?? (c.qkvBias ? 'Qwen2ForCausalLM' : 'LlamaForCausalLM');
+  const architecture = o.architecture ?? (c.qkNorm ? 'Qwen3ForCausalLM' : c.qkvBias ? 'Qwen2ForCausalLM' : 'LlamaForCausalLM');
   const json = {
     architectures: [architecture],
-    model_type: { LlamaForCausalLM: 'llama', Qwen2ForCausalLM: 'qwen2', MistralForCausalLM: 'mistral' }[architecture],
+    model_type: { LlamaForCausalLM: 'llama', Qwen2ForCausalLM: 'qwen2', Qwen3ForCausalLM: 'qwen3', MistralForCausalLM: 'mistral' }[architecture],
     hidden_act: 'silu',
     hidden_size: c.dim,
     intermediate_size: c.hiddenDim,

@@ -42,6 +42,7 @@ export function stackWeights(c: ModelConfig, tensors: readonly TensorInfo[], byt
     wk: stacked('attention.wk'),
     wv: stacked('attention.wv'),
     ...(c.qkvBias ? { bq: stacked('attention.bq'), bk: stacked('attention.bk'), bv: stacked('attention.bv') } : {}),
+    ...(c.qkNorm ? { qNorm: stacked('attention.q_norm'), kNorm: stacked('attention.k_norm') } : {}),
     wo: stacked('attention.wo'),
     ...(c.outBias ? { bo: stacked('attention.bo') } : {}),
     rmsFfnWeight: stacked('ffn_norm'),
@@ -64,6 +65,15 @@ export function roundToBf16(x: Float32Array): Float32Array {
 export const TINY_QWEN2: ModelConfig = {
   dim: 48, hiddenDim: 96, nLayers: 2, nHeads: 4, nKvHeads: 2, vocabSize: 320, seqLen: 128, headSize: 16,
   sharedClassifier: true, normEps: 1e-6, ropeTheta: 1e6, ropeStyle: 'rotate_half', qkvBias: true,
+};
+
+/**
+ * A tiny Qwen3-style config: per-head q/k norms, no biases, tied embeddings, GQA, and a head_dim
+ * (24) that is neither dim/heads (10) nor a power of two.
+ */
+export const TINY_QWEN3: ModelConfig = {
+  dim: 40, hiddenDim: 72, nLayers: 2, nHeads: 4, nKvHeads: 2, vocabSize: 320, seqLen: 128, headSize: 24,
+  sharedClassifier: true, normEps: 1e-6, ropeTheta: 1e6, ropeStyle: 'rotate_half', qkNorm: true,
 };
 
 /**
@@ -92,6 +102,8 @@ export function randomWeights(c: ModelConfig, seed = 1, scale = 1): TransformerW
     wk: uniform(L * kv * c.dim, c.dim),
     wv: uniform(L * kv * c.dim, c.dim),
     ...(c.qkvBias ? { bq: uniform(L * q, 4), bk: uniform(L * kv, 4), bv: uniform(L * kv, 4) } : {}),
+    // Norm weights spread wider than the others': a wrong or missing q/k norm shows in the logits.
+    ...(c.qkNorm ? { qNorm: roundToBf16(Float32Array.from({ length: L * c.headSize }, () => 0.3 + 1.7 * rand())), kNorm: roundToBf16(Float32Array.from({ length: L * c.headSize }, () => 0.3 + 1.7 * rand())) } : {}),
     wo: uniform(L * c.dim * q, q),
     ...(c.outBias ? { bo: uniform(L * c.dim, 4) } : {}),
     rmsFfnWeight: norm(L * c.dim),

@@ -15,6 +15,7 @@ import * as q4engine from './engine-q4';
 import * as f16 from './kernels-f16';
 import { generateOnDefault, onGpu } from './gpu-default';
 import * as api from './api';
+import * as qkNorm from './kernels-qk-norm';
 
 const tp = {
   // Every entry that loads an engine from PageGenerateOptions runs it on WebGPU unless told otherwise (gpu-default.ts).
@@ -32,6 +33,7 @@ const tp = {
   q4engine,
   f16,
   api,
+  qkNorm,
 };
 export type TestPage = typeof tp;
 

@@ -1,9 +1,10 @@
 /**
- * Writes Llama and Qwen2 GGUF files (tests, `synth --format gguf`): llama.cpp's names and
+ * Writes Llama, Qwen2 and Qwen3 GGUF files (tests, `synth --format gguf`): llama.cpp's names and
  * metadata keys, tensors in F32, F16, Q8_0 or Q4_0 by ggml's quantisation rules (gguf-blocks.ts),
  * a SentencePiece tokenizer from llama2.c's or any `tokenizer.ggml.*` keys (`ggufBpeKv`).
- * A config with q/k/v biases is written as `qwen2` (rotate_half rows, as its converter keeps
- * them), one without as `llama` (interleaved rows); RoPE divisors become `rope_freqs.weight`.
+ * A config with q/k/v biases is written as `qwen2` and one with per-head q/k norms as `qwen3`
+ * (rotate_half rows, as their converter keeps them), one with neither as `llama` (interleaved
+ * rows); RoPE divisors become `rope_freqs.weight`.
  *
  * The metadata section is serialised by `@huggingface/gguf` (`serializeGgufMetadata`); the
  * library has no tensor-info writer, so the tensor infos (name, dims, type, offset) and the
@@ -54,7 +55,8 @@ export function ggufTensorPlan(c: ModelConfig, quant: GgufQuant): { name: string
   const names = ['tok_embeddings'];
   for (let l = 0; l < c.nLayers; l++) {
     const attn = c.qkvBias ? ['attention.wq', 'attention.bq', 'attention.wk', 'attention.bk', 'attention.wv', 'attention.bv'] : ['attention.wq', 'attention.wk', 'attention.wv'];
-    for (const k of ['attention_norm', ...attn, 'attention.wo', 'ffn_norm', 'feed_forward.w1', 'feed_forward.w3', 'feed_forward.w2']) names.push(`layers.${l}.${k}`);
+    const qkNorm = c.qkNorm ? ['attention.q_norm', 'attention.k_norm'] : [];
+    for (const k of ['attention_norm', ...attn, ...qkNorm, 'attention.wo', 'ffn_norm', 'feed_forward.w1', 'feed_forward.w3', 'feed_forward.w2']) names.push(`layers.${l}.${k}`);
   }
   names.push('norm');
   if (!c.sharedClassifier) names.push('output');
@@ -69,10 +71,11 @@ const f32 = (value: number) => ({ value, type: GGUFValueType.FLOAT32 });
 const str = (value: string) => ({ value, type: GGUFValueType.STRING });
 const strings = (value: string[]) => ({ value, type: GGUFValueType.ARRAY, subType: GGUFValueType.STRING });
 
-/** The GGUF architecture a config is written as: `qwen2` has q/k/v biases and rotate_half rows, `llama` neither. */
-export function ggufArchitecture(c: ModelConfig): 'llama' | 'qwen2' {
-  const arch = c.qkvBias ? 'qwen2' : 'llama';
-  const want = arch === 'qwen2' ? 'rotate_half' : 'interleaved';
+/** The GGUF architecture a config is written as: `qwen2` has q/k/v biases, `qwen3` q/k norms (both rotate_half rows), `llama` neither. */
+export function ggufArchitecture(c: ModelConfig): 'llama' | 'qwen2' | 'qwen3' {
+  if (c.qkvBias && c.qkNorm) throw new RangeError('no GGUF architecture written here has both q/k/v biases and q/k norms');
+  const arch = c.qkvBias ? 'qwen2' : c.qkNorm ? 'qwen3' : 'llama';
+  const want = arch === 'llama' ? 'interleaved' : 'rotate_half';
   if (c.ropeStyle !== want) throw new RangeError(`a ${arch} GGUF stores q/k rows in ${want} order; the config has ${c.ropeStyle}`);
   if (c.outBias) throw new RangeError('no GGUF architecture written here has an o_proj bias');
   if (c.ropeScaling?.type === 'llama3') throw new RangeError('GGUF stores RoPE scaling as rope_freqs divisors: pass ropeScaling {type: "factors"}');
@@ -204,6 +207,7 @@ export function referenceTensor(m: ReferenceModel, name: string): Float32Array {
     attention_norm: w.rmsAttWeight, ffn_norm: w.rmsFfnWeight, 'attention.wq': w.wq, 'attention.wk': w.wk, 'attention.wv': w.wv,
     'attention.wo': w.wo, 'feed_forward.w1': w.w1, 'feed_forward.w2': w.w2, 'feed_forward.w3': w.w3,
     ...(w.bq && w.bk && w.bv ? { 'attention.bq': w.bq, 'attention.bk': w.bk, 'attention.bv': w.bv } : {}),
+    ...(w.qNorm && w.kNorm ? { 'attention.q_norm': w.qNorm, 'attention.k_norm': w.kNorm } : {}),
   };
   const all = stacked[kind!];
   if (!all) throw new RangeError(`the reference model has no ${name}`);

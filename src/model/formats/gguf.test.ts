@@ -346,9 +346,15 @@ describe('GGUF architectures: qwen2 (q/k/v biases, rotate_half), llama with rope
     expect(model.config.ropeScaling).toEqual(config.ropeScaling);
   });
 
-  it('refuses qwen3 (q/k norm not implemented), a malformed rope_freqs, rope_freqs outside llama, a Qwen2 without its biases', async () => {
-    const q3 = rebuildArch(qwen, qwenKv, (kv) => { kv['general.architecture'] = { value: 'qwen3', type: GGUFValueType.STRING }; });
-    expect((await layoutError(q3)).message).toMatch(/"qwen3" is not supported yet: its per-head q\/k RMSNorm/);
+  it('refuses a Qwen2 file labelled qwen3 (biases, no q/k norms), a malformed rope_freqs, rope_freqs outside llama, a Qwen2 without its biases', async () => {
+    const q3 = rebuildArch(qwen, qwenKv, (kv) => {
+      for (const k of Object.keys(kv).filter((k) => k.startsWith('qwen2.'))) {
+        kv[k.replace('qwen2.', 'qwen3.')] = kv[k]!;
+        delete kv[k];
+      }
+      kv['general.architecture'] = { value: 'qwen3', type: GGUFValueType.STRING };
+    });
+    expect((await layoutError(q3)).message).toMatch(/"blk\.0\.attn_q\.bias" is not part of a Qwen3 model/);
     const other = await layoutError(rewrite((kv) => { kv['general.architecture'] = { value: 'phi3', type: GGUFValueType.STRING }; }));
     expect(other.message).toMatch(/"phi3" is not supported; webgpu-tp runs "llama" and "qwen2"/);
     const freqs = (dims: number[], type: number) => rewrite(() => {}, (l) => l.unshift({ name: 'rope_freqs.weight', dims, type, byteLength: 16 }));

@@ -1,5 +1,5 @@
 /**
- * GGUF files (llama.cpp's format) of the `llama` and `qwen2` architectures, laid out for the plan.
+ * GGUF files (llama.cpp's format) of the `llama`, `qwen2` and `qwen3` architectures, laid out for the plan.
  *
  * The header (metadata and tensor infos) is read by `@huggingface/gguf`, which asks for byte
  * ranges through a `fetch`; here that fetch is answered from any ByteSource's prefix, so the
@@ -16,8 +16,8 @@
  *
  * GGUF dims list ne[0], the row length, first: a matrix [out, in] is stored as [in, out]. The
  * RoPE pairing is the converter's: llama.cpp's convert_hf_to_gguf.py permutes a Llama's q/k rows
- * back to Meta's interleaved pairs (llama.cpp's "norm" RoPE), and keeps Qwen2's in Hugging Face's
- * rotate_half order ("neox"). Llama 3.1+ store their RoPE scaling as a `rope_freqs` tensor of
+ * back to Meta's interleaved pairs (llama.cpp's "norm" RoPE), and keeps Qwen2's and Qwen3's in
+ * Hugging Face's rotate_half order ("neox"), so Qwen3's per-head q/k norm weights need no permuting. Llama 3.1+ store their RoPE scaling as a `rope_freqs` tensor of
  * per-frequency divisors: read from the file with the header and kept in the config, not streamed.
  */
 import { gguf, GGMLQuantizationType, type MetadataValue } from '@huggingface/gguf';
@@ -177,6 +177,8 @@ const LAYER_NAMES: Readonly<Record<string, string>> = {
   ffn_gate: 'feed_forward.w1',
   ffn_down: 'feed_forward.w2',
   ffn_up: 'feed_forward.w3',
+  attn_q_norm: 'attention.q_norm',
+  attn_k_norm: 'attention.k_norm',
 };
 const LAYER_BIASES: Readonly<Record<string, string>> = { attn_q: 'attention.bq', attn_k: 'attention.bk', attn_v: 'attention.bv' };
 
@@ -206,22 +208,22 @@ export function ggufName(name: string): string {
 }
 
 /** The architectures read, and how each one's llama.cpp converter stores it. */
-const ARCHITECTURES: Readonly<Record<string, Pick<ModelConfig, 'ropeStyle' | 'qkvBias'>>> = {
+const ARCHITECTURES: Readonly<Record<string, Pick<ModelConfig, 'ropeStyle' | 'qkvBias' | 'qkNorm'>>> = {
   llama: { ropeStyle: 'interleaved' },
   qwen2: { ropeStyle: 'rotate_half', qkvBias: true },
+  qwen3: { ropeStyle: 'rotate_half', qkNorm: true },
 };
+/** How messages name each architecture's models. */
+const FAMILY: Readonly<Record<string, string>> = { llama: 'Llama', qwen2: 'Qwen2', qwen3: 'Qwen3' };
 const GGUF_ARCHITECTURES = Object.keys(ARCHITECTURES);
 
 /** The ModelConfig of a GGUF's metadata; the vocabulary is token_embd's row count. */
 export function ggufConfig(h: GgufHeader, file: string): ModelConfig {
   const m = h.metadata;
   const arch = m['general.architecture'];
-  if (arch === 'qwen3') {
-    throw new ModelFormatError(`${file}: GGUF architecture "qwen3" is not supported yet: its per-head q/k RMSNorm (attn_q_norm, attn_k_norm) before RoPE is not implemented`, 'Use a Qwen2/Qwen2.5 or Llama GGUF for now');
-  }
   const kind = typeof arch === 'string' ? ARCHITECTURES[arch] : undefined;
   if (!kind) {
-    throw new ModelFormatError(`${file}: GGUF architecture "${String(arch)}" is not supported; webgpu-tp runs ${GGUF_ARCHITECTURES.map((a) => `"${a}"`).join(' and ')}`, 'Use a Llama-architecture GGUF (Llama, TinyLlama, SmolLM, Mistral converted as llama) or a Qwen2 one, or the model\'s Hugging Face safetensors');
+    throw new ModelFormatError(`${file}: GGUF architecture "${String(arch)}" is not supported; webgpu-tp runs ${GGUF_ARCHITECTURES.map((a) => `"${a}"`).join(' and ')}`, 'Use a Llama-architecture GGUF (Llama, TinyLlama, SmolLM, Mistral converted as llama), a Qwen2 or Qwen3 one, or the model\'s Hugging Face safetensors');
   }
   const k = (key: string) => `${arch}.${key}`;
   const emb = h.tensors.find((t) => t.name === 'token_embd.weight');
@@ -297,10 +299,13 @@ export function layoutGguf(h: GgufHeader, fileSize: number, file: string): GgufL
       continue;
     }
     const name = ggufPlanName(t.name);
-    if (name === undefined) throw new ModelFormatError(`${file}: tensor "${t.name}" is not part of a ${h.metadata['general.architecture'] === 'qwen2' ? 'Qwen2' : 'Llama'} model`, 'webgpu-tp runs Llama and Qwen2 GGUFs (token_embd, blk.N.attn_*/ffn_*, attn_q/k/v biases in qwen2, rope_freqs in llama, output_norm, output)');
+    const notPart = () => new ModelFormatError(`${file}: tensor "${t.name}" is not part of a ${FAMILY[String(h.metadata['general.architecture'])]} model`, 'webgpu-tp runs Llama, Qwen2 and Qwen3 GGUFs (token_embd, blk.N.attn_*/ffn_*, attn_q/k/v biases in qwen2, attn_q_norm/attn_k_norm in qwen3, rope_freqs in llama, output_norm, output)');
+    if (name === undefined) throw notPart();
     if (seen.has(name)) throw new ModelFormatError(`${file}: tensor "${t.name}" is stored twice`);
     seen.add(name);
     const shape = want.get(name);
+    // A layer's tensor of another architecture (qwen2's biases in qwen3) is not a block_count mismatch.
+    if (!shape && Number(/^layers\.(\d+)\./.exec(name)?.[1] ?? Infinity) < config.nLayers) throw notPart();
     if (!shape) throw new ModelFormatError(`${file}: tensor "${t.name}" is not expected by the metadata (block_count ${config.nLayers})`, 'The metadata does not match the tensors');
     const type = TYPES[t.type];
     if (!type) {
@@ -410,6 +415,7 @@ export async function loadGgufDequantized(bytes: Uint8Array, name = 'model.gguf'
     rmsFinalWeight: values.get('norm')!,
     wcls: c.sharedClassifier ? tokenEmbeddingTable : values.get('output')!,
     ...(c.qkvBias ? { bq: stack('attention.bq'), bk: stack('attention.bk'), bv: stack('attention.bv') } : {}),
+    ...(c.qkNorm ? { qNorm: stack('attention.q_norm'), kNorm: stack('attention.k_norm') } : {}),
   };
   return { layout, model: { config: c, weights } };
 }

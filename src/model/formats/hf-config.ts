@@ -1,13 +1,13 @@
 /**
  * Hugging Face `config.json` (and `generation_config.json`) → ModelConfig, for the Llama-family
- * architectures the kernels run as they are: LlamaForCausalLM, MistralForCausalLM and
- * Qwen2ForCausalLM (q/k/v biases). Anything that would change the maths and is not supported
+ * architectures the kernels run as they are: LlamaForCausalLM, MistralForCausalLM,
+ * Qwen2ForCausalLM (q/k/v biases) and Qwen3ForCausalLM (per-head q/k RMSNorm, its own head_dim). Anything that would change the maths and is not supported
  * fails with a ModelFormatError naming the field, rather than loading and generating nonsense.
  */
 import { ModelFormatError } from '../../errors.js';
 import type { ModelConfig, RopeScaling } from '../config.js';
 
-export const SUPPORTED_ARCHITECTURES = ['LlamaForCausalLM', 'MistralForCausalLM', 'Qwen2ForCausalLM'] as const;
+export const SUPPORTED_ARCHITECTURES = ['LlamaForCausalLM', 'MistralForCausalLM', 'Qwen2ForCausalLM', 'Qwen3ForCausalLM'] as const;
 export type HfArchitecture = (typeof SUPPORTED_ARCHITECTURES)[number];
 
 /** The attention kernel keeps a head in registers: larger heads are not supported. */
@@ -23,7 +23,7 @@ export interface HfModelConfig {
   eosTokenIds: number[];
 }
 
-const REMEDY = 'This model is not supported: use a Llama, Mistral or Qwen2 model without that setting';
+const REMEDY = 'This model is not supported: use a Llama, Mistral, Qwen2 or Qwen3 model without that setting';
 
 type Json = Record<string, unknown>;
 
@@ -98,7 +98,7 @@ export function parseHfConfig(json: unknown, generation?: unknown): HfModelConfi
   if (act !== 'silu') fail('hidden_act', `${JSON.stringify(act)} is not supported (the MLP is SwiGLU: silu)`);
   if (j.quantization_config !== undefined) fail('quantization_config', 'is not supported: quantised safetensors cannot be loaded', 'Use the model\'s float16/bfloat16/float32 weights');
   if (j.partial_rotary_factor !== undefined && j.partial_rotary_factor !== 1) fail('partial_rotary_factor', `${JSON.stringify(j.partial_rotary_factor)} is not supported (RoPE covers the whole head)`);
-  // Llama's attention_bias puts a bias on q, k, v and o; mlp_bias on every MLP matrix.
+  // Llama's (and Qwen3's) attention_bias puts a bias on q, k, v and o; mlp_bias on every MLP matrix.
   const attentionBias = architecture !== 'Qwen2ForCausalLM' && j.attention_bias === true;
   if (j.mlp_bias === true) fail('mlp_bias', 'true is not supported');
 
@@ -128,9 +128,10 @@ export function parseHfConfig(json: unknown, generation?: unknown): HfModelConfi
     ...(scaling ? { ropeScaling: scaling } : {}),
     ...(architecture === 'Qwen2ForCausalLM' || attentionBias ? { qkvBias: true } : {}),
     ...(attentionBias ? { outBias: true } : {}),
+    ...(architecture === 'Qwen3ForCausalLM' ? { qkNorm: true } : {}),
   };
 
-  const useSliding = architecture === 'Qwen2ForCausalLM' ? j.use_sliding_window === true : true;
+  const useSliding = architecture === 'Qwen2ForCausalLM' || architecture === 'Qwen3ForCausalLM' ? j.use_sliding_window === true : true;
   const window = j.sliding_window;
   const slidingWindow = useSliding && typeof window === 'number' && window > 0 ? window : undefined;
 

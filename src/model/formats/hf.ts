@@ -48,6 +48,8 @@ const LAYER_NAMES: Record<string, string> = {
   'self_attn.k_proj.bias': 'attention.bk',
   'self_attn.v_proj.bias': 'attention.bv',
   'self_attn.o_proj.bias': 'attention.bo',
+  'self_attn.q_norm.weight': 'attention.q_norm',
+  'self_attn.k_norm.weight': 'attention.k_norm',
   'post_attention_layernorm.weight': 'ffn_norm',
   'mlp.gate_proj.weight': 'feed_forward.w1',
   'mlp.down_proj.weight': 'feed_forward.w2',
@@ -95,6 +97,11 @@ export function expectedShapes(c: ModelConfig): Map<string, [number, number]> {
       out.set(`${p}attention.bk`, [kv, 1]);
       out.set(`${p}attention.bv`, [kv, 1]);
     }
+    if (c.qkNorm) {
+      // One weight of head_size for every head (Qwen3), replicated like the other norms.
+      out.set(`${p}attention.q_norm`, [1, c.headSize]);
+      out.set(`${p}attention.k_norm`, [1, c.headSize]);
+    }
     out.set(`${p}attention.wo`, [c.dim, q]);
     if (c.outBias) out.set(`${p}attention.bo`, [1, c.dim]);
     out.set(`${p}ffn_norm`, [1, c.dim]);
@@ -122,7 +129,7 @@ export function layoutHfModel(c: ModelConfig, files: readonly { name: string; he
       if (IGNORED.test(t.name)) continue;
       const name = planName(t.name);
       if (name === undefined) {
-        throw new ModelFormatError(`${f.name}: tensor "${t.name}" is not part of a Llama/Mistral/Qwen2 model`, 'Check config.json\'s architectures against the weights');
+        throw new ModelFormatError(`${f.name}: tensor "${t.name}" is not part of a Llama/Mistral/Qwen2/Qwen3 model`, 'Check config.json\'s architectures against the weights');
       }
       // A tied model may still store lm_head.weight (a copy of the embedding): it is not read.
       if (name === 'output' && c.sharedClassifier) continue;

@@ -53,6 +53,16 @@ describe('GGUF byte-level BPE ("gpt2") tokenizer', () => {
     expect(llama.encode('cafe\u0301', false)).not.toEqual(llama.encode('caf\u00e9', false));
   });
 
+  it('deepseek-r1-qwen (DeepSeek-R1\'s Qwen distills) is llama.cpp\'s qwen2 pre-tokenizer: the same ids for digits, NFC, specials and words', () => {
+    const q = withPre('qwen2');
+    const d = withPre('deepseek-r1-qwen');
+    for (const s of ['12345', 'cafe\u0301 caf\u00e9', `hello world<|eot_id|> xyz${USER_TOKEN}`, ' the  \n\n 3.14 🙂', "I'm 'RE"]) {
+      expect(d.encode(s, false), JSON.stringify(s)).toEqual(q.encode(s, false));
+    }
+    expect(d.encode('12345', false)).toEqual(byte('12345'));
+    expect(d.encode('hi', true)).toEqual(byte('hi')); // no BOS unless add_bos_token says so, as qwen2
+  });
+
   it('matches special and user-defined tokens in text; decodes control tokens to nothing and user-defined ones to their text', () => {
     const ids = llama.encode(`<|eot_id|>hi${USER_TOKEN}`, false);
     expect(ids).toEqual([fx.id('<|eot_id|>'), ...byte('hi'), fx.id(USER_TOKEN)]);

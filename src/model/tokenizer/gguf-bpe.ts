@@ -35,12 +35,16 @@ interface PreTokenizer {
   nfc: boolean;
 }
 
+const QWEN2: PreTokenizer = { regexes: [llama3Like('\\p{N}')], ignoreMerges: false, addBos: false, nfc: true };
+
 /** The `tokenizer.ggml.pre` values read, with what llama.cpp makes of each. */
 const PRE: Readonly<Record<string, PreTokenizer>> = {
   'llama-bpe': { regexes: [llama3Like('\\p{N}{1,3}')], ignoreMerges: true, addBos: true, nfc: false },
-  qwen2: { regexes: [llama3Like('\\p{N}')], ignoreMerges: false, addBos: false, nfc: true },
+  qwen2: QWEN2,
   smollm: { regexes: ['\\p{N}', GPT2], ignoreMerges: false, addBos: false, nfc: false },
   default: { regexes: ['[\\p{P}\\$\\+<=>\\^~\\|]+', GPT2, '\\p{N}+', '[0-9][0-9][0-9]'], ignoreMerges: false, addBos: false, nfc: false },
+  // DeepSeek-R1's Qwen distills: llama.cpp gives this name qwen2's pre-tokenizer type and flags.
+  'deepseek-r1-qwen': QWEN2,
 };
 
 /** The `tokenizer.ggml.pre` values read. */

@@ -3,14 +3,16 @@
  * (SentencePiece BPE): `tokens`, `scores` and `token_type` hold what llama2.c's tokenizer.bin
  * holds (pieces and merge scores), so they become the same `Tokenizer` and encode as run.c does.
  *
- * SentencePiece writes a space as "▁" (U+2581) inside pieces, where tokenizer.bin has " ". The
- * control pieces keep their text ("<s>"); they are never produced by a merge of text and the
- * scheduler stops on BOS/EOS before printing them. llama2.c's BPE takes BOS = 1, EOS = 2 and
- * the byte pieces <0x00>..<0xFF> at ids 3..258, as every SentencePiece Llama vocabulary has.
+ * SentencePiece writes a space as "▁" (U+2581) inside pieces, where tokenizer.bin has " ".
+ * Control, user-defined and unknown tokens ("<s>", "[INST]") are split out of text before BPE,
+ * as llama.cpp does, so a `tokenizer.chat_template` (`ggufChatTemplate`) renders into their ids;
+ * control tokens decode to nothing. llama2.c's BPE takes BOS = 1, EOS = 2 and the byte pieces
+ * <0x00>..<0xFF> at ids 3..258, as every SentencePiece Llama vocabulary has.
  */
 import type { MetadataValue } from '@huggingface/gguf';
 import { TokenizerFormatError } from '../../errors.js';
 import { BOS, EOS, Tokenizer } from './tokenizer.js';
+import { ChatTemplate } from './chat-template.js';
 
 /** GGUF token_type values (llama.cpp's llama_token_type). */
 export const TOKEN_TYPE = { normal: 1, unknown: 2, control: 3, userDefined: 4, unused: 5, byte: 6 } as const;
@@ -58,7 +60,21 @@ export function ggufTokenizer(meta: Readonly<Record<string, MetadataValue>>, voc
     }
   }
   const maxLen = pieces.reduce((m, p) => Math.max(m, p.byteLength), 1);
-  return new Tokenizer(pieces, s, maxLen);
+  const rawTypes = meta['tokenizer.ggml.token_type'];
+  const types = Array.isArray(rawTypes) ? rawTypes.map(Number) : [];
+  if (types.length > 0 && types.length !== tokens.length) throw new TokenizerFormatError(`the GGUF's tokenizer has ${tokens.length} tokens but ${types.length} token types`);
+  const ids = (want: readonly number[]) => types.flatMap((t, id) => (want.includes(t) ? [id] : []));
+  return new Tokenizer(pieces, s, maxLen, {
+    matched: ids([TOKEN_TYPE.control, TOKEN_TYPE.userDefined, TOKEN_TYPE.unknown]),
+    silent: ids([TOKEN_TYPE.control]),
+  });
+}
+
+/** A SentencePiece GGUF's `tokenizer.chat_template`, with its BOS and EOS texts; undefined without one. */
+export function ggufChatTemplate(meta: Readonly<Record<string, MetadataValue>>): ChatTemplate | undefined {
+  const tokens = meta['tokenizer.ggml.tokens'];
+  const text = (id: number) => (Array.isArray(tokens) && typeof tokens[id] === 'string' ? tokens[id] : undefined);
+  return ChatTemplate.from(meta['tokenizer.chat_template'], { bos: text(BOS), eos: text(EOS) }, 'the GGUF\'s tokenizer.chat_template');
 }
 
 /** `tokenizer.ggml.*` values for a llama2.c tokenizer (the GGUF writer's input). */

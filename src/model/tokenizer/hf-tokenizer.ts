@@ -10,14 +10,10 @@
  * a byte-fallback vocabulary become their byte and a space.
  */
 import { Tokenizer as LibTokenizer, ByteLevelDecoder } from '@huggingface/tokenizers';
-import { Template } from '@huggingface/jinja';
 import { TokenizerFormatError } from '../../errors.js';
+import { ChatTemplate, type ChatMessage } from './chat-template.js';
 
-/** One chat message, in the OpenAI shape. */
-export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant' | 'tool' | (string & {});
-  content: string;
-}
+export type { ChatMessage };
 
 type Json = Record<string, unknown>;
 
@@ -49,8 +45,7 @@ export class HfTokenizer {
   private readonly byteDecoder: Record<string, number> | undefined;
   private readonly special = new Set<number>();
   private readonly added = new Map<number, string>();
-  private readonly template: Template | undefined;
-  private readonly templateVars: Json;
+  private readonly template: ChatTemplate | undefined;
 
   /**
    * `tokenizerJson` and `tokenizerConfig` parsed; `eosIds` from generation_config.json or
@@ -86,16 +81,7 @@ export class HfTokenizer {
     const eosFallback = eosText !== undefined ? this.lib.token_to_id(eosText) : undefined;
     this.stopTokens = eosIds.length ? [...eosIds] : eosFallback !== undefined ? [eosFallback] : [];
 
-    let tpl = cfg.chat_template;
-    if (Array.isArray(tpl)) tpl = (tpl as Json[]).find((t) => t.name === 'default')?.template;
-    if (typeof tpl === 'string') {
-      try {
-        this.template = new Template(tpl);
-      } catch (e) {
-        throw new TokenizerFormatError(`tokenizer_config.json: the chat_template does not parse: ${(e as Error).message}`);
-      }
-    }
-    this.templateVars = { bos_token: bosText ?? '', eos_token: eosText ?? '' };
+    this.template = ChatTemplate.from(cfg.chat_template, { bos: bosText, eos: eosText }, 'tokenizer_config.json: the chat_template');
   }
 
   /** True when tokenizer_config.json has a chat template. */
@@ -116,7 +102,7 @@ export class HfTokenizer {
    */
   applyChatTemplate(messages: readonly ChatMessage[], extra: Json = {}): string {
     if (!this.template) throw new TokenizerFormatError('tokenizer_config.json has no chat_template', 'Use completions with a plain prompt, or a model with a chat template');
-    return this.template.render({ ...this.templateVars, add_generation_prompt: true, ...extra, messages });
+    return this.template.render(messages, extra);
   }
 
   /** Raw bytes of `token` as generated text; special tokens are empty. */

@@ -6,6 +6,11 @@
  *
  * Pieces are raw bytes (not necessarily valid UTF-8: a piece can be half a code point), so
  * `decode` returns bytes and the caller assembles text (see `Utf8Stream`).
+ *
+ * A SentencePiece vocabulary from a GGUF also names special tokens (`SpecialTokens`): their text
+ * is split out of the input before BPE, as llama.cpp does, so a chat template's `</s>` or
+ * `[INST]` becomes its one token; every other stretch of text is encoded as run.c encodes a
+ * whole prompt (with its dummy-prefix space).
  */
 import { TokenizerFormatError } from '../../errors.js';
 
@@ -31,6 +36,14 @@ function vocabMismatch(found: string, vocabSize: number): TokenizerFormatError {
   );
 }
 
+/** Tokens matched as a whole in text before BPE, and those that decode to nothing. */
+export interface SpecialTokens {
+  /** Ids whose piece is split out of the text (a GGUF's control, user-defined and unknown tokens). */
+  matched: readonly number[];
+  /** Ids that decode to no bytes (control tokens: never shown as text). */
+  silent: readonly number[];
+}
+
 export class Tokenizer {
   readonly vocabSize: number;
   readonly maxTokenLength: number;
@@ -42,8 +55,11 @@ export class Tokenizer {
   private readonly keys: string[];
   /** For `<0xXX>` pieces, the byte they stand for; -1 otherwise. */
   private readonly byteValue: Int16Array;
+  /** Special ids to split out of text, longest piece first (llama.cpp's order). */
+  private readonly matched: number[];
+  private readonly silent: ReadonlySet<number>;
 
-  constructor(pieces: Uint8Array[], scores: Float32Array, maxTokenLength: number) {
+  constructor(pieces: Uint8Array[], scores: Float32Array, maxTokenLength: number, special: SpecialTokens = { matched: [], silent: [] }) {
     this.vocabSize = pieces.length;
     this.maxTokenLength = maxTokenLength;
     this.pieces = pieces;
@@ -56,6 +72,8 @@ export class Tokenizer {
       const m = BYTE_PIECE.exec(k);
       if (m) this.byteValue[id] = parseInt(m[1]!, 16);
     });
+    this.matched = special.matched.filter((id) => pieces[id]!.byteLength > 0).sort((a, b) => pieces[b]!.byteLength - pieces[a]!.byteLength || a - b);
+    this.silent = new Set(special.silent);
   }
 
   /**
@@ -122,7 +140,8 @@ export class Tokenizer {
   /**
    * run.c's `encode`: optional BOS, a dummy-prefix " " when the text is non-empty, one token per
    * UTF-8 code point (or its bytes + 3 when the code point is not a piece), then greedy merges of
-   * the adjacent pair whose merged piece has the highest score (the leftmost on ties).
+   * the adjacent pair whose merged piece has the highest score (the leftmost on ties). Special
+   * tokens' text is split out first; each stretch between them is encoded so.
    */
   encode(text: string, bos = true, eos = false): number[] {
     let bytes = new TextEncoder().encode(text);
@@ -131,6 +150,33 @@ export class Tokenizer {
     if (nul >= 0) bytes = bytes.subarray(0, nul);
     const tokens: number[] = [];
     if (bos) tokens.push(BOS);
+    for (const part of this.partition(bytes)) {
+      if (typeof part === 'number') tokens.push(part);
+      else tokens.push(...this.encodeText(part));
+    }
+    if (eos) tokens.push(EOS);
+    return tokens;
+  }
+
+  /**
+   * The text split at special tokens' pieces, as llama.cpp's `tokenizer_st_partition`: each
+   * special token in turn, longest first, is cut out of every stretch still text.
+   */
+  private partition(bytes: Uint8Array): (Uint8Array | number)[] {
+    let parts: (string | number)[] = bytes.length > 0 ? [binaryKey(bytes)] : [];
+    for (const id of this.matched) {
+      const key = this.keys[id]!;
+      parts = parts.flatMap((p) => {
+        if (typeof p === 'number' || !p.includes(key)) return [p];
+        return p.split(key).flatMap((t, i) => [...(i > 0 ? [id] : []), ...(t ? [t] : [])]);
+      });
+    }
+    return parts.map((p) => (typeof p === 'number' ? p : Uint8Array.from(p, (c) => c.charCodeAt(0))));
+  }
+
+  /** run.c's encode of non-empty text without BOS/EOS: the dummy prefix, code points, merges. */
+  private encodeText(bytes: Uint8Array): number[] {
+    const tokens: number[] = [];
     if (bytes.length > 0) {
       // run.c would push -1 if " " is missing; fall back to its byte token instead.
       const space = this.lookup.get(' ');
@@ -175,8 +221,6 @@ export class Tokenizer {
       if (bestIdx > 0) merges[bestIdx - 1] = pairId(bestIdx - 1);
       if (bestIdx < merges.length) merges[bestIdx] = pairId(bestIdx);
     }
-
-    if (eos) tokens.push(EOS);
     return tokens;
   }
 
@@ -190,6 +234,7 @@ export class Tokenizer {
     }
     const b = this.byteValue[token]!;
     if (b >= 0) return Uint8Array.of(b);
+    if (this.silent.has(token)) return new Uint8Array(0);
     const piece = this.pieces[token]!;
     return prev === BOS && piece[0] === 0x20 ? piece.subarray(1) : piece;
   }
