@@ -12,7 +12,7 @@ import { dequantizeQ8 } from '../src/model/reference-q8.js';
 import { dequantizeQ4, q4ToQ8 } from '../src/model/reference-q4.js';
 import { ModelFormatError } from '../src/errors.js';
 import { dequantize } from '../src/model/formats/gguf-blocks.js';
-import { dequantizeQ8m, regroupQ8m } from './q8m-views.js';
+import { dequantizeQ8m, regroupQ8m, toQ8m } from './q8m-views.js';
 
 /** A slice of the packed shard: f32 values, or a quantised values plane and its group scales. */
 export type SliceView =
@@ -50,14 +50,16 @@ export function sliceValues(v: SliceView): number {
   return v.dtype === 'f32' ? v.f.length : v.dtype === 'f16' ? v.h.length : v.dtype === 'q8_m' ? v.q.length : v.s.length * v.groupSize;
 }
 
+const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+
 function groupOf(v: SliceView): number {
   return v.dtype === 'f32' || v.dtype === 'f16' ? 0 : v.groupSize;
 }
 
 /**
  * `parts` in the form they can be fused in: unchanged when they agree; all Q8_0 of one group size
- * when they are Q4_0 and Q8_0 in groups of 32; all q8_m of the smallest group when they are q8_m
- * (Q4_K beside Q6_K); otherwise f32.
+ * when they are Q4_0 and Q8_0 in groups of 32; all q8_m in groups that divide every part's when a
+ * q8_m is among quantised parts (Q4_K beside Q6_K, or beside Q8_0); otherwise f32.
  */
 export function commonForm(parts: SliceView[]): SliceView[] {
   const first = parts[0]!;
@@ -65,9 +67,10 @@ export function commonForm(parts: SliceView[]): SliceView[] {
   if (parts.every((p) => (p.dtype === 'q8_0' || p.dtype === 'q4_0') && p.groupSize === 32)) {
     return parts.map((p) => (p.dtype === 'q4_0' ? { dtype: 'q8_0', ...q4ToQ8(p, sliceValues(p)), groupSize: 32 } : p));
   }
-  if (parts.every((p) => p.dtype === 'q8_m')) {
-    const g = Math.min(...parts.map(groupOf));
-    return parts.map((p) => (p.dtype === 'q8_m' ? regroupQ8m(p, g) : p));
+  if (parts.some((p) => p.dtype === 'q8_m') && parts.every((p) => p.dtype === 'q8_m' || p.dtype === 'q8_0' || p.dtype === 'q4_0')) {
+    const g = parts.map(groupOf).reduce(gcd);
+    const all = parts.map((p) => (p.dtype === 'q8_m' ? p : toQ8m(p as Exclude<SliceView, { dtype: 'q8_m' | 'f32' | 'f16' }>, sliceValues(p))));
+    if (all.every((p) => p !== undefined)) return all.map((p) => regroupQ8m(p, g));
   }
   return parts.map((p): SliceView => {
     if (p.dtype === 'f32') return p;

@@ -67,6 +67,9 @@ describe('GGUF K-quant files: reader, stream, plan and slice views', () => {
     expect(t('tok_embeddings')).toMatchObject({ dtype: 'q8_m', quant: { groupSize: 16, block: 256 } });
     expect(t('output')).toMatchObject({ aliasOf: 'tok_embeddings', dtype: 'q8_m' });
     expect(t('layers.0.attention_norm').dtype).toBe('f32');
+    // Q8_0 and Q4_0 beside K-quants in a fused matrix stay quantised (they fuse in q8_m form)
+    expect(t('layers.1.attention.wk')).toMatchObject({ dtype: 'q8_0', quant: { groupSize: 32 } });
+    expect(t('layers.0.feed_forward.w3')).toMatchObject({ dtype: 'q4_0', quant: { groupSize: 32 } });
     const q41 = (await loadGgufDequantized(encodeTypedGguf(model, allOf('Q5_1'), tok))).layout.tensors.find((x) => x.name === 'layers.0.attention.wo')!;
     expect(q41.quant).toEqual({ groupSize: 32, scaleOffset: q41.offset + 512 * 512 });
   });
@@ -89,6 +92,11 @@ describe('GGUF K-quant files: reader, stream, plan and slice views', () => {
         const rows = (name: string, a: number, b: number) => referenceTensor(oracle, name).subarray(a * dim, b * dim);
         expect(firstDiff(valuesOf(qkv[0]!), rows('layers.1.attention.wq', h0 * hs, h1 * hs))).toBe(-1);
         expect(firstDiff(valuesOf(qkv[2]!), rows('layers.1.attention.wv', k0 * hs, k1 * hs))).toBe(-1);
+        expect(firstDiff(valuesOf(qkv[1]!), rows('layers.1.attention.wk', k0 * hs, k1 * hs))).toBe(-1); // Q8_0 as q8_m
+        const w13 = commonForm(['w1', 'w3'].map((k) => views.get(`layers.0.feed_forward.${k}`)!));
+        expect(w13.map((p) => p.dtype)).toEqual(['q8_m', 'q8_m']);
+        const [u0, u1] = r.hidden;
+        expect(firstDiff(valuesOf(w13[1]!), rows('layers.0.feed_forward.w3', u0, u1))).toBe(-1); // Q4_0 as q8_m
         // wo: the rank's columns of every row
         const wo = valuesOf(views.get('layers.0.attention.wo')!);
         const full = referenceTensor(oracle, 'layers.0.attention.wo');

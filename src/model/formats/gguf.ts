@@ -271,7 +271,7 @@ export function ggufConfig(h: GgufHeader, file: string): ModelConfig {
 // Tensor infos → the stream's tensor table
 // ---------------------------------------------------------------------------------------------
 
-/** Tensors the kernels fuse into one matrix: they must share a stream dtype. */
+/** Tensors the kernels fuse into one matrix: they must share a stream dtype, or all be quantised with a q8_m among them. */
 const FUSED = [['attention.wq', 'attention.wk', 'attention.wv'], ['feed_forward.w1', 'feed_forward.w3']];
 
 /** Values per scale of a stored type in the stream (q8_m's K-quants keep their sub-blocks). */
@@ -353,7 +353,10 @@ export function layoutGguf(h: GgufHeader, fileSize: number, file: string): GgufL
   for (let l = 0; l < config.nLayers; l++) {
     for (const group of FUSED) {
       const names = group.map((k) => `layers.${l}.${k}`);
-      if (new Set(names.map((n) => dtypeOf.get(n))).size > 1) for (const n of names) dtypeOf.set(n, 'f32');
+      const kinds = new Set(names.map((n) => dtypeOf.get(n)));
+      // Q8_0 and Q4_0 parts have an exact q8_m form (workers/q8m-views.ts), so they fuse with K-quants.
+      const quantised = kinds.has('q8_m') && [...kinds].every((d) => d === 'q8_m' || d === 'q8_0' || d === 'q4_0');
+      if (kinds.size > 1 && !quantised) for (const n of names) dtypeOf.set(n, 'f32');
     }
   }
 
