@@ -11,6 +11,8 @@ import { layoutGguf, loadGgufDequantized, readGguf, readGgufHeader, type HeadSou
 import { referenceTensor } from './gguf-write.js';
 import { commonForm, sliceValues, sliceViews, type SliceView } from '../../../workers/slice-views.js';
 import { dequantizeQ8m } from '../../../workers/q8m-views.js';
+import { createCpuBackend } from '../../../workers/cpu-backend.js';
+import { cpuBlocker } from '../../engine/device-measure.js';
 import { allOf, encodeTypedGguf, kquantModel, q4kmMix } from '../../../test-support/model/kquant-gguf.js';
 
 const tok = Tokenizer.parse(readFileSync(resolve(modelsDir, 'tok512.bin')), 512);
@@ -123,5 +125,14 @@ describe('GGUF K-quant files: reader, stream, plan and slice views', () => {
     const truncated = mixed.subarray(0, mixed.byteLength - 100);
     await expect(readGguf(source(truncated))).rejects.toThrow(ModelFormatError);
     await expect(readGguf(source(truncated))).rejects.toThrow(/cut short/);
+  });
+
+  it('CPU ranks refuse q8_m weights with a ModelFormatError naming GPU ranks, and auto\'s blocker names q8_m', async () => {
+    const { layout } = await loadGgufDequantized(mixed);
+    const s = await stream(mixed);
+    const [r] = makePlan(layout.config, { tensorParallel: 1 }, layout.tensors).ranks;
+    expect(() => createCpuBackend().createWeights(layout.config, r!, pack(r!, s))).toThrow(ModelFormatError);
+    expect(() => createCpuBackend().createWeights(layout.config, r!, pack(r!, s))).toThrow(/CPU ranks do not run.*GPU ranks/);
+    expect(cpuBlocker(layout.tensors, { activations: 'f32', runqExact: false })).toMatch(/q8_m/);
   });
 });
