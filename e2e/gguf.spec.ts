@@ -99,13 +99,13 @@ test('a GGUF with a tensor type the kernels do not read is a ModelFormatError na
   // token_embd.weight's info: its name, n_dims (4 bytes), two u64 dims, then the u32 type
   const name = new TextEncoder().encode('token_embd.weight');
   const at = Buffer.from(bytes).indexOf(Buffer.from(name)) + name.byteLength + 4 + 16;
-  new DataView(bytes.buffer).setUint32(at, 12, true); // Q4_K
+  new DataView(bytes.buffer).setUint32(at, 11, true); // Q3_K
   const path = join(dir, 'q4k.gguf');
   writeFileSync(path, bytes);
   const url = harness.server.mountFile('/files/gguf/q4k.gguf', path);
   const e = await runGenerate(harness, { ...base, model: url, tp: 1 }).then(() => undefined, (x: unknown) => x as WebGpuTpError);
   expect(e?.code).toBe('MODEL_FORMAT');
-  expect(e?.message).toMatch(/"token_embd\.weight" is Q4_K; webgpu-tp reads F32, F16, Q8_0 and Q4_0 tensors/);
+  expect(e?.message).toMatch(/"token_embd\.weight" is Q3_K; webgpu-tp reads F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K tensors/);
 });
 
 test('stories260K as GGUF Q4_0 at TP 1 and 2: the oracle\'s greedy tokens on the dequantised weights', async ({ harness }) => {

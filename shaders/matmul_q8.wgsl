@@ -1,18 +1,11 @@
 // Weight-only Q8_0 matmul (f32 activations): y = xin · Wᵀ with W dequantised in the kernel,
 // w = q · scale of its group, exactly runq.c's `dequantize`. Composed with matmul_common.wgsl
 // and an x loader, so the fused RMSNorm and SiLU·mul inputs work as for f32 weights.
-// WQ: a chunk's rows of K int8 values (K/4 words each, P.kStride4 = K/4); WS: K/GS scales per row.
-@group(0) @binding(3) var<storage, read> WQ: array<u32>;
-@group(0) @binding(7) var<storage, read> WS: array<f32>;
+// The weights' bindings and `wq4(row, k4)` (W[row][4·k4 .. 4·k4+3], dequantised) come from
+// q8_weights.wgsl (Q8_0) or q8m_weights.wgsl (q8_m: GGUF's Q4_1, Q5_x and K-quants).
 override WG: u32 = 64u;
-override GS: u32 = 32u;
 override WGX: u32 = 8u;
 override WGY: u32 = 8u;
-
-// W[row][4·k4 .. 4·k4+3], dequantised.
-fn wq4(row: u32, k4: u32) -> vec4<f32> {
-  return vec4<f32>(i8x4(WQ[row * P.kStride4 + k4])) * WS[row * (P.K / GS) + (k4 * 4u) / GS];
-}
 
 // m = 1: four rows of W per invocation, sharing each load (and fused transform) of x; no
 // workgroup memory or barrier (barriers are what a CPU adapter such as SwiftShader pays most for).

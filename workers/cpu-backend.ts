@@ -65,6 +65,7 @@ function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer, o: C
   const matrix = (names: string[], cols: number, layout: CpuWeightLayout = 'tiled'): CpuMatrix => {
     const parts = commonForm(names.map(view));
     const dtype = parts[0]!.dtype;
+    if (dtype === 'q8_m') throw new ModelFormatError(`rank ${r.rank}: ${names[0]} is a GGUF K-quant, Q4_1 or Q5_x matrix (q8_m), which CPU ranks do not run`, 'Run the model on GPU ranks (devices "auto" puts it there), or use its Q8_0/Q4_0 GGUF');
     if (dtype !== 'f32' && dtype !== 'f16') throw new ModelFormatError(`rank ${r.rank}: ${names[0]} is ${dtype}; CPU ranks take f32 or f16 weights`);
     const values = parts.map((p) => (p.dtype === 'f32' ? p.f : p.dtype === 'f16' ? p.h : undefined)!);
     const rows = values.reduce((n, v) => n + v.length, 0) / cols;

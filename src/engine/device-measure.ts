@@ -53,6 +53,7 @@ export function cpuBlocker(tensors: readonly TensorInfo[], rank: Pick<RankOption
     ...(quantised.length ? [`quantised weights (${quantised.join(', ')})`] : []),
     ...(rank.activations === 'int8' ? ['int8 activations'] : []),
     ...(rank.runqExact && rank.activations === 'int8' ? ["runq.c's exact W8A8"] : []),
+    ...(tensors.some((t) => t.dtype === 'q8_m') && !quantised.includes('q8_m') ? ['GGUF K-quant, Q4_1 and Q5_x weights (q8_m)'] : []),
   ];
   return why.length ? why.join(', ') : undefined;
 }

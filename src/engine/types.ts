@@ -172,7 +172,7 @@ export interface RankReport {
 /** What a rank stores in which precision, and how its kernels read it (issue #10's f16). */
 export interface RankPrecision {
   /** Its weight matrices' dtype ('mixed' when they differ, e.g. a GGUF with f16 and Q8_0 matrices). */
-  weights: 'f32' | 'f16' | 'q8_0' | 'q4_0' | 'mixed';
+  weights: 'f32' | 'f16' | 'q8_0' | 'q4_0' | 'q8_m' | 'mixed';
   /** The arithmetic of the weight kernels: f32 with either kind of f16 kernel. */
   math: 'f32' | 'f16';
   /**

@@ -3,10 +3,12 @@
  * pass over the file, each tensor converted as it passes. F32 tensors, and F16 ones the layout
  * keeps in f16, pass as they are; F16 and quantised tensors the layout wants as f32 become f32 values; Q8_0/Q4_0 matrices become their values plane as the
  * blocks arrive and, at the tensor's end, the plane of f32 scales held back meanwhile (an
- * eighth of the values for Q8_0: the only memory beyond a chunk).
+ * eighth of the values for Q8_0: the only memory beyond a chunk). Q4_1, Q5_0, Q5_1 and K-quant
+ * matrices (`q8_m`) pass their byte codes, then their (scale, min) pairs.
  */
 import { type GgufLayout, type GgufSegment, segmentStreamBytes } from '../model/formats/gguf.js';
 import { dequantize, GGML_BLOCK, splitQ4Blocks, splitQ8Blocks } from '../model/formats/gguf-blocks.js';
+import { AFFINE_GROUP, isAffineType, splitAffineBlocks } from '../model/formats/gguf-kquants.js';
 import { ConvertedSource, type SegmentCodec, type SegmentDecoder } from './converted-source.js';
 import type { ByteSource } from './source.js';
 
@@ -26,6 +28,24 @@ function decoder(s: GgufSegment): SegmentDecoder {
         return new Uint8Array(out.buffer);
       },
       end: () => EMPTY,
+    };
+  }
+  if (s.dtype === 'q8_m' && isAffineType(s.type)) {
+    // codes now, (scale, min) pairs at the end
+    const type = s.type;
+    const perBlock = block.values / AFFINE_GROUP[type];
+    const pairs = new Float32Array((s.byteLength / block.bytes) * perBlock * 2);
+    let done = 0;
+    return {
+      unit: block.bytes,
+      push(bytes) {
+        const blocks = bytes.byteLength / block.bytes;
+        const out = new Uint8Array(blocks * block.values);
+        splitAffineBlocks(type, bytes, out, pairs.subarray(done * perBlock * 2, (done + blocks) * perBlock * 2));
+        done += blocks;
+        return out;
+      },
+      end: () => new Uint8Array(pairs.buffer),
     };
   }
   // q8_0 / q4_0: values now, scales at the end

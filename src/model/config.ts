@@ -72,12 +72,19 @@ export interface TensorInfo {
    * element k + 16 in its high one, each as q + 8 (0..15); then one f32 scale per group at
    * `quant.scaleOffset` (the value is (nibble − 8) · scale). `f16`: rows·cols IEEE halves,
    * little-endian (GGUF F16 matrices, kept in f16 on the GPU); rows have an even length.
+   * `q8_m` (GGUF Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, exactly): rows·cols byte codes at `offset`,
+   * then an f32 (scale, min) pair per group at `quant.scaleOffset`; the value is code · scale + min.
    */
-  dtype: 'f32' | 'f16' | 'q8_0' | 'q4_0';
+  dtype: 'f32' | 'f16' | 'q8_0' | 'q4_0' | 'q8_m';
   /** f32: rows·cols·4; f16: rows·cols·2; q8_0: the int8 values' rows·cols; q4_0: the nibbles' rows·cols/2 (the scales are extra). */
   byteLength: number;
   /** Set for quantised dtypes. Groups never straddle rows (cols % groupSize === 0). */
-  quant?: { groupSize: number; scaleOffset: number };
+  quant?: {
+    groupSize: number;
+    scaleOffset: number;
+    /** Columns a split keeps together when more than a group: a K-quant's super-block of 256. */
+    block?: number;
+  };
   /**
    * Set when this tensor is stored as another one's bytes (`output` of a shared classifier is
    * `tok_embeddings`): same offset, same shape. Loaders may then route one range twice.

@@ -225,13 +225,20 @@ function mergeAdjacent(ranges: ByteRange[]): ByteRange[] {
   return out;
 }
 
-/** Bytes of the values plane of `values` quantised values: an int8 each (q8_0) or a nibble (q4_0). */
-export function quantPlaneBytes(dtype: 'q8_0' | 'q4_0', values: number): number {
+export type QuantDtype = 'q8_0' | 'q4_0' | 'q8_m';
+
+/** Bytes of the values plane of `values` quantised values: an int8 each (q8_0), a byte code (q8_m) or a nibble (q4_0). */
+export function quantPlaneBytes(dtype: QuantDtype, values: number): number {
   return dtype === 'q4_0' ? values / 2 : values;
 }
 
+/** Bytes per group in the scales plane: an f32 scale, or q8_m's (scale, min) pair. */
+export function quantGroupBytes(dtype: QuantDtype): number {
+  return dtype === 'q8_m' ? 8 : 4;
+}
+
 /** Where a quantised slice of `values` values puts its scales: the plane's end, rounded up to 4 bytes. */
-export function quantScalesOffset(dtype: 'q8_0' | 'q4_0', values: number): number {
+export function quantScalesOffset(dtype: QuantDtype, values: number): number {
   return Math.ceil(quantPlaneBytes(dtype, values) / 4) * 4;
 }
 
@@ -266,7 +273,7 @@ function checkQuantised(t: TensorInfo): void {
 }
 
 function sliceTensor(t: TensorInfo, spec: ShardSpec, own: Range | null): TensorSlice {
-  if (t.dtype === 'q8_0' || t.dtype === 'q4_0') return sliceQuant(t, t.dtype, spec, own);
+  if (t.dtype === 'q8_0' || t.dtype === 'q4_0' || t.dtype === 'q8_m') return sliceQuant(t, t.dtype, spec, own);
   const [rows, cols] = t.shape;
   const el = t.dtype === 'f16' ? 2 : 4;
   if (spec.style === 'replicated' || own === null) {
@@ -290,9 +297,10 @@ function sliceTensor(t: TensorInfo, spec: ShardSpec, own: Range | null): TensorS
  * Element offsets are whole groups (a and b of a row split are group-aligned), so a q4_0 run of
  * them starts and ends on a byte: group g of a row is its 16 bytes, whatever the nibble order inside.
  */
-function sliceQuant(t: TensorInfo, dtype: 'q8_0' | 'q4_0', spec: ShardSpec, own: Range | null): TensorSlice {
+function sliceQuant(t: TensorInfo, dtype: QuantDtype, spec: ShardSpec, own: Range | null): TensorSlice {
   const [rows, cols] = t.shape;
   const g = t.quant!.groupSize;
+  const gb = quantGroupBytes(dtype);
   const scaleOffset = t.quant!.scaleOffset;
   const bytes = (values: number) => quantPlaneBytes(dtype, values);
   const whole = spec.style === 'replicated' || own === null;
@@ -305,21 +313,21 @@ function sliceQuant(t: TensorInfo, dtype: 'q8_0' | 'q4_0', spec: ShardSpec, own:
     const sd = quantScalesOffset(dtype, rows * (b - a));
     for (let i = 0; i < rows; i++) ranges.push({ fileOffset: t.offset + bytes(i * cols + a), length: bytes(b - a), dstOffset: i * bytes(b - a) });
     for (let i = 0; i < rows; i++) {
-      ranges.push({ fileOffset: scaleOffset + ((i * cols + a) / g) * 4, length: ((b - a) / g) * 4, dstOffset: sd + i * ((b - a) / g) * 4 });
+      ranges.push({ fileOffset: scaleOffset + ((i * cols + a) / g) * gb, length: ((b - a) / g) * gb, dstOffset: sd + i * ((b - a) / g) * gb });
     }
   } else {
     // whole rows a..b: one run of values, one of scales
     shape = [b - a, cols];
     ranges.push({ fileOffset: t.offset + bytes(a * cols), length: bytes((b - a) * cols), dstOffset: 0 });
-    ranges.push({ fileOffset: scaleOffset + ((a * cols) / g) * 4, length: (((b - a) * cols) / g) * 4, dstOffset: quantScalesOffset(dtype, (b - a) * cols) });
+    ranges.push({ fileOffset: scaleOffset + ((a * cols) / g) * gb, length: (((b - a) * cols) / g) * gb, dstOffset: quantScalesOffset(dtype, (b - a) * cols) });
   }
-  const byteLength = quantScalesOffset(dtype, shape[0] * shape[1]) + ((shape[0] * shape[1]) / g) * 4;
+  const byteLength = quantScalesOffset(dtype, shape[0] * shape[1]) + ((shape[0] * shape[1]) / g) * gb;
   return { name: t.name, style: spec.style, dtype, groupSize: g, shape, byteLength, ranges: mergeAdjacent(ranges) };
 }
 
-/** Columns a split must keep together: a quantisation group, a pair of f16 halves (one u32), else 1. */
+/** Columns a split must keep together: a K-quant super-block, a quantisation group, a pair of f16 halves (one u32), else 1. */
 function splitUnit(t: TensorInfo): number {
-  return t.quant?.groupSize ?? (t.dtype === 'f16' ? 2 : 1);
+  return t.quant?.block ?? t.quant?.groupSize ?? (t.dtype === 'f16' ? 2 : 1);
 }
 
 /** The quantisation group (or f16 pair) of the tensors split along `axis` by rows of their input (row style), or 1. */
@@ -332,9 +340,19 @@ function rowSplitGroup(tensors: readonly TensorInfo[], specs: readonly ShardSpec
   return g;
 }
 
+const gcd = (x: number, y: number): number => (y === 0 ? x : gcd(y, x % y));
+
 function lcm(a: number, b: number): number {
-  const gcd = (x: number, y: number): number => (y === 0 ? x : gcd(y, x % y));
   return (a / gcd(a, b)) * b;
+}
+
+/** The even degrees whose head split starts every rank on a multiple of `headGroup` columns of wo and gives each rank MLP units. */
+export function wholeBlockDegrees(config: ModelConfig, headGroup: number, hiddenGroup: number): number[] {
+  const out: number[] = [];
+  for (let tp = 1; tp <= config.nHeads; tp++) {
+    if (config.nHeads % tp === 0 && ((config.nHeads / tp) * config.headSize) % headGroup === 0 && config.hiddenDim / hiddenGroup >= tp) out.push(tp);
+  }
+  return out;
 }
 
 /**
@@ -384,10 +402,12 @@ export function makePlan(
   const headGroup = rowSplitGroup(tensors, specs, 'heads');
   for (const [r, [h0]] of rangesFromSizes(heads).entries()) {
     if ((h0 * config.headSize) % headGroup !== 0) {
-      const unit = headGroup === 2 ? 'a pair of f16 halves (one u32)' : `a quantisation group of ${headGroup}`;
+      const unit = headGroup === 2 ? 'a pair of f16 halves (one u32)'
+        : tensors.some((t) => t.quant?.block === headGroup) ? `a K-quant super-block of ${headGroup}` : `a quantisation group of ${headGroup}`;
+      const works = wholeBlockDegrees(config, headGroup, hiddenGroup);
       throw new PlanError(
-        `rank ${r}'s heads start at column ${h0 * config.headSize} of wo, inside ${unit} (head size ${config.headSize})`,
-        `Use a degree whose head split falls on group boundaries (every split does when the head size is a multiple of ${headGroup})`,
+        `rank ${r}'s heads start at column ${h0 * config.headSize} of wo, inside ${unit} (head size ${config.headSize}); even splits that keep them whole: tensorParallel ${works.join(', ')}`,
+        `Use one of those degrees, or a split whose ranks' heads start on multiples of ${headGroup / gcd(headGroup, config.headSize)} heads (every split works when the head size is a multiple of ${headGroup})`,
       );
     }
   }

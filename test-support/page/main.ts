@@ -12,6 +12,7 @@ import * as kernels from './kernels';
 import * as q8 from './kernels-q8';
 import * as q4 from './kernels-q4';
 import * as q4engine from './engine-q4';
+import * as q8m from './kernels-q8m';
 import * as f16 from './kernels-f16';
 import { generateOnDefault, onGpu } from './gpu-default';
 import * as api from './api';
@@ -31,6 +32,7 @@ const tp = {
   q8,
   q4,
   q4engine,
+  q8m,
   f16,
   api,
   qkNorm,

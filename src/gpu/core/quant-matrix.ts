@@ -3,14 +3,15 @@
  * int8 values (four per u32 word, a row of k values is k/4 words); Q4_0 (GGML): nibbles (eight
  * per word, a row is k/8 words; word w of a group of 32 holds elements 4w..4w+3 in its low
  * nibbles and 16+4w..16+4w+3 in its high ones). Both have one f32 scale per group of
- * `groupSize` values along a row. Like `Matrix`, split into row chunks that each fit one binding.
+ * `groupSize` values along a row. q8_m (GGUF's Q4_1, Q5_x, K-quants): byte codes, four per word,
+ * and an f32 (scale, min) pair per group. Like `Matrix`, split into row chunks that each fit one binding.
  */
 import { InvalidArgumentError } from '../../errors.js';
 import type { GpuContext } from './device.js';
 
 const STORAGE = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
 
-export type QuantKind = 'q8_0' | 'q4_0';
+export type QuantKind = 'q8_0' | 'q4_0' | 'q8_m';
 
 export interface QuantMatrix {
   kind: QuantKind;
@@ -24,7 +25,7 @@ export interface QuantMatrix {
 export interface QuantChunk {
   /** rows × k values: int8 (q8_0) or nibbles (q4_0). */
   q: GPUBuffer;
-  /** rows × k/groupSize f32 scales. */
+  /** rows × k/groupSize f32 scales (q8_m: scale, min pairs). */
   s: GPUBuffer;
   rowStart: number;
   rows: number;
@@ -32,7 +33,12 @@ export interface QuantChunk {
 
 export function isQuantMatrix(w: object): w is QuantMatrix {
   const kind = (w as QuantMatrix).kind;
-  return kind === 'q8_0' || kind === 'q4_0';
+  return kind === 'q8_0' || kind === 'q4_0' || kind === 'q8_m';
+}
+
+/** f32 words per group: a scale, or q8_m's (scale, min). */
+export function quantGroupWords(kind: QuantKind): number {
+  return kind === 'q8_m' ? 2 : 1;
 }
 
 /** Bytes of one row of k values. */
@@ -49,7 +55,8 @@ export function createQuantMatrix(ctx: GpuContext, n: number, k: number, groupSi
   }
   const limit = Math.min(ctx.limits.maxStorageBufferBindingSize, ctx.limits.maxBufferSize);
   const qRow = quantRowBytes(kind, k);
-  const rowBytes = Math.max(qRow, (k / groupSize) * 4);
+  const gw = quantGroupWords(kind);
+  const rowBytes = Math.max(qRow, (k / groupSize) * 4 * gw);
   if (rowBytes > limit) throw new InvalidArgumentError(`${label}: one row of ${k} values exceeds the binding limit of ${limit} bytes`);
   const nChunks = Math.max(1, Math.ceil(n / Math.floor(limit / rowBytes)));
   const chunks: QuantChunk[] = [];
@@ -57,7 +64,7 @@ export function createQuantMatrix(ctx: GpuContext, n: number, k: number, groupSi
     const rows = Math.floor(n / nChunks) + (c < n % nChunks ? 1 : 0);
     chunks.push({
       q: ctx.device.createBuffer({ size: Math.max(16, rows * qRow), usage: STORAGE, label: `${label}.q[${c}]` }),
-      s: ctx.device.createBuffer({ size: Math.max(16, (rows * k) / groupSize * 4), usage: STORAGE, label: `${label}.s[${c}]` }),
+      s: ctx.device.createBuffer({ size: Math.max(16, (rows * k) / groupSize * 4 * gw), usage: STORAGE, label: `${label}.s[${c}]` }),
       rowStart,
       rows,
     });
@@ -73,7 +80,7 @@ export function createQuantMatrix(ctx: GpuContext, n: number, k: number, groupSi
 export function writeQuantRows(ctx: GpuContext, m: QuantMatrix, rowStart: number, q: Int8Array | Uint8Array, s: Float32Array): void {
   const rb = quantRowBytes(m.kind, m.k);
   const rows = q.length / rb;
-  const g = m.k / m.groupSize;
+  const g = (m.k / m.groupSize) * quantGroupWords(m.kind);
   if (!Number.isInteger(rows) || s.length !== rows * g || rowStart + rows > m.n) {
     throw new InvalidArgumentError(`${m.label}: expected whole rows of ${rb} bytes and ${g} scales within ${m.n}, got ${q.length} and ${s.length} at row ${rowStart}`);
   }

@@ -1,5 +1,5 @@
 /**
- * The embedding lookup, for every table dtype (f32, f16, Q8_0, Q4_0): one op that dispatches
+ * The embedding lookup, for every table dtype (f32, f16, Q8_0, Q4_0, q8_m): one op that dispatches
  * once per chunk of the table (a table larger than a binding is split by rows), each dispatch
  * writing the output rows whose tokens fall in its chunk. The kernels share embed_common.wgsl
  * and differ only in how they read a value of a row; each writes it exactly (f16 widened,
@@ -10,6 +10,7 @@ import embedCommonSrc from '../../../shaders/embed_common.wgsl?raw';
 import embedF32Src from '../../../shaders/embed.wgsl?raw';
 import embedQ8Src from '../../../shaders/embed_q8.wgsl?raw';
 import embedQ4Src from '../../../shaders/embed_q4.wgsl?raw';
+import embedQ8mSrc from '../../../shaders/embed_q8m.wgsl?raw';
 import unpackQ8Src from '../../../shaders/q8_unpack.wgsl?raw';
 import type { GpuContext } from '../core/device.js';
 import { createParamBlock, type Matrix, type StepParams } from '../core/buffers.js';
@@ -60,6 +61,7 @@ function kernelFor(ctx: GpuContext, t: Matrix | HalfMatrix | QuantMatrix): Table
   if (isQuantMatrix(t)) {
     const chunks = t.chunks.map((c) => ({ rowStart: c.rowStart, rows: c.rows, values: c.q, scales: c.s }));
     if (t.kind === 'q4_0') return { entry: 'embed_q4', sources: [embedQ4Src], dim: t.k, rowWords: t.k / 8, groupSize: 32, chunks };
+    if (t.kind === 'q8_m') return { entry: 'embed_q8m', sources: [embedQ8mSrc], dim: t.k, rowWords: t.k / 4, groupSize: t.groupSize, chunks };
     return { entry: 'embed_q8', sources: [unpackQ8Src, embedQ8Src], dim: t.k, rowWords: t.k / 4, groupSize: t.groupSize, chunks };
   }
   const chunks = t.chunks.map((c) => ({ rowStart: c.rowStart, rows: c.rows, values: c.buffer }));

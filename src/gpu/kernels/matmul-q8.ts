@@ -1,7 +1,8 @@
 /**
  * Matmuls with Q8_0 weights (`QuantMatrix`), dequantised inside the kernel:
  *   activations 'f32'  (weight-only): y (+)= xin · Wᵀ with the fused RMSNorm / SiLU·mul inputs
- *                      of the f32 matmul; w = q · scale.
+ *                      of the f32 matmul; w = q · scale. q8_m weights (GGUF's Q4_1, Q5_x and
+ *                      K-quants) run the same kernels with w = code · scale + min.
  *   activations 'int8' (W8A8, llama2.c's runq.c): xin is first quantised per group of the
  *                      weights' group size (the int8 front of matmul-base.ts), then each group's
  *                      int8 dot product is summed exactly and scaled by both scales.
@@ -13,6 +14,8 @@ import commonSrc from '../../../shaders/common.wgsl?raw';
 import matmulCommonSrc from '../../../shaders/matmul_common.wgsl?raw';
 import unpackSrc from '../../../shaders/q8_unpack.wgsl?raw';
 import q8Src from '../../../shaders/matmul_q8.wgsl?raw';
+import q8WeightsSrc from '../../../shaders/q8_weights.wgsl?raw';
+import q8mWeightsSrc from '../../../shaders/q8m_weights.wgsl?raw';
 import q8a8Src from '../../../shaders/matmul_q8a8.wgsl?raw';
 import { InvalidArgumentError } from '../../errors.js';
 import type { GpuContext } from '../core/device.js';
@@ -46,7 +49,8 @@ export function createQ8Matmul(ctx: GpuContext, step: StepParams, o: Q8MatmulOpt
   const params: GPUBuffer[] = [];
 
   if (o.activations === 'f32') {
-    const code = wgsl(commonSrc, matmulCommonSrc, xLoads(vec4Rows(K, xStride, xOffset, inp)), unpackSrc, q8Src);
+    const weights = w.kind === 'q8_m' ? q8mWeightsSrc : q8WeightsSrc;
+    const code = wgsl(commonSrc, matmulCommonSrc, xLoads(vec4Rows(K, xStride, xOffset, inp)), unpackSrc, weights, q8Src);
     const constants = { ...common, MODE: inp.mode, ALIGNED: 1 };
     const gemv = gemvKernel(ctx.pipelines.get(code, 'gemv_q8', { ...constants, WG }, 'gemv_q8'), 4 * WG);
     const gemm = maxM > 1 ? regblockKernel(ctx.pipelines.get(code, 'gemm_q8', constants, 'gemm_q8')) : undefined;
@@ -58,6 +62,7 @@ export function createQ8Matmul(ctx: GpuContext, step: StepParams, o: Q8MatmulOpt
     return makeOp(ctx, `matmul ${w.label}`, maxM, params, gemvOrGemm(gemv, gemm, chunks));
   }
 
+  if (w.kind !== 'q8_0') throw new InvalidArgumentError(`matmul ${w.label}: int8 activations need Q8_0 weights, got ${w.kind}`);
   // W8A8: quantise xin into this op's scratch, then the integer matmul.
   const front = int8Front(ctx, { ...o, K, xStride, xOffset, inp, xqBytes: maxM * K, xsBytes: (maxM * K) / GS * 4, quantize: { GS } });
   const code = wgsl(commonSrc, unpackSrc, q8a8Src);

@@ -2,7 +2,8 @@
  * y[m][N] (+)= xin[m][K] · W[N][K]ᵀ (+ bias[N]), where xin is x, RMSNorm(x)·g (fused norm) or
  * silu(a)·b (fused SwiGLU): the one entry, which picks the kernels by the weights' dtype: f32
  * (`Matrix`, matmul-f32.ts), f16 (`HalfMatrix`, matmul-f16.ts), Q8_0 (matmul-q8.ts) and Q4_0
- * (`QuantMatrix`: matmul-q4.ts weight-only, matmul-q4a8.ts with int8 activations). A W split
+ * (`QuantMatrix`: matmul-q4.ts weight-only, matmul-q4a8.ts with int8 activations) and q8_m
+ * (GGUF's Q4_1, Q5_x and K-quants: matmul-q8.ts's kernels, weight-only). A W split
  * across bindings runs one dispatch per chunk of its rows (matmul-base.ts).
  */
 import { InvalidArgumentError } from '../../errors.js';
@@ -47,6 +48,11 @@ export function createMatmul(ctx: GpuContext, step: StepParams, o: MatmulOptions
   }
   if (isQuantMatrix(w) && w.kind === 'q4_0') {
     return o.activations === 'int8' ? createQ4A8Matmul(ctx, step, { ...o, w }) : createQ4Matmul(ctx, step, { ...o, w });
+  }
+  // q8_m weights take f32 activations in an int8 run, like f16 ones.
+  if (isQuantMatrix(w) && w.kind === 'q8_m') {
+    if (o.continueSum) throw new InvalidArgumentError(`matmul ${w.label}: continueSum needs Q8_0 weights with int8 activations`);
+    return createQ8Matmul(ctx, step, { ...o, w, activations: 'f32' });
   }
   if (isQuantMatrix(w)) return createQ8Matmul(ctx, step, { ...o, w, activations: o.activations ?? 'f32' });
   if (o.continueSum) throw new InvalidArgumentError(`matmul ${w.label}: continueSum needs Q8_0 weights with int8 activations`);

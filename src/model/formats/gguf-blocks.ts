@@ -14,11 +14,13 @@
  * in f32 arithmetic, so files written here hold what llama.cpp would write.
  */
 import { f16ToF32 } from './safetensors.js';
+import { AFFINE_BLOCK, AFFINE_TYPE_ID, dequantizeAffine, isAffineType, type AffineType } from './gguf-kquants.js';
 
-export type GgmlType = 'F32' | 'F16' | 'Q8_0' | 'Q4_0';
+/** The types read; Q4_1, Q5_0, Q5_1 and the K-quants are gguf-kquants.ts's. */
+export type GgmlType = 'F32' | 'F16' | 'Q8_0' | 'Q4_0' | AffineType;
 
 /** ggml_type ids as GGUF stores them. */
-export const GGML_TYPE_ID: Readonly<Record<GgmlType, number>> = { F32: 0, F16: 1, Q4_0: 2, Q8_0: 8 };
+export const GGML_TYPE_ID: Readonly<Record<GgmlType, number>> = { F32: 0, F16: 1, Q4_0: 2, Q8_0: 8, ...AFFINE_TYPE_ID };
 
 /** Values per block, and bytes per block. */
 export const GGML_BLOCK: Readonly<Record<GgmlType, { values: number; bytes: number }>> = {
@@ -26,6 +28,7 @@ export const GGML_BLOCK: Readonly<Record<GgmlType, { values: number; bytes: numb
   F16: { values: 1, bytes: 2 },
   Q8_0: { values: 32, bytes: 34 },
   Q4_0: { values: 32, bytes: 18 },
+  ...AFFINE_BLOCK,
 };
 
 /** Values per quantisation block (ggml's QK8_0 and QK4_0). */
@@ -101,6 +104,7 @@ export function splitQ4Blocks(src: Uint8Array, nibbles: Uint8Array, s: Float32Ar
 
 /** Values of whole blocks/elements of `type` as f32 (ggml's dequantize_row_*), into `out`. */
 export function dequantize(type: GgmlType, src: Uint8Array, out: Float32Array): void {
+  if (isAffineType(type)) return dequantizeAffine(type, src, out);
   const view = new DataView(src.buffer, src.byteOffset, src.byteLength);
   if (type === 'F32') {
     for (let i = 0; i < src.byteLength / 4; i++) out[i] = view.getFloat32(i * 4, true);
@@ -135,6 +139,7 @@ function roundAway(v: number): number {
  * quantise; the file holds d rounded to f16, as ggml does.
  */
 export function quantize(type: GgmlType, x: Float32Array): Uint8Array {
+  if (isAffineType(type)) throw new RangeError(`${type} is not written here (test-support/model/kquant-quantize.ts writes it for tests)`);
   const out = new Uint8Array(ggmlBytes(type, x.length));
   const view = new DataView(out.buffer);
   if (type === 'F32') {

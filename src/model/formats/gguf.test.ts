@@ -217,9 +217,9 @@ describe('GGUF reader refuses bad files with a ModelFormatError naming the probl
   });
 
   it('an unsupported tensor type lists the supported ones', async () => {
-    const e = await layoutError(rewrite(() => {}, (l) => { l[2]!.type = 12; }));
+    const e = await layoutError(rewrite(() => {}, (l) => { l[2]!.type = 11; }));
     expect(e).toBeInstanceOf(ModelFormatError);
-    expect(e.message).toMatch(/"blk\.0\.attn_q\.weight" is Q4_K; webgpu-tp reads F32, F16, Q8_0 and Q4_0 tensors/);
+    expect(e.message).toMatch(/"blk\.0\.attn_q\.weight" is Q3_K; webgpu-tp reads F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K tensors/);
   });
 
   it('bad dims, a missing tensor, an unknown tensor', async () => {

@@ -11,7 +11,9 @@
  * F32 tensors stay f32 and F16 matrices `f16` (the file's halves as they are; F16 norms become
  * f32, like every vector); Q8_0 matrices become the `q8_0` dtype (int8 plane, then f32
  * scales; groups of 32) and Q4_0 matrices `q4_0` (the 16 nibble bytes of each block in GGML's
- * order, then f32 scales): the kernels' planes, not GGML's interleaved blocks. A quantised norm,
+ * order, then f32 scales): the kernels' planes, not GGML's interleaved blocks. Q4_1, Q5_0, Q5_1
+ * and the K-quants become `q8_m` (a byte code per value, then (scale, min) pairs: gguf-kquants.ts),
+ * a K-quant's tensor marked with its super-block of 256, which no split cuts. A quantised norm,
  * or a quantised matrix fused with one stored otherwise (wq|wk|wv, w1|w3), is dequantised to f32.
  *
  * GGUF dims list ne[0], the row length, first: a matrix [out, in] is stored as [in, out]. The
@@ -25,6 +27,7 @@ import { ModelFormatError } from '../../errors.js';
 import type { ModelConfig, TensorInfo } from '../config.js';
 import type { ReferenceModel, TransformerWeights } from '../reference.js';
 import { dequantize, GGML_BLOCK, ggmlBytes, type GgmlType } from './gguf-blocks.js';
+import { AFFINE_GROUP, isAffineType } from './gguf-kquants.js';
 import { expectedShapes } from './hf.js';
 
 /** "GGUF" as a little-endian uint32. */
@@ -80,8 +83,10 @@ export interface GgufLayout {
   ropeFreqs?: { offset: number; count: number };
 }
 
-const TYPES: Readonly<Record<number, GgmlType>> = { 0: 'F32', 1: 'F16', 2: 'Q4_0', 8: 'Q8_0' };
-const SUPPORTED = 'F32, F16, Q8_0 and Q4_0';
+const TYPES: Readonly<Record<number, GgmlType>> = {
+  0: 'F32', 1: 'F16', 2: 'Q4_0', 3: 'Q4_1', 6: 'Q5_0', 7: 'Q5_1', 8: 'Q8_0', 12: 'Q4_K', 13: 'Q5_K', 14: 'Q6_K',
+};
+const SUPPORTED = 'F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K';
 
 /** True when `head` starts with the GGUF magic. */
 export function isGguf(head: Uint8Array): boolean {
@@ -268,11 +273,15 @@ export function ggufConfig(h: GgufHeader, file: string): ModelConfig {
 // Tensor infos → the stream's tensor table
 // ---------------------------------------------------------------------------------------------
 
-/** Tensors the kernels fuse into one matrix: they must share a stream dtype. */
+/** Tensors the kernels fuse into one matrix: they must share a stream dtype, or all be quantised with a q8_m among them. */
 const FUSED = [['attention.wq', 'attention.wk', 'attention.wv'], ['feed_forward.w1', 'feed_forward.w3']];
 
-/** Bytes `dtype` takes in the stream for `n` values: the values, then the scales of quantised ones. */
-function streamBytes(dtype: TensorInfo['dtype'], n: number): number {
+/** Values per scale of a stored type in the stream (q8_m's K-quants keep their sub-blocks). */
+const groupOf = (type: GgmlType): number => (isAffineType(type) ? AFFINE_GROUP[type] : 32);
+
+/** Bytes `dtype` takes in the stream for `n` values: the values, then the scales (q8_m: scale, min pairs) of quantised ones. */
+function streamBytes(dtype: TensorInfo['dtype'], n: number, group: number): number {
+  if (dtype === 'q8_m') return n + (n / group) * 8;
   if (dtype === 'q8_0') return n + (n / 32) * 4;
   if (dtype === 'q4_0') return n / 2 + (n / 32) * 4;
   return dtype === 'f16' ? n * 2 : n * 4;
@@ -341,13 +350,18 @@ export function layoutGguf(h: GgufHeader, fileSize: number, file: string): GgufL
   }
 
   // The stream's dtype: quantised and f16 matrices stay so unless a fusion partner is not.
-  const MATRIX_DTYPE: Partial<Record<GgmlType, TensorInfo['dtype']>> = { F16: 'f16', Q8_0: 'q8_0', Q4_0: 'q4_0' };
+  const MATRIX_DTYPE: Partial<Record<GgmlType, TensorInfo['dtype']>> = {
+    F16: 'f16', Q8_0: 'q8_0', Q4_0: 'q4_0', Q4_1: 'q8_m', Q5_0: 'q8_m', Q5_1: 'q8_m', Q4_K: 'q8_m', Q5_K: 'q8_m', Q6_K: 'q8_m',
+  };
   const dtypeOf = new Map<string, TensorInfo['dtype']>();
   for (const x of found) dtypeOf.set(x.name, (x.rows > 1 && x.cols > 1 && MATRIX_DTYPE[x.type]) || 'f32');
   for (let l = 0; l < config.nLayers; l++) {
     for (const group of FUSED) {
       const names = group.map((k) => `layers.${l}.${k}`);
-      if (new Set(names.map((n) => dtypeOf.get(n))).size > 1) for (const n of names) dtypeOf.set(n, 'f32');
+      const kinds = new Set(names.map((n) => dtypeOf.get(n)));
+      // Q8_0 and Q4_0 parts have an exact q8_m form (workers/q8m-views.ts), so they fuse with K-quants.
+      const quantised = kinds.has('q8_m') && [...kinds].every((d) => d === 'q8_m' || d === 'q8_0' || d === 'q4_0');
+      if (kinds.size > 1 && !quantised) for (const n of names) dtypeOf.set(n, 'f32');
     }
   }
 
@@ -357,13 +371,16 @@ export function layoutGguf(h: GgufHeader, fileSize: number, file: string): GgufL
   for (const x of found) {
     const dtype = dtypeOf.get(x.name)!;
     const n = x.rows * x.cols;
-    const values = dtype === 'q8_0' ? n : dtype === 'q4_0' ? n / 2 : dtype === 'f16' ? n * 2 : n * 4;
+    const values = dtype === 'q8_0' || dtype === 'q8_m' ? n : dtype === 'q4_0' ? n / 2 : dtype === 'f16' ? n * 2 : n * 4;
+    const block = GGML_BLOCK[x.type].values;
     tensors.push({
       name: x.name, offset: v, shape: [x.rows, x.cols], dtype, byteLength: values,
-      ...(dtype === 'q8_0' || dtype === 'q4_0' ? { quant: { groupSize: 32, scaleOffset: v + values } } : {}),
+      ...(dtype === 'q8_0' || dtype === 'q4_0' || dtype === 'q8_m'
+        ? { quant: { groupSize: groupOf(x.type), scaleOffset: v + values, ...(block > 32 ? { block } : {}) } }
+        : {}),
     });
     segments.push({ offset: x.t.offset, byteLength: x.byteLength, type: x.type, dtype });
-    v += streamBytes(dtype, n);
+    v += streamBytes(dtype, n, groupOf(x.type));
   }
   if (config.sharedClassifier) {
     const emb = tensors.find((t) => t.name === 'tok_embeddings')!;
@@ -375,7 +392,7 @@ export function layoutGguf(h: GgufHeader, fileSize: number, file: string): GgufL
 /** Bytes of the stream for one segment (the loader sizes the stream with it). */
 export function segmentStreamBytes(s: GgufSegment): number {
   const n = (s.byteLength / GGML_BLOCK[s.type].bytes) * GGML_BLOCK[s.type].values;
-  return streamBytes(s.dtype, n);
+  return streamBytes(s.dtype, n, groupOf(s.type));
 }
 
 /**
