@@ -43,5 +43,5 @@ export type { ModelConfig } from './model/config.js';
 export {
   WebGpuTpError, WebGpuUnavailableError, NotIsolatedError, ModelFormatError, ModelFetchError, TokenizerFormatError, PlanError,
   CollectiveTimeoutError, DeviceLostError, WorkerFailedError, AbortedError, InvalidArgumentError, DisposedError, AdapterNotFoundError,
-  TabJoinTimeoutError, RankMemoryError, GrammarError, type ErrorCode,
+  TabJoinTimeoutError, RankMemoryError, CpuMemoryError, GrammarError, type ErrorCode,
 } from './errors.js';

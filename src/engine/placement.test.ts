@@ -176,6 +176,8 @@ describe('auto chooses the kind of rank', () => {
     const t = timed(await placeRanks({ devices: 'cpu', tensorParallel: 'auto' }, config, sizes, never, noCalibration, env({ hasGpu: true, cores: 2 })));
     expect(t.labels).toEqual(['1 CPU rank', '2 CPU ranks']);
     expect(t.why).toContain('devices: "cpu": CPU ranks');
+    // what CPU ranks cannot run yet is refused before any worker starts
+    await expect(placeRanks({ devices: 'cpu', tensorParallel: 'auto' }, config, sizes, never, noCalibration, env({ cores: 2, cpuBlocker: 'int8 activations' }))).rejects.toThrow(/devices "cpu": CPU ranks do not run int8 activations/);
     // without "auto" the count stays the given one, or 1
     expect((await place({ devices: 'cpu' }, config, sizes, never, noCalibration, env({ cores: 2 }))).specs).toEqual([{ cpu: true }]);
   });

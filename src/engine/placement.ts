@@ -18,7 +18,7 @@
  * Any disagreement is an `InvalidArgumentError` saying which two options disagree; a GPU rank
  * without `navigator.gpu` is a `WebGpuUnavailableError` naming CPU ranks as the remedy.
  */
-import { InvalidArgumentError, WebGpuUnavailableError } from '../errors.js';
+import { InvalidArgumentError, ModelFormatError, WebGpuUnavailableError } from '../errors.js';
 import {
   adapterKey, adapterName, checkDeviceSpec, describeSpec, identityOf, isCpuSpec, requestAdapterFor, CPU_ADAPTER_NAME, type DeviceSpec,
 } from '../gpu/core/adapter.js';
@@ -87,7 +87,10 @@ export async function placeRanks(
   let specs: (DeviceSpec | undefined)[];
   let mode: DevicePlacement['mode'];
   if (devices === 'cpu') {
-    if (tp === 'auto' && !split) return cpuAuto(config, sizes, undefined, undefined, env, 'devices: "cpu"');
+    if (tp === 'auto' && !split) {
+      if (env.cpuBlocker) throw new ModelFormatError(`devices "cpu": CPU ranks do not run ${env.cpuBlocker} yet`, 'Use devices "auto" or "gpu"');
+      return cpuAuto(config, sizes, undefined, undefined, env, 'devices: "cpu"');
+    }
     const n = tpN ?? split?.length ?? 1;
     agree(fromTp, fromSplit);
     specs = Array.from({ length: n }, () => ({ cpu: true }));

@@ -119,7 +119,11 @@ export class Scheduler {
 
   dispose(): void {
     this.disposed = true;
-    for (const s of [...this.waiting, ...this.active]) s.out.fail(new DisposedError());
+    for (const s of [...this.waiting, ...this.active]) {
+      s.out.fail(new DisposedError());
+      s.grammar?.dispose();
+    }
+    this.structured?.dispose();
   }
 
   /** Prefix KV reuse since the last reset. */
@@ -170,6 +174,11 @@ export class Scheduler {
     if (this.disposed) throw new DisposedError();
     if (opts.signal?.aborted) throw new AbortedError('generation aborted');
     const grammar = format && (await this.grammars().grammar(format));
+    // The first schema compiles for ~100 ms: the engine may be disposed or the request aborted meanwhile.
+    if (this.disposed || opts.signal?.aborted) {
+      grammar?.dispose();
+      throw this.disposed ? new DisposedError() : new AbortedError('generation aborted');
+    }
 
     const seq: Sequence = {
       prompt: promptTokens,

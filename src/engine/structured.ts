@@ -82,18 +82,24 @@ export interface GrammarVocabulary {
   stopTokens: readonly number[];
 }
 
+interface Built { xg: XGrammar; info: Xg.TokenizerInfo; compiler: Xg.GrammarCompiler }
+
 /**
  * One engine's grammar compiler: built on first use from its vocabulary, then compiling each
  * request's schema (the library caches repeated schemas).
  */
 export class StructuredOutput {
-  private compiler: Promise<{ xg: XGrammar; compiler: Xg.GrammarCompiler }> | undefined;
+  private compiler: Promise<Built> | undefined;
 
   constructor(private readonly vocab: GrammarVocabulary) {}
 
   /** A fresh matcher for one sequence under `format`. */
   async grammar(format: ResolvedFormat): Promise<TokenGrammar> {
-    const { xg, compiler } = await (this.compiler ??= this.build());
+    // A failed build is not kept: the next request tries again, as loadXGrammar does.
+    const { xg, compiler } = await (this.compiler ??= this.build().catch((e: unknown) => {
+      this.compiler = undefined;
+      throw e;
+    }));
     let ebnf: string;
     try {
       // One line with compact separators: the model cannot spend its tokens on whitespace.
@@ -109,9 +115,17 @@ export class StructuredOutput {
     }
     // xgrammar 0.1.27 spells a string with minLength / maxLength as runs of [^"\\\r\n], which lets
     // raw control characters (invalid in JSON) through; its unbounded strings exclude \0-\x1f.
-    const fixed = await xg.Grammar.fromEBNF(ebnf.replaceAll(BOUNDED_STRING_CHAR, JSON_STRING_CHAR));
-    const compiled = await compiler.compileGrammar(fixed);
-    fixed.dispose();
+    let compiled: Xg.CompiledGrammar;
+    try {
+      const fixed = await xg.Grammar.fromEBNF(ebnf.replaceAll(BOUNDED_STRING_CHAR, JSON_STRING_CHAR));
+      try {
+        compiled = await compiler.compileGrammar(fixed);
+      } finally {
+        fixed.dispose();
+      }
+    } catch (e) {
+      throw new GrammarError(`${OPTION}: the grammar compiler failed on the schema's grammar (${e instanceof Error ? e.message.split('\n')[0] : String(e)})`);
+    }
     try {
       return new TokenGrammar(await xg.GrammarMatcher.createGrammarMatcher(compiled, [...this.vocab.stopTokens]), this.vocab.vocabSize);
     } finally {
@@ -119,13 +133,28 @@ export class StructuredOutput {
     }
   }
 
-  private async build(): Promise<{ xg: XGrammar; compiler: Xg.GrammarCompiler }> {
+  private async build(): Promise<Built> {
     const xg = await loadXGrammar();
     const { vocabSize, stopTokens } = this.vocab;
     const stops = new Set(stopTokens);
     const encoded = byteLevelVocab(vocabSize, (t) => (stops.has(t) ? new Uint8Array(0) : this.vocab.bytesOf(t)));
     const info = await xg.TokenizerInfo.createTokenizerInfo(encoded, 'byte_level', false, vocabSize, [...stopTokens]);
-    return { xg, compiler: await xg.GrammarCompiler.createGrammarCompiler(info) };
+    try {
+      return { xg, info, compiler: await xg.GrammarCompiler.createGrammarCompiler(info) };
+    } catch (e) {
+      info.dispose();
+      throw e;
+    }
+  }
+
+  /** Frees the compiler and its vocabulary: the library's WebAssembly heap is shared by every engine on the page. */
+  dispose(): void {
+    const c = this.compiler;
+    this.compiler = undefined;
+    void c?.then((x) => {
+      x.compiler.dispose();
+      x.info.dispose();
+    }, () => {});
   }
 }
 
@@ -135,12 +164,20 @@ export class StructuredOutput {
  */
 export class TokenGrammar {
   private bitmask: Int32Array | undefined;
+  private disposed = false;
 
   constructor(private readonly matcher: Xg.GrammarMatcher, private readonly vocabSize: number) {}
 
   /** Computes which tokens may come next. */
   async prepare(): Promise<void> {
-    this.bitmask = await this.matcher.getNextTokenBitmask();
+    const bits = await this.matcher.getNextTokenBitmask();
+    if (!bits.some((w) => w !== 0)) {
+      throw new GrammarError(
+        `${OPTION}: no token of the vocabulary can continue the output here`,
+        'Use a tokenizer that can spell every byte (byte-fallback or byte-level BPE), or loosen the schema',
+      );
+    }
+    this.bitmask = bits;
   }
 
   /** Whether `token` may come next (after `prepare`). */
@@ -173,7 +210,10 @@ export class TokenGrammar {
     return this.matcher.isTerminated();
   }
 
+  /** Frees the matcher; a second call (engine disposal, then the sequence's release) does nothing. */
   dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
     this.matcher.dispose();
   }
 }

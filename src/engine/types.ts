@@ -70,7 +70,8 @@ export interface GenerateOptions {
    * validates against `schema`. Every token is sampled (greedy too) from those the grammar allows
    * next, and a stop token only once the JSON is complete, so output that ends with
    * `finishReason: 'stop'` parses and validates; one cut short by `maxTokens` or the context
-   * ends with `'length'`. A malformed format or a schema the grammar compiler rejects is an
+   * ends with `'length'`. A `stop` string still ends the output where it appears, inside the
+   * JSON too (with `'stop'`, as OpenAI's does): leave `stop` unset for output that always parses. A malformed format or a schema the grammar compiler rejects is an
    * `InvalidArgumentError` naming `responseFormat`. The grammar library (~1 MB) loads on first use.
    */
   responseFormat?: ResponseFormat;
