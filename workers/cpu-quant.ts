@@ -38,7 +38,7 @@ export function quantMatrix(qk: CpuQuantKernels, kn: CpuKernels, parts: SliceVie
   const quant = parts.map((p) => {
     if ((p.dtype !== 'q8_0' && p.dtype !== 'q4_0') || p.groupSize !== QUANT_GROUP) {
       throw new ModelFormatError(
-        `${what} is ${p.dtype}${'groupSize' in p ? ` in groups of ${p.groupSize}` : ''}; CPU ranks take quantised weights in GGUF's groups of ${QUANT_GROUP}`,
+        `${what} is ${p.dtype}${'groupSize' in p ? ` in groups of ${p.groupSize}` : ''}; CPU ranks take f32 or f16 weights, or Q8_0/Q4_0 in GGUF's groups of ${QUANT_GROUP}`,
         'Use GGUF Q8_0 or Q4_0 weights, or GPU ranks (devices: "gpu") for this model',
       );
     }
