@@ -11,6 +11,9 @@
 //   `@DT@` the dtype's name, `@WB8@`/`@WB1@` the bytes of 8 / 1 weights,
 //   `(WLOAD8 $lo $hi ptr)` eight weights at ptr into two f32x4 locals (halves widened; the
 //   function declares $hv $hl $hh as v128 scratch) and `(WLOAD1 ptr)` one weight as an f32.
+// - `(IDOT a b c d)`: the products a·b and c·d of int8 lanes (b's and d's each 0..63), summed into
+//   i32x4 lanes: relaxed SIMD's i8 × i7 dot (i16 pair sums, exact for such b and d) in the relaxed
+//   variant, i16 dot products in the plain one; the lanes' total is the same.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -84,6 +87,10 @@ export function expandWat(source, variant = 'simd') {
     b = expandCalls(b, 'WLOAD8', ([lo, hi, ptr]) => d.load8(lo, hi, ptr));
     return expandCalls(b, 'WLOAD1', ([ptr]) => d.load1(ptr));
   }).join(''));
+  const dot16 = (half, a, b) => `(i32x4.dot_i16x8_s (i16x8.extend_${half}_i8x16_s ${a}) (i16x8.extend_${half}_i8x16_s ${b}))`;
+  s = expandCalls(s, 'IDOT', ([a, b, c, d]) => (variant === 'relaxed'
+    ? `(i32x4.extadd_pairwise_i16x8_s (i16x8.add (i16x8.relaxed_dot_i8x16_i7x16_s ${a} ${b}) (i16x8.relaxed_dot_i8x16_i7x16_s ${c} ${d})))`
+    : `(i32x4.add (i32x4.add ${dot16('low', a, b)} ${dot16('high', a, b)}) (i32x4.add ${dot16('low', c, d)} ${dot16('high', c, d)}))`));
   s = expandCalls(s, 'MADD', ([a, b, c]) => (variant === 'relaxed' ? `(f32x4.relaxed_madd ${a} ${b} ${c})` : `(f32x4.add (f32x4.mul ${a} ${b}) ${c})`));
   return s;
 }
@@ -110,6 +117,7 @@ const MODULES = [
     names: { simd: 'CPU_KERNELS_WASM_BASE64', relaxed: 'CPU_KERNELS_RELAXED_WASM_BASE64' },
   },
   { wat: '../src/cli/page/wasm-read.wat', out: '../src/cli/page/wasm-read-wasm.ts', names: { simd: 'WASM_READ_BASE64' } },
+  { wat: '../src/cpu/quant.wat', out: '../src/cpu/quant-wasm.ts', names: { simd: 'CPU_QUANT_WASM_BASE64', relaxed: 'CPU_QUANT_RELAXED_WASM_BASE64' } },
 ];
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

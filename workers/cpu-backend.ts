@@ -3,28 +3,24 @@
  * the shard, the activations and the KV cache in the rank's one `WebAssembly.Memory`. Every op
  * is a closure bound when the state is made; `run` computes it at once, so a stage has nothing
  * to submit, and `read`/`write` copy between the activations and the caller's floats.
- * Weights are f32 or f16, the KV cache f32 or f16; quantised weights, int8 activations and
- * runq.c's exact attention are not here yet (issue 22's later parts).
+ * Weights are f32, f16, or GGUF Q8_0/Q4_0 (workers/cpu-quant.ts; with f32 or int8 activations),
+ * the KV cache f32 or f16; runq.c's exact attention is not here yet.
  */
 import type { ModelConfig } from '../src/model/config.js';
 import { rankDims, type RankPlan } from '../src/parallel/plan.js';
 import { ropeTables } from '../src/model/reference.js';
-import { CpuKernels, type CpuKernelsOptions, type CpuKvDtype, type CpuWeightDtype, type CpuWeightLayout } from '../src/cpu/kernels.js';
+import { CpuKernels, type CpuKernelsOptions, type CpuKvDtype, type CpuWeightLayout } from '../src/cpu/kernels.js';
 import { qkNorm } from '../src/cpu/qk-norm.js';
+import { CpuQuantKernels } from '../src/cpu/quant.js';
 import { InvalidArgumentError, ModelFormatError, PlanError } from '../src/errors.js';
 import type { Activation, Backend, LayerOps, RankState, RowOp, StateOptions } from './backend.js';
 import { commonForm, sliceViews, type SliceView } from './slice-views.js';
-
-/** A matrix in the rank's memory: (rows, cols) of f32 or f16, W[out][in]; the matmuls' weights are tiled. */
-interface CpuMatrix {
-  at: number;
-  dtype: CpuWeightDtype;
-  layout: CpuWeightLayout;
-}
+import { cpuEmbed, cpuMatmul, quantMatrix, type CpuMatrix } from './cpu-quant.js';
 
 /** The weights of one rank, in its memory; shapes carry the shard, as in gpu-weights.ts. */
 export interface CpuWeights {
   kernels: CpuKernels;
+  quant: CpuQuantKernels;
   tokEmbeddings: CpuMatrix; // (vocab, dim), replicated
   layers: {
     attentionNorm: number; // (dim,) f32
@@ -46,6 +42,7 @@ function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer, o: C
   const views = sliceViews(r, packed);
   // The tiled matrices' padding (≤ 3 rows each) and the state come on top.
   const kernels = CpuKernels.create(r.byteLength + (1 << 20), o);
+  const quant = CpuQuantKernels.create(kernels);
   const view = (name: string): SliceView => {
     const v = views.get(name);
     if (!v) throw new ModelFormatError(`rank ${r.rank}: tensor ${name} is missing from its shard`);
@@ -66,7 +63,7 @@ function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer, o: C
     const parts = commonForm(names.map(view));
     const dtype = parts[0]!.dtype;
     if (dtype === 'q8_m') throw new ModelFormatError(`rank ${r.rank}: ${names[0]} is a GGUF K-quant, Q4_1 or Q5_x matrix (q8_m), which CPU ranks do not run`, 'Run the model on GPU ranks (devices "auto" puts it there), or use its Q8_0/Q4_0 GGUF');
-    if (dtype !== 'f32' && dtype !== 'f16') throw new ModelFormatError(`rank ${r.rank}: ${names[0]} is ${dtype}; CPU ranks take f32 or f16 weights`);
+    if (dtype !== 'f32' && dtype !== 'f16') return quantMatrix(quant, kernels, parts, cols, layout, `rank ${r.rank}: ${names[0]}`);
     const values = parts.map((p) => (p.dtype === 'f32' ? p.f : p.dtype === 'f16' ? p.h : undefined)!);
     const rows = values.reduce((n, v) => n + v.length, 0) / cols;
     if (layout === 'tiled') {
@@ -112,7 +109,7 @@ function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer, o: C
     };
   });
   // The embedding is read a row per token, so it stays in rows.
-  return { kernels, tokEmbeddings: matrix(['tok_embeddings'], c.dim, 'rows'), layers, norm: vector('norm'), output: matrix(['output'], c.dim) };
+  return { kernels, quant, tokEmbeddings: matrix(['tok_embeddings'], c.dim, 'rows'), layers, norm: vector('norm'), output: matrix(['output'], c.dim) };
 }
 
 /** One bound op: it computes the step's first m rows. */
@@ -139,7 +136,6 @@ export interface CpuRunState extends RankState<CpuOp> {
 }
 
 function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateOptions): CpuRunState {
-  if (o.activations !== 'f32') throw new InvalidArgumentError(`CPU ranks compute with f32 activations, got ${o.activations}`);
   if (o.exact) throw new InvalidArgumentError('CPU ranks do not run runq.c\'s exact attention yet');
   const kn = w.kernels;
   const mark = kn.mark();
@@ -150,6 +146,7 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
   const kvDim = d.nKvHeads * hs;
   const f32 = (n: number) => kn.alloc(n * 4);
   const tables = ropeTables(c.headSize, seq, c.ropeTheta, c.ropeScaling);
+  const mm = cpuMatmul(kn, w.quant, o.activations, maxM, Math.max(d.dim, qDim, d.hidden));
   const b = {
     tokens: f32(maxM), positions: f32(maxM), slots: f32(maxM),
     x: f32(maxM * d.dim), xn: f32(maxM * d.dim), partial: f32(maxM * d.dim),
@@ -176,7 +173,7 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
       : { y: b.partial, accumulate: rows.continueSum, bias: undefined };
     const matmul: CpuOp = (m) => {
       input(m);
-      kn.matmul({ ...into, x, w: wt.at, dtype: wt.dtype, layout: wt.layout, m, k, n: d.dim });
+      mm({ ...into, x, w: wt, m, k, n: d.dim });
     };
     // A sum that lands in partial is added into x (with the bias, which every rank adds to the same sum).
     const addSum: CpuOp[] = rows.sumIn === 'x' ? [] : [
@@ -193,7 +190,7 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
   const layers: LayerOps<CpuOp>[] = w.layers.map((L, l) => ({
     qkv: (m) => {
       kn.rmsnorm(b.xn, b.x, L.attentionNorm, m, d.dim, eps);
-      kn.matmul({ y: b.qkv, x: b.xn, w: L.wqkv.at, dtype: L.wqkv.dtype, layout: L.wqkv.layout, m, k: d.dim, n: d.qkv, bias: L.bqkv });
+      mm({ y: b.qkv, x: b.xn, w: L.wqkv, m, k: d.dim, n: d.qkv, bias: L.bqkv });
     },
     qkNorm: qkNormOps(L.qkNorm),
     rope: (m) => {
@@ -209,15 +206,15 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
     wo: rowParallel(`layers.${l}.attention.wo`, L.wo, b.att, qDim, L.bo, none),
     w13: (m) => {
       kn.rmsnorm(b.xn, b.x, L.ffnNorm, m, d.dim, eps);
-      kn.matmul({ y: b.h13, x: b.xn, w: L.w13.at, dtype: L.w13.dtype, layout: L.w13.layout, m, k: d.dim, n: 2 * d.hidden });
+      mm({ y: b.h13, x: b.xn, w: L.w13, m, k: d.dim, n: 2 * d.hidden });
     },
     w2: rowParallel(`layers.${l}.feed_forward.w2`, L.w2, b.hb, d.hidden, undefined,
       (m) => kn.siluMul(b.hb, b.h13, b.h13 + d.hidden * 4, d.hidden, m, 2 * d.hidden)),
   }));
-  const embed: CpuOp = (m) => kn.embed(b.x, w.tokEmbeddings.at, b.tokens, m, d.dim, w.tokEmbeddings.dtype);
+  const embed: CpuOp = (m) => cpuEmbed(kn, w.quant, w.tokEmbeddings, b.x, b.tokens, m, d.dim);
   const head: CpuOp = (m) => {
     kn.rmsnorm(b.xsel, b.xsel, w.norm, m, d.dim, eps);
-    kn.matmul({ y: b.logits, x: b.xsel, w: w.output.at, dtype: w.output.dtype, layout: w.output.layout, m, k: d.dim, n: d.vocab });
+    mm({ y: b.logits, x: b.xsel, w: w.output, m, k: d.dim, n: d.vocab });
   };
   return {
     kernels: kn, mark, dim: d.dim, maxM, maxLogitRows: o.maxLogitRows, vocab: d.vocab, kvCache: kvDtype,

@@ -104,7 +104,7 @@ export async function gpuCompute(o: ShardInit): Promise<RankCompute> {
 
 /**
  * A CPU rank: the WebAssembly SIMD kernels in the rank's own memory, no adapter and no tuning.
- * What it cannot run yet (quantised weights, int8 activations) fails at load
+ * What it cannot run yet (quantised groups other than GGUF's 32, runq.c's exact W8A8) fails at load
  * with the CPU backend's typed error.
  */
 export function cpuCompute(o: ShardInit): RankCompute {

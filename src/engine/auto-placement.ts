@@ -9,8 +9,9 @@
  * - A fallback adapter, or no WebGPU at all, gets CPU ranks: from the smallest degree that fits
  *   4 GiB per rank up to one per core, each degree timed for a few decode steps, the fastest
  *   kept.
- * - A request CPU ranks cannot run yet (quantised weights, int8 activations, runq.c's exact
- *   arithmetic) gets GPU ranks, and the reason says why.
+ * - A request CPU ranks cannot run yet (quantised weights in groups other than GGUF's 32,
+ *   runq.c's exact arithmetic) gets GPU ranks, and the reason says why. GGUF Q8_0 and Q4_0, weight-only
+ *   or with int8 activations, are placed as f32 is.
  * A count (`tensorParallel: N`, or a `split`) fixes the degree: nothing is timed, the kind is
  * chosen as above.
  */

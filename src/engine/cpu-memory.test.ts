@@ -3,6 +3,8 @@ import { checkCpuRanksFit, cpuFitsAt, evenRankShapes, cpuRankBytes, smallestCpuD
 import { placeRanks } from './placement.js';
 import { RankMemoryError } from '../errors.js';
 import { llama2cConfig } from '../model/synth.js';
+import { llama2cTensorTable } from '../model/formats/llama2c.js';
+import type { TensorInfo } from '../model/config.js';
 import { makePlan } from '../parallel/plan.js';
 
 // stories260K's shape, and a Llama-2-7B shape in f32 (~27 GB): far over one 4 GiB memory.
@@ -83,5 +85,31 @@ describe('CPU rank memory', () => {
     expect(p.report.reason).toContain('a CPU rank holds at most 4 GiB, so at least 8 ranks');
     const t = await placeRanks({}, big, bigSizes, never, never, { hasGpu: false, cores: 16, kvBytes: 4 });
     expect('candidates' in t && t.labels).toEqual(['8 CPU ranks', '16 CPU ranks']);
+  });
+
+  it('counts a quantised shard\'s values and scales, and the int8 rows of a rank with int8 activations', () => {
+    // Every matrix Q4_0 or Q8_0 (GGUF's groups of 32) as the GGUF loader describes it: byteLength the values alone.
+    const c = llama2cConfig({ dim: 64, hiddenDim: 128, nLayers: 3, nHeads: 8, nKvHeads: 4, vocabSize: 96, seqLen: 64 });
+    for (const dtype of ['q4_0', 'q8_0'] as const) {
+      const tensors: TensorInfo[] = llama2cTensorTable(c).map((t) => {
+        if (t.shape[0] === 1) return t;
+        const n = t.shape[0] * t.shape[1];
+        const byteLength = dtype === 'q4_0' ? n / 2 : n;
+        return { ...t, dtype, byteLength, quant: { groupSize: 32, scaleOffset: t.offset + byteLength } };
+      });
+      for (const d of [1, 2]) {
+        const plan = makePlan(c, { tensorParallel: d }, tensors);
+        const shapes = evenRankShapes(c, tensors, d);
+        expect(shapes.map((r) => r.byteLength), `${dtype} TP ${d}`).toEqual(plan.ranks.map((r) => r.byteLength));
+        // values plus a 4-byte scale per 32: 0.625 (Q4_0) or 1.125 (Q8_0) bytes a value, over f32's 4
+        const f32 = evenRankShapes(c, undefined, d)[0]!.byteLength;
+        const norms = (2 * c.nLayers + 1) * c.dim * 4;
+        expect((shapes[0]!.byteLength - norms) / (f32 - norms)).toBeCloseTo((dtype === 'q4_0' ? 0.625 : 1.125) / 4, 10);
+      }
+    }
+    const r = makePlan(c, { tensorParallel: 2 }).ranks[0]!;
+    const s = { contextLength: 64, maxBatch: 2, maxRows: 16, kvBytes: 4 };
+    // 16 rows of the widest input (hidden/2 = 64 = dim), a byte each plus 8 bytes per group of 32
+    expect(cpuRankBytes(c, r, { ...s, int8Activations: true }).activations - cpuRankBytes(c, r, s).activations).toBe(16 * 64 * 1.25);
   });
 });

@@ -24,6 +24,8 @@ export interface CpuStateSizes {
   maxRows: number;
   /** Bytes per cached K or V value: 4 (f32) or 2 (f16). */
   kvBytes: number;
+  /** Quantised matmuls quantise their input rows first (a scratch of maxRows int8 rows). */
+  int8Activations?: boolean;
 }
 
 /** One CPU rank's memory, by what fills it (bytes). */
@@ -49,7 +51,9 @@ export function cpuRankBytes(c: ModelConfig, r: RankShape, s: CpuStateSizes): Cp
   const qkv = (heads + 2 * kv) * hs;
   // tokens/positions/slots; x, xn, partial; qkv; att; w1|w3 and the SiLU product; the logit rows; scores; RoPE cos and sin.
   const floats = 3 * m + 3 * m * c.dim + m * qkv + m * heads * hs + 3 * m * hidden + logitRows * (c.dim + vocab) + s.contextLength + s.contextLength * hs;
-  const activations = floats * 4;
+  // The int8 rows: per value one byte, per group of 32 an f32 scale and an i32 sum (src/cpu/quant.ts).
+  const int8Rows = s.int8Activations ? m * Math.max(c.dim, heads * hs, hidden) * (1 + 8 / 32) : 0;
+  const activations = floats * 4 + int8Rows;
   const kvCache = c.nLayers * 2 * s.maxBatch * kv * s.contextLength * hs * s.kvBytes;
   const shard = r.byteLength;
   return { shard, kvCache, activations, total: shard + Math.max(HEADROOM, kvCache + activations) };
@@ -84,14 +88,16 @@ export function evenRankShapes(c: ModelConfig, tensors: readonly TensorInfo[] = 
     let byteLength = 0;
     for (const t of tensors) {
       const st = styleFor(t.name);
+      // A quantised tensor's byteLength is its values; its f32 scales, one a group, come with them.
+      const bytes = t.byteLength + (t.quant ? ((t.shape[0] * t.shape[1]) / t.quant.groupSize) * 4 : 0);
       if (st.style === 'replicated') {
-        byteLength += t.byteLength;
+        byteLength += bytes;
         continue;
       }
       const [a, b] = st.style === 'vocab' ? r.vocab : st.by === 'hidden' ? r.hidden : st.by === 'heads' ? r.heads : r.kvHeads;
       const unit = st.style === 'vocab' || st.by === 'hidden' ? 1 : c.headSize;
       const extent = st.style === 'row' ? t.shape[1] : t.shape[0];
-      byteLength += (t.byteLength * (b - a) * unit) / extent;
+      byteLength += (bytes * (b - a) * unit) / extent;
     }
     return { rank: r.rank, heads: r.heads, kvHeads: r.kvHeads, hidden: r.hidden, vocab: r.vocab, byteLength };
   });

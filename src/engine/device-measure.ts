@@ -44,16 +44,16 @@ export async function calibrateDevices(specs: (DeviceSpec | undefined)[]): Promi
 }
 
 /**
- * What of this request CPU ranks cannot run yet, as a phrase (`quantised weights (q8_0)`,
- * `int8 activations`, `runq.c's exact W8A8`), or undefined when they can run all of it.
+ * What of this request CPU ranks cannot run yet, as a phrase (`quantised weights (q8_0 in groups
+ * of 64)`, `runq.c's exact W8A8`), or undefined when they can run all of it. They run f32, f16,
+ * and Q8_0/Q4_0 in GGUF's groups of 32 (src/cpu/quant.ts), with f32 or int8 activations.
  */
 export function cpuBlocker(tensors: readonly TensorInfo[], rank: Pick<RankOptions, 'activations' | 'runqExact'>): string | undefined {
-  const quantised = [...new Set(tensors.map((t) => t.dtype).filter((d) => d !== 'f32' && d !== 'f16'))];
+  const quantised = [...new Set(tensors.filter((t) => t.quant && t.dtype !== 'q8_m' && t.quant.groupSize !== 32).map((t) => `${t.dtype} in groups of ${t.quant!.groupSize}`))];
   const why = [
     ...(quantised.length ? [`quantised weights (${quantised.join(', ')})`] : []),
-    ...(rank.activations === 'int8' ? ['int8 activations'] : []),
     ...(rank.runqExact && rank.activations === 'int8' ? ["runq.c's exact W8A8"] : []),
-    ...(tensors.some((t) => t.dtype === 'q8_m') && !quantised.includes('q8_m') ? ['GGUF K-quant, Q4_1 and Q5_x weights (q8_m)'] : []),
+    ...(tensors.some((t) => t.dtype === 'q8_m') ? ['GGUF K-quant, Q4_1 and Q5_x weights (q8_m)'] : []),
   ];
   return why.length ? why.join(', ') : undefined;
 }

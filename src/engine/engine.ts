@@ -64,16 +64,16 @@ export interface EngineOptions {
    *   loaded and timed for a few decode steps, and the fastest is kept (the others' shards stay
    *   in the shard cache, so the next load times them without downloading). With a GPU and
    *   cores to spare, GPU + CPU ranks are timed against GPU ranks alone and CPU ranks join only
-   *   if a step is faster. A request CPU ranks cannot run yet (quantised weights, int8
-   *   activations, `runqExact`) gets GPU ranks. A `tensorParallel` number (or a `split`) fixes the
+   *   if a step is faster. A request CPU ranks cannot run yet (llama2.c v2 groups other than 32,
+   *   `runqExact`) gets GPU ranks. A `tensorParallel` number (or a `split`) fixes the
    *   count, and nothing is timed.
    * - `"gpu"`: every rank on the default WebGPU adapter, as many as `tensorParallel` says
    *   (default 1). Without `navigator.gpu`: `WebGpuUnavailableError`.
    * - a number N: N ranks on the default adapter (as `"gpu"` with `tensorParallel: N`).
    * - `"cpu"`: CPU ranks, as many as `tensorParallel` says (default 1). A CPU rank computes
-   *   with WebAssembly SIMD on its own worker thread and needs no WebGPU. It takes f32 and f16
-   *   weights; quantised weights, int8 activations and runq.c's exact W8A8 fail at load with a
-   *   typed error. Its shard, KV cache and activations share one WebAssembly memory (4 GiB at
+   *   with WebAssembly SIMD on its own worker thread and needs no WebGPU. It takes f32, f16 and
+   *   GGUF Q8_0/Q4_0 weights (with `int8Activations` too); other quantised groups and runq.c's
+   *   exact W8A8 fail at load with a typed error. Its shard, KV cache and activations share one WebAssembly memory (4 GiB at
    *   most): a model too large for that fails before loading with `RankMemoryError`, which
    *   names the smallest degree that fits.
    * - a list: one rank per spec, `{powerPreference}`, `{forceFallbackAdapter: true}`,
@@ -265,7 +265,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     runqExact: format === 'llama2c-v2' && (options.runqExact ?? true),
     kvCache,
   };
-  const sizes = { contextLength, maxBatch, maxRows, kvBytes: kvCache === 'f16' ? 2 : 4 };
+  const sizes = { contextLength, maxBatch, maxRows, kvBytes: kvCache === 'f16' ? 2 : 4, int8Activations: rank.activations === 'int8' };
   // Ranks in other tabs lend their GPUs: without a devices option they are GPU ranks, as before "auto".
   const devices = options.devices ?? (options.tabs ? 'gpu' : 'auto');
   const decision = await placeRanks(

@@ -1,0 +1,173 @@
+import { describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+// @ts-expect-error: a plain .mjs build script, without types
+import { compileWat } from '../../scripts/build-wasm.mjs';
+import { CPU_QUANT_RELAXED_WASM_BASE64, CPU_QUANT_WASM_BASE64 } from './quant-wasm.js';
+import { CpuKernels, relaxedSimdAvailable, type CpuKernelVariant } from './kernels.js';
+import { CpuQuantKernels, type CpuQuantDtype, type QuantPart } from './quant.js';
+import * as ref from '../model/reference.js';
+import { dequantizeQ8, matmulQ8, quantizeQ8 } from '../model/reference-q8.js';
+import { dequantizeQ4, q4ToQ8, quantizeQ4 } from '../model/reference-q4.js';
+import { mulberry32 } from '../model/mulberry32.js';
+
+function randoms(n: number, seed: number, scale = 1): Float32Array {
+  const r = mulberry32(seed);
+  return Float32Array.from({ length: n }, () => scale * (2 * r() - 1));
+}
+
+/** The worst |got − want| / (rel·mag + abs) (≤ 1 passes), mag the op's sum of magnitudes. */
+function worst(got: ArrayLike<number>, want: ArrayLike<number>, mag: ArrayLike<number>, rel = 1e-5, abs = 1e-6): number {
+  let w = 0;
+  for (let i = 0; i < want.length; i++) {
+    const e = Math.abs(got[i]! - want[i]!);
+    w = Math.max(w, Number.isFinite(e) ? e / (rel * mag[i]! + abs) : Infinity);
+  }
+  return w;
+}
+
+function put(kn: CpuKernels, v: Float32Array | Int32Array | Uint8Array | Int8Array): number {
+  const at = kn.alloc(v.byteLength);
+  new Uint8Array(kn.memory.buffer, at, v.byteLength).set(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+  return at;
+}
+
+/** An (n, k) matrix in dtype from random values: its stored form, its exact Q8_0 form and its dequantised values. */
+function quantMatrix(n: number, k: number, seed: number, dtype: CpuQuantDtype): { stored: QuantPart; q8: { q: Int8Array; s: Float32Array }; values: Float32Array } {
+  const x = randoms(n * k, seed);
+  if (dtype === 'q8_0') {
+    const t = quantizeQ8(x, n * k, 32);
+    return { stored: t, q8: t, values: dequantizeQ8(t, n * k, 32) };
+  }
+  const t = quantizeQ4(x, n * k);
+  return { stored: t, q8: q4ToQ8(t, n * k), values: dequantizeQ4(t, n * k) };
+}
+
+/** The first rows of a part, and the rest: wq|wk|wv are tiled together. */
+function halves(p: QuantPart, n: number, k: number, dtype: CpuQuantDtype): QuantPart[] {
+  const cut = Math.floor(n / 2);
+  const vb = dtype === 'q8_0' ? k : k / 2;
+  const sg = k / 32;
+  return [
+    { q: p.q.subarray(0, cut * vb), s: p.s.subarray(0, cut * sg) },
+    { q: p.q.subarray(cut * vb), s: p.s.subarray(cut * sg) },
+  ];
+}
+
+function tiled(kn: CpuKernels, qk: CpuQuantKernels, p: QuantPart, n: number, k: number, dtype: CpuQuantDtype): number {
+  const at = kn.alloc(CpuQuantKernels.tiledBytes(n, k, dtype));
+  qk.tile(at, halves(p, n, k, dtype), k, dtype);
+  return at;
+}
+
+const abs = (a: Float32Array) => a.map(Math.abs);
+
+setFlagsFromString('--experimental-wasm-relaxed-simd');
+const variants: CpuKernelVariant[] = relaxedSimdAvailable() ? ['simd', 'relaxed'] : ['simd'];
+const dtypes: CpuQuantDtype[] = ['q8_0', 'q4_0'];
+// k: one group, odd group counts; n: short last blocks of 1..3 rows; m: the gemv and small batches.
+const sizes = [[1, 32, 1], [1, 96, 5], [1, 160, 13], [2, 64, 6], [3, 224, 7], [5, 96, 10], [8, 32, 3], [4, 288, 9]] as const;
+
+describe('CPU quantised kernels (WebAssembly SIMD)', () => {
+  it.each([['simd', CPU_QUANT_WASM_BASE64], ['relaxed', CPU_QUANT_RELAXED_WASM_BASE64]])(
+    'the committed %s bytes are the compiled quant.wat (npm run build:wasm after editing it)', async (variant, committed) => {
+      const bytes: Buffer = await compileWat(fileURLToPath(new URL('./quant.wat', import.meta.url)), variant);
+      expect(bytes.toString('base64')).toBe(committed);
+    });
+
+  describe.each(variants.flatMap((v) => dtypes.map((d) => [v, d] as const)))('weight-only matmul (%s), %s', (variant, dtype) => {
+    it.each(sizes)('m %i, k %i, n %i: the f32 oracle on the dequantised weights, then accumulated with a bias', (m, k, n) => {
+      const xStride = k + 5;
+      const xData = randoms(m * xStride, 1);
+      const x = Float32Array.from({ length: m * k }, (_, i) => xData[Math.floor(i / k) * xStride + (i % k)]!);
+      const w = quantMatrix(n, k, 2, dtype);
+      const bias = randoms(n, 3);
+      const y0 = randoms(m * n, 4);
+      const want = new Float32Array(m * n);
+      const mag = new Float32Array(m * n);
+      ref.matmul(want, x, w.values, m, k, n);
+      ref.matmul(mag, abs(x), abs(w.values), m, k, n);
+      const kn = CpuKernels.create(undefined, { variant });
+      const qk = CpuQuantKernels.create(kn);
+      const [xp, bp, yp] = [put(kn, xData), put(kn, bias), kn.alloc(m * n * 4)];
+      const wp = tiled(kn, qk, w.stored, n, k, dtype);
+      qk.matmul({ y: yp, x: xp, xStride, w: wp, dtype, m, k, n });
+      const got = kn.f32(yp, m * n).slice();
+      expect(worst(got, want, mag)).toBeLessThanOrEqual(1);
+      qk.matmul({ y: yp, x: xp, xStride, w: wp, dtype, m, k, n });
+      expect(Array.from(kn.f32(yp, m * n))).toEqual(Array.from(got));
+      kn.f32(yp, m * n).set(y0);
+      qk.matmul({ y: yp, x: xp, xStride, w: wp, dtype, m, k, n, accumulate: true, bias: bp });
+      const acc = want.map((v, i) => Math.fround(y0[i]! + Math.fround(v + bias[i % n]!)));
+      const accMag = mag.map((v, i) => v + Math.abs(bias[i % n]!) + Math.abs(y0[i]!));
+      expect(worst(kn.f32(yp, m * n), acc, accMag)).toBeLessThanOrEqual(1);
+    });
+  });
+
+  describe.each(variants)('int8 activations (%s)', (variant) => {
+    it('quantises each row per group to runq.c\'s values and scales, zero groups and halves included', () => {
+      const m = 3;
+      const k = 128;
+      const xStride = k + 3;
+      const x = randoms(m * xStride, 7, 40);
+      // An all-zero group, and values exactly half way between two steps (127 · 0.5 / 127 · scale).
+      x.fill(0, xStride + 32, xStride + 64);
+      for (let j = 0; j < 32; j++) x[2 * xStride + j] = j === 0 ? 127 : j + 0.5;
+      const kn = CpuKernels.create(undefined, { variant });
+      const qk = CpuQuantKernels.create(kn);
+      const xp = put(kn, x);
+      const xa = kn.alloc(CpuQuantKernels.activationBytes(m, k));
+      qk.quantize(xa, xp, m, k, xStride);
+      const rowBytes = CpuQuantKernels.activationBytes(1, k);
+      for (let r = 0; r < m; r++) {
+        const want = quantizeQ8(x.subarray(r * xStride, r * xStride + k), k, 32);
+        const at = xa + r * rowBytes;
+        expect(Array.from(new Int8Array(kn.memory.buffer, at, k)), `row ${r}`).toEqual(Array.from(want.q));
+        expect(Array.from(kn.f32(at + k, k / 32)), `row ${r}`).toEqual(Array.from(want.s));
+        const sums = Array.from({ length: k / 32 }, (_, g) => want.q.subarray(g * 32, g * 32 + 32).reduce((a, b) => a + b, 0));
+        expect(Array.from(kn.i32(at + k + k / 8, k / 32)), `row ${r}`).toEqual(sums);
+      }
+      expect(Array.from(new Int8Array(kn.memory.buffer, xa + 2 * rowBytes, 4))).toEqual([127, 2, 3, 4]);
+    });
+
+    describe.each(dtypes)('%s', (dtype) => {
+      it.each(sizes)('m %i, k %i, n %i: runq.c\'s W8A8 sums bit for bit, then accumulated with a bias', (m, k, n) => {
+        const x = randoms(m * k, 5, 3);
+        const w = quantMatrix(n, k, 6, dtype);
+        const bias = randoms(n, 8);
+        const y0 = randoms(m * n, 9);
+        const want = new Float32Array(m * n);
+        for (let r = 0; r < m; r++) {
+          const xq = quantizeQ8(x.subarray(r * k, (r + 1) * k), k, 32);
+          matmulQ8(want.subarray(r * n, (r + 1) * n), xq, w.q8, k, n, 32);
+        }
+        const kn = CpuKernels.create(undefined, { variant });
+        const qk = CpuQuantKernels.create(kn);
+        const [xp, bp, yp] = [put(kn, x), put(kn, bias), kn.alloc(m * n * 4)];
+        const xa = kn.alloc(CpuQuantKernels.activationBytes(m, k));
+        const wp = tiled(kn, qk, w.stored, n, k, dtype);
+        qk.quantize(xa, xp, m, k);
+        qk.matmulA8({ y: yp, xa, w: wp, dtype, m, k, n });
+        expect(Array.from(kn.f32(yp, m * n))).toEqual(Array.from(want));
+        kn.f32(yp, m * n).set(y0);
+        qk.matmulA8({ y: yp, xa, w: wp, dtype, m, k, n, accumulate: true, bias: bp });
+        expect(Array.from(kn.f32(yp, m * n))).toEqual(Array.from(want, (v, i) => Math.fround(y0[i]! + Math.fround(v + bias[i % n]!))));
+      });
+    });
+  });
+
+  it.each(dtypes)('embeds %s rows dequantised as runq.c does', (dtype) => {
+    const vocab = 7;
+    const dim = 96;
+    const w = quantMatrix(vocab, dim, 11, dtype);
+    const kn = CpuKernels.create();
+    const qk = CpuQuantKernels.create(kn);
+    const [qp, sp] = [put(kn, w.stored.q), put(kn, w.stored.s)];
+    const tokens = Int32Array.of(6, 0, 3, 3);
+    const tp = put(kn, tokens);
+    const yp = kn.alloc(tokens.length * dim * 4);
+    qk.embed(yp, qp, sp, tp, tokens.length, dim, dtype);
+    const want = Array.from(tokens).flatMap((t) => Array.from(w.values.subarray(t * dim, (t + 1) * dim)));
+    expect(Array.from(kn.f32(yp, tokens.length * dim))).toEqual(want);
+  });
+});

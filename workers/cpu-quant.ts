@@ -1,0 +1,105 @@
+/**
+ * What the CPU backend needs for quantised weights (src/cpu/quant.ts): GGUF Q8_0 and Q4_0
+ * matrices tiled into the rank's memory, one matmul entry point that sends each matrix to its
+ * kernel (f32 and f16 to kernels.wat's; Q8_0/Q4_0 weight-only, or with the input quantised to
+ * int8 first when the rank runs int8 activations), and the embedding for either kind of table.
+ */
+import { CpuKernels, type CpuWeightDtype, type CpuWeightLayout } from '../src/cpu/kernels.js';
+import { CpuQuantKernels, QUANT_GROUP, type CpuQuantDtype } from '../src/cpu/quant.js';
+import { ModelFormatError } from '../src/errors.js';
+import type { SliceView } from './slice-views.js';
+
+/**
+ * A matrix in the rank's memory: (rows, cols) W[out][in], f32/f16 (`rows` or tiled by
+ * CpuKernels.tile) or Q8_0/Q4_0 (tiled by CpuQuantKernels.tile, or in `rows`: the values plane
+ * at `at`, the scales at `scales`).
+ */
+export interface CpuMatrix {
+  at: number;
+  dtype: CpuWeightDtype | CpuQuantDtype;
+  layout: CpuWeightLayout;
+  scales?: number;
+}
+
+const isQuant = (d: CpuMatrix['dtype']): d is CpuQuantDtype => d === 'q8_0' || d === 'q4_0';
+
+/** Copies bytes into a fresh region of the memory. */
+function copy(kn: CpuKernels, v: ArrayBufferView): number {
+  const at = kn.alloc(v.byteLength);
+  new Uint8Array(kn.memory.buffer, at, v.byteLength).set(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+  return at;
+}
+
+/**
+ * Quantised parts (one common form, as slice-views.ts `commonForm` gives them) of `cols` values a
+ * row into the memory: tiled for a matmul, or in rows (values plane, then scales) for the embedding.
+ */
+export function quantMatrix(qk: CpuQuantKernels, kn: CpuKernels, parts: SliceView[], cols: number, layout: CpuWeightLayout, what: string): CpuMatrix {
+  const quant = parts.map((p) => {
+    if ((p.dtype !== 'q8_0' && p.dtype !== 'q4_0') || p.groupSize !== QUANT_GROUP) {
+      throw new ModelFormatError(
+        `${what} is ${p.dtype}${'groupSize' in p ? ` in groups of ${p.groupSize}` : ''}; CPU ranks take f32 or f16 weights, or Q8_0/Q4_0 in GGUF's groups of ${QUANT_GROUP}`,
+        'Use GGUF Q8_0 or Q4_0 weights, or GPU ranks (devices: "gpu") for this model',
+      );
+    }
+    return p;
+  });
+  const dtype = quant[0]!.dtype;
+  if (layout === 'rows') {
+    // The parts' planes lie back to back (alloc rounds to 16 bytes, which whole rows of groups fill).
+    if (quant.some((p) => p.q.byteLength % 16 || p.s.byteLength % 16)) throw new ModelFormatError(`${what}: a ${dtype} table of ${cols} columns cannot lie in rows here`);
+    const at = kn.mark();
+    for (const p of quant) copy(kn, p.q);
+    const scales = kn.mark();
+    for (const p of quant) copy(kn, p.s);
+    return { at, dtype, layout, scales };
+  }
+  const rows = quant.reduce((n, p) => n + (p.s.length * QUANT_GROUP) / cols, 0);
+  const at = kn.alloc(CpuQuantKernels.tiledBytes(rows, cols, dtype));
+  qk.tile(at, quant, cols, dtype);
+  return { at, dtype, layout };
+}
+
+/** One matmul: y (m, n) = x (m, k; rows xStride apart) · wᵀ (+ bias), or y += it. */
+export interface CpuMatmulArgs {
+  y: number;
+  x: number;
+  xStride?: number;
+  w: CpuMatrix;
+  m: number;
+  k: number;
+  n: number;
+  accumulate?: boolean;
+  bias?: number;
+}
+
+export type CpuMatmul = (a: CpuMatmulArgs) => void;
+
+/**
+ * The matmul of a rank's state. With int8 activations each quantised matmul first quantises its
+ * input rows (up to maxM rows of maxK values) into a scratch region allocated here; f32 and f16
+ * matrices keep f32 activations, as on GPU ranks.
+ */
+export function cpuMatmul(kn: CpuKernels, qk: CpuQuantKernels, activations: 'f32' | 'int8', maxM: number, maxK: number): CpuMatmul {
+  const xa = activations === 'int8' ? kn.alloc(CpuQuantKernels.activationBytes(maxM, maxK)) : 0;
+  return (a) => {
+    const { w } = a;
+    if (!isQuant(w.dtype)) {
+      kn.matmul({ ...a, w: w.at, dtype: w.dtype, layout: w.layout });
+      return;
+    }
+    const q = { y: a.y, w: w.at, dtype: w.dtype, m: a.m, k: a.k, n: a.n, accumulate: a.accumulate, bias: a.bias };
+    if (activations === 'f32') {
+      qk.matmul({ ...q, x: a.x, xStride: a.xStride });
+      return;
+    }
+    qk.quantize(xa, a.x, a.m, a.k, a.xStride ?? a.k);
+    qk.matmulA8({ ...q, xa });
+  };
+}
+
+/** y[r] = table[tokens[r]] (rows of dim), for a table of any dtype. */
+export function cpuEmbed(kn: CpuKernels, qk: CpuQuantKernels, table: CpuMatrix, y: number, tokens: number, m: number, dim: number): void {
+  if (isQuant(table.dtype)) qk.embed(y, table.at, table.scales!, tokens, m, dim, table.dtype);
+  else kn.embed(y, table.at, tokens, m, dim, table.dtype);
+}
