@@ -78,9 +78,7 @@ export function plannedConfigs(quant: GgufQuant, ctx: number): Planned[] {
     spec: (f) => ({ engine: 'onnxruntime-web', model: f.onnx!, threads, ep }),
   });
   return [
-    ours('gpu', 1), ours('gpu', 2),
-    // CPU ranks take f32/f16 weights only (not yet quantised ones)
-    ...(quantised ? [] : [ours('cpu', 1), ours('cpu', 2)]),
+    ours('gpu', 1), ours('gpu', 2), ours('cpu', 1), ours('cpu', 2),
     wllama(1, false), wllama(2, false), wllama(1, true),
     ...(quant === 'f32' ? [ort(1, 'wasm'), ort(2, 'wasm'), ort(1, 'webgpu')] : []),
   ];
