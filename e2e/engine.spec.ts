@@ -1,5 +1,5 @@
 import { test, expect } from './fixtures.js';
-import { expectDocumentedGreedy, greedy } from './greedy.js';
+import { expectDocumentedGreedy, expectGreedyStart, greedy } from './greedy.js';
 import { readFileSync } from 'node:fs';
 import { runGenerate } from '../src/cli/generate.js';
 import type { PageGenerateOptions } from '../src/cli/page/types.js';
@@ -20,12 +20,17 @@ const base: PageGenerateOptions = {
 
 test.describe.configure({ mode: 'serial' });
 
-// Each degree's seeded test runs right after its greedy one, on the engine that one loaded.
+// The whole 256-token sample at TP 1 and 2; at TP 4 and 8 its first 32 tokens (each degree's
+// whole sample is e2e/cpu-ranks.spec.ts's, on CPU ranks). Each degree's seeded test, and TP 2's
+// concurrent and batched-prefill ones, run right after its greedy one, on the engine that one loaded.
+const GPU_STEPS: Record<number, number> = { 1: 256, 2: 256, 4: 32, 8: 32 };
 for (const tp of [1, 2, 4, 8]) {
-  test(`greedy stories260K at TP=${tp} is llama2.c's documented sample, token for token`, async ({ harness }) => {
-    const r = await runGenerate(harness, { ...base, tp });
+  const steps = GPU_STEPS[tp]!;
+  test(`greedy stories260K at TP=${tp} is llama2.c's documented sample${steps < 256 ? `'s first ${steps} tokens` : ''}, token for token`, async ({ harness }) => {
+    const r = await runGenerate(harness, { ...base, tp, maxTokens: steps });
     expect(r.tp).toBe(tp);
-    expectDocumentedGreedy(r);
+    if (steps === 256) expectDocumentedGreedy(r);
+    else expectGreedyStart(r, steps);
   });
 
   if (tp > 2) continue;
@@ -34,18 +39,35 @@ for (const tp of [1, 2, 4, 8]) {
     expect(r.tokens).toEqual(seeded.tokens.slice(1));
     expect(r.text.startsWith('Once upon a time, there was a little boy named Timmy. Timmy loved to play with his toys and eat sandwiches.')).toBe(true);
   });
-}
 
-test('batched prefill gives the same tokens as feeding the prompt one token at a time', async ({ harness }) => {
-  const prompt = 'Once upon a time, a little dog named Max wanted to find the biggest bone in the whole town';
-  const batched = await runGenerate(harness, { ...base, tp: 2, prompt, maxTokens: 48, maxRows: 64 });
-  const single = await runGenerate(harness, { ...base, tp: 2, prompt, maxTokens: 48, noPrefillBatch: true });
-  expect(batched.prompt_tokens.length).toBeGreaterThan(16);
-  expect(batched.tokens).toEqual(single.tokens);
-  // Prefill in chunks smaller than the prompt crosses chunk boundaries too.
-  const chunked = await runGenerate(harness, { ...base, tp: 2, prompt, maxTokens: 48, maxRows: 5 });
-  expect(chunked.tokens).toEqual(single.tokens);
-});
+  if (tp === 2) {
+    test('concurrent requests are batched on TP=2 and each gets the tokens it gets alone', async ({ harness }) => {
+      const requests = [
+        { prompt: '', maxTokens: 24 },
+        { prompt: 'Lily and Ben went to the park', maxTokens: 16 },
+        { prompt: 'The cat sat', maxTokens: 20 },
+      ];
+      const together = await harness.page.evaluate(([o, r]) => window.tp.engine.generateConcurrent(o, r), [{ ...base, tp: 2 }, requests] as const);
+      expect('error' in together ? together.error : null).toBeNull();
+      const alone: number[][] = [];
+      for (const r of requests) alone.push((await runGenerate(harness, { ...base, tp: 2, prompt: r.prompt, maxTokens: r.maxTokens })).tokens);
+      expect(together).toEqual(alone);
+      expect(alone[0]).toEqual(greedy.tokens.slice(1, 25));
+    });
+
+    test('batched prefill gives the same tokens as feeding the prompt one token at a time', async ({ harness }) => {
+      const prompt = 'Once upon a time, a little dog named Max wanted to find the biggest bone in the whole town';
+      // The default 64 rows: one step, on the engine the tests above loaded.
+      const batched = await runGenerate(harness, { ...base, tp: 2, prompt, maxTokens: 48 });
+      const single = await runGenerate(harness, { ...base, tp: 2, prompt, maxTokens: 48, noPrefillBatch: true });
+      expect(batched.prompt_tokens.length).toBeGreaterThan(16);
+      expect(batched.tokens).toEqual(single.tokens);
+      // Prefill in chunks smaller than the prompt crosses chunk boundaries too.
+      const chunked = await runGenerate(harness, { ...base, tp: 2, prompt, maxTokens: 48, maxRows: 5 });
+      expect(chunked.tokens).toEqual(single.tokens);
+    });
+  }
+}
 
 test('an invalid degree raises PlanError naming the valid ones', async ({ harness }) => {
   const err = await runGenerate(harness, { ...base, tp: 3 }).then(
@@ -56,18 +78,4 @@ test('an invalid degree raises PlanError naming the valid ones', async ({ harnes
   expect(err!.name).toBe('PlanError');
   expect(err!.code).toBe('PLAN');
   expect(err!.message).toContain('1, 2, 4 or 8');
-});
-
-test('concurrent requests are batched on TP=2 and each gets the tokens it gets alone', async ({ harness }) => {
-  const requests = [
-    { prompt: '', maxTokens: 24 },
-    { prompt: 'Lily and Ben went to the park', maxTokens: 16 },
-    { prompt: 'The cat sat', maxTokens: 20 },
-  ];
-  const together = await harness.page.evaluate(([o, r]) => window.tp.engine.generateConcurrent(o, r), [{ ...base, tp: 2 }, requests] as const);
-  expect('error' in together ? together.error : null).toBeNull();
-  const alone: number[][] = [];
-  for (const r of requests) alone.push((await runGenerate(harness, { ...base, tp: 2, prompt: r.prompt, maxTokens: r.maxTokens })).tokens);
-  expect(together).toEqual(alone);
-  expect(alone[0]).toEqual(greedy.tokens.slice(1, 25));
 });

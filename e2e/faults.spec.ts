@@ -56,7 +56,7 @@ for (const fault of [
   { kind: 'terminate-worker' as const, tp: 2, rank: 1, name: 'WorkerFailedError', code: 'WORKER_FAILED', timeoutMs: undefined },
   { kind: 'destroy-device' as const, tp: 2, rank: 0, name: 'DeviceLostError', code: 'DEVICE_LOST', timeoutMs: undefined },
   // A silent crash (as an out-of-memory kill): only timeouts reveal it, so they are short here.
-  { kind: 'crash-worker' as const, tp: 2, rank: 1, name: 'CollectiveTimeoutError', code: 'COLLECTIVE_TIMEOUT', timeoutMs: 5000 },
+  { kind: 'crash-worker' as const, tp: 2, rank: 1, name: 'CollectiveTimeoutError', code: 'COLLECTIVE_TIMEOUT', timeoutMs: 2500 },
   // The single-rank shortcut: no collective, no survivor to release.
   { kind: 'terminate-worker' as const, tp: 1, rank: 0, name: 'WorkerFailedError', code: 'WORKER_FAILED', timeoutMs: undefined },
   // Without the shard cache the rebuilt rank's shard is streamed from the model again.

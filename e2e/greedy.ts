@@ -16,3 +16,10 @@ export function expectDocumentedGreedy(r: { prompt_tokens: number[]; tokens: num
   expect(r.text.startsWith('Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.')).toBe(true);
   expect(r.text.endsWith('Her mom said, "Don\'t worry, Lily. We can help you.')).toBe(true);
 }
+
+/** A greedy run of `n` tokens from an empty prompt is the documented sample's first `n`, token for token. */
+export function expectGreedyStart(r: { prompt_tokens: number[]; tokens: number[]; text: string }, n: number): void {
+  expect(r.prompt_tokens).toEqual([1]);
+  expect(r.tokens).toEqual(greedy.tokens.slice(1, n + 1));
+  expect(greedy.text.startsWith(r.text)).toBe(true);
+}

@@ -75,14 +75,15 @@ test("kvCache 'f16' at TP 1 and 2: the f16 oracle's greedy and seeded tokens; ha
   // Greedy tokens cannot tell the caches apart on this model (the oracles agree for 256 steps),
   // so a short greedy run suffices; the seeded run is the discriminating check.
   const greedy16 = generate(stories, [1], 64, (l) => argmax(l, 512), 'f16').slice(1);
+  // The f32 engine first, so that TP 2's f16 engine is the one left loaded for the batched test.
   for (const tp of [1, 2]) {
+    const f32 = await runGenerate(harness, { ...base, tp, kvCache: 'f32', maxTokens: 1 });
     const r = await runGenerate(harness, { ...base, tp, kvCache: 'f16', maxTokens: 64 });
     expect(r.tokens, `greedy TP ${tp}`).toEqual(greedy16);
     for (const rank of r.stats.ranks) expect(rank.precision).toEqual({ weights: 'f32', math: 'f32', f16Kernels: 'packed', kvCache: 'f16', kvCacheKernels: 'packed' });
     const s = await runGenerate(harness, { ...base, tp, kvCache: 'f16', temperature: 1, seed: SEED, maxTokens: SEEDED_STEPS });
     expect(s.tokens, `seeded TP ${tp}`).toEqual(seeded16);
     // Same engine options but the cache: workBytes drop by half the KV cache's f32 bytes.
-    const f32 = await runGenerate(harness, { ...base, tp, kvCache: 'f32', maxTokens: 1 });
     const c = stories.config;
     const kvF32 = 2 * c.nLayers * 4 /* maxBatch */ * (c.nKvHeads / tp) * c.seqLen * c.headSize * 4;
     for (const [i, rank] of f32.stats.ranks.entries()) {
@@ -92,16 +93,7 @@ test("kvCache 'f16' at TP 1 and 2: the f16 oracle's greedy and seeded tokens; ha
   }
 });
 
-test("auto on SwiftShader (no shader-f16) keeps the f32 cache: llama2.c's tokens; a bad kvCache is an InvalidArgumentError", async ({ harness }) => {
-  const r = await runGenerate(harness, { ...base, tp: 2, maxTokens: 64 });
-  expect(r.tokens).toEqual(greedy.tokens.slice(1, 65));
-  for (const rank of r.stats.ranks) expect(rank.precision).toEqual({ weights: 'f32', math: 'f32', f16Kernels: 'packed', kvCache: 'f32', kvCacheKernels: 'f32' });
-  const err = await runGenerate(harness, { ...base, kvCache: 'fp16' as 'f16' }).then(() => null, (e: Error & { code?: string }) => e);
-  expect(err?.name).toBe('InvalidArgumentError');
-  expect(err?.code).toBe('INVALID_ARGUMENT');
-  expect(err?.message).toContain("'auto', 'f16', 'f32'");
-});
-
+// On the TP 2 f16 engine the test above left loaded.
 test("kvCache 'f16' with two requests batched at TP 2: each gets the f16 oracle's tokens", async ({ harness }) => {
   const prompts = ['', 'Lily and Ben went to the park'];
   const tokens = await harness.page.evaluate(
@@ -115,4 +107,14 @@ test("kvCache 'f16' with two requests batched at TP 2: each gets the f16 oracle'
   const want1 = generate(stories, single.prompt_tokens, single.prompt_tokens.length + 39, (l) => argmax(l, 512), 'f16').slice(single.prompt_tokens.length);
   expect(single.tokens).toEqual(want1);
   expect((tokens as number[][])[1]).toEqual(want1);
+});
+
+test("auto on SwiftShader (no shader-f16) keeps the f32 cache: llama2.c's tokens; a bad kvCache is an InvalidArgumentError", async ({ harness }) => {
+  const r = await runGenerate(harness, { ...base, tp: 2, maxTokens: 64 });
+  expect(r.tokens).toEqual(greedy.tokens.slice(1, 65));
+  for (const rank of r.stats.ranks) expect(rank.precision).toEqual({ weights: 'f32', math: 'f32', f16Kernels: 'packed', kvCache: 'f32', kvCacheKernels: 'f32' });
+  const err = await runGenerate(harness, { ...base, kvCache: 'fp16' as 'f16' }).then(() => null, (e: Error & { code?: string }) => e);
+  expect(err?.name).toBe('InvalidArgumentError');
+  expect(err?.code).toBe('INVALID_ARGUMENT');
+  expect(err?.message).toContain("'auto', 'f16', 'f32'");
 });

@@ -50,7 +50,8 @@ test.afterEach(async ({ harness }) => {
   await harness.page.evaluate(() => window.tp.engine.disposeAll());
 });
 
-// The mixed-ranks test below checks all 256 tokens with a tab rank; 64 here.
+// 64 tokens here and in the mixed-ranks test below: the whole sample through a tab rank is
+// e2e/cpu-tabs.spec.ts's (a CPU rank in the tab), and on GPU ranks e2e/engine.spec.ts's.
 test('TP=2 with rank 1 in a joined demo tab: greedy stories260K is the reference, and the tab shows its rank running', async ({ harness }) => {
   const id = nextId();
   const join = await joinPage(harness, id);
@@ -94,10 +95,10 @@ test('mixed ranks: 2 local workers and 1 tab rank (heads 3/3/2), model from a Bl
   const id = nextId();
   const join = await joinPage(harness, id);
   try {
-    const r = await generate(harness, { ...base, tp: 3, split: [3, 3, 2], modelAsBlob: true, tabs: { id, count: 1 } });
+    const r = await generate(harness, { ...base, tp: 3, split: [3, 3, 2], modelAsBlob: true, maxTokens: 64, tabs: { id, count: 1 } });
     expect('error' in r ? r.error : null).toBeNull();
     const ok = r as PageGenerateResult;
-    expect(ok.tokens).toEqual(greedy.tokens.slice(1));
+    expect(ok.tokens).toEqual(greedy.tokens.slice(1, 65));
     expect(ok.stats.placement?.ranks.map((x) => [x.spec, x.heads])).toEqual([['default', [0, 3]], ['default', [3, 6]], [`tab "${id}"`, [6, 8]]]);
     await expect(join.locator('#join-state')).toHaveText('Running · rank 2 of 3');
   } finally {
