@@ -18,12 +18,24 @@ interface Exit {
   stderr: string;
 }
 
+/** Two processes at a time: under CI's load (the browser tests beside these), nine at once starved each other past any timeout. */
+const RUNNING = 2;
+let running = 0;
+const queued: (() => void)[] = [];
+
 /** Runs `webgpu-tp ...args`; resolves with its exit code and output, whatever the code. */
-function cli(args: string[]): Promise<Exit> {
-  return promisify(execFile)(process.execPath, ['--import', 'tsx', main, ...args], { timeout: 30_000 }).then(
-    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
-  );
+async function cli(args: string[]): Promise<Exit> {
+  if (running >= RUNNING) await new Promise<void>((r) => queued.push(r));
+  running++;
+  try {
+    return await promisify(execFile)(process.execPath, ['--import', 'tsx', main, ...args], { timeout: 120_000 }).then(
+      ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+      (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
+    );
+  } finally {
+    running--;
+    queued.shift()?.();
+  }
 }
 
 describe('webgpu-tp usage errors', () => {
@@ -75,7 +87,7 @@ describe('webgpu-tp usage errors', () => {
     });
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('model not found: /nonexistent/model.bin');
-  });
+  }, 300_000);
 
   it('a --devices value that is no kind, count or list is a usage error naming what it takes', async () => {
     const [generate, bench] = await Promise.all([
