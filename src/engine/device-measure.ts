@@ -48,11 +48,12 @@ export async function calibrateDevices(specs: (DeviceSpec | undefined)[]): Promi
  * `int8 activations`, `runq.c's exact W8A8`), or undefined when they can run all of it.
  */
 export function cpuBlocker(tensors: readonly TensorInfo[], rank: Pick<RankOptions, 'activations' | 'runqExact'>): string | undefined {
+  // runq.c's exact W8A8 runs on CPU ranks (workers/cpu-exact.ts): Q8_0 matrices, f32 norms.
+  if (rank.runqExact && rank.activations === 'int8' && tensors.every((t) => t.dtype === 'f32' || t.dtype === 'q8_0')) return undefined;
   const quantised = [...new Set(tensors.map((t) => t.dtype).filter((d) => d !== 'f32' && d !== 'f16'))];
   const why = [
     ...(quantised.length ? [`quantised weights (${quantised.join(', ')})`] : []),
     ...(rank.activations === 'int8' ? ['int8 activations'] : []),
-    ...(rank.runqExact && rank.activations === 'int8' ? ["runq.c's exact W8A8"] : []),
   ];
   return why.length ? why.join(', ') : undefined;
 }

@@ -1,13 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import dump from '../../test-support/fixtures/glibc-libm.json';
+import { floatFromHex } from '../../test-support/fixtures/float-bits.js';
 import { expf } from './glibc-expf.js';
 
-const bits = new Uint32Array(1);
-const float = new Float32Array(bits.buffer);
-const fromHex = (h: string): number => {
-  bits[0] = parseInt(h, 16);
-  return float[0]!;
-};
+const fromHex = floatFromHex;
 
 describe('glibc expf', () => {
   it('gives glibc\'s float bits where the correctly rounded value is not glibc\'s', () => {

@@ -1,14 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import dump from '../../test-support/fixtures/glibc-libm.json';
+import { floatFromHex } from '../../test-support/fixtures/float-bits.js';
 import { cosf, glibcTrig, sinf } from './glibc-trig.js';
 import { ropeTables } from './reference.js';
 
-const bits = new Uint32Array(1);
-const float = new Float32Array(bits.buffer);
-const fromHex = (h: string): number => {
-  bits[0] = parseInt(h, 16);
-  return float[0]!;
-};
+const fromHex = floatFromHex;
 
 describe('glibc sinf / cosf', () => {
   const x = dump.x.map(fromHex);
