@@ -44,11 +44,16 @@ for (const tp of [1, 2, 4]) {
   });
 }
 
-// A GPU rank (rank 0, carrying the residual) chains its sums into a CPU rank's and back.
-test('a GPU rank beside a CPU rank: runq.c\'s tokens and text for "The cat"', async ({ harness }) => {
-  const [r] = await expectRunq(harness, { ...base, tp: 0, devices: [{ forceFallbackAdapter: true }, { cpu: true }] }, ['The cat']);
-  expect(r!.stats.ranks.map((x) => x.adapter)).toEqual(['swiftshader', CPU]);
-});
+// Each kind as rank 0 (which starts every chained sum and carries the residual) and as rank 1.
+for (const [devices, adapters] of [
+  [[{ forceFallbackAdapter: true }, { cpu: true }], ['swiftshader', CPU]],
+  [[{ cpu: true }, { forceFallbackAdapter: true }], [CPU, 'swiftshader']],
+] as const) {
+  test(`a ${adapters[0]} rank then a ${adapters[1]} rank: runq.c's tokens and text for "The cat"`, async ({ harness }) => {
+    const [r] = await expectRunq(harness, { ...base, tp: 0, devices: [...devices] }, ['The cat']);
+    expect(r!.stats.ranks.map((x) => x.adapter)).toEqual(adapters);
+  });
+}
 
 test('auto places W8A8 with runqExact on CPU ranks where the only adapter is a CPU fallback', async ({ harness }) => {
   const r = await runGenerate(harness, { ...base, tp: 'auto', devices: 'auto', prompt: 'The cat', maxTokens: 8 });

@@ -115,6 +115,7 @@ export interface ExactRunState extends RankState<ExactOp> {
 function createExactState(c: ModelConfig, r: RankPlan, w: ExactWeights, o: StateOptions): ExactRunState {
   if (o.activations !== 'int8' || !o.exact) throw new InvalidArgumentError(`runq.c's exact CPU ranks run W8A8 with runqExact, got ${o.activations} activations${o.exact ? '' : ' without runqExact'}`);
   if (o.kvCache !== 'f32') throw new InvalidArgumentError(`runqExact keeps runq.c's f32 KV cache, got ${o.kvCache}`, "Leave kvCache at 'auto' (or 'f32')");
+  if (c.qkvBias || c.outBias) throw new ModelFormatError('runqExact runs llama2.c version 2 files, which have no biases');
   const kn = w.kernels;
   const mark = kn.mark();
   const d = rankDims(c, r);
