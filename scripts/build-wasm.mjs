@@ -118,6 +118,7 @@ const MODULES = [
   },
   { wat: '../src/cli/page/wasm-read.wat', out: '../src/cli/page/wasm-read-wasm.ts', names: { simd: 'WASM_READ_BASE64' } },
   { wat: '../src/cpu/quant.wat', out: '../src/cpu/quant-wasm.ts', names: { simd: 'CPU_QUANT_WASM_BASE64', relaxed: 'CPU_QUANT_RELAXED_WASM_BASE64' } },
+  { wat: '../src/cpu/w8a8.wat', out: '../src/cpu/w8a8-wasm.ts', names: { simd: 'W8A8_WASM_BASE64' } },
 ];
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -6,7 +6,8 @@
  */
 import type { ModelConfig } from '../src/model/config.js';
 import { rankDims, type RankPlan } from '../src/parallel/plan.js';
-import { ropeTables } from '../src/model/reference.js';
+import { mathTrig, ropeTables } from '../src/model/reference.js';
+import { glibcTrig } from '../src/model/glibc-trig.js';
 import type { GpuContext } from '../src/gpu/core/device.js';
 import { createStorageBuffer, createStepParams, destroyStepParams, type StepParams } from '../src/gpu/core/buffers.js';
 import { createMatmul, type MatmulOptions } from '../src/gpu/kernels/matmul.js';
@@ -75,7 +76,7 @@ function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: ShardWe
     logits: f32(o.maxLogitRows * d.vocab, 'logits'),
     scores: o.exact ? f32(maxM * d.nHeads * o.contextLength, 'attention scores') : undefined,
     kv: createKvCache(ctx, { nLayers: c.nLayers, nKvHeadsLocal: d.nKvHeads, headSize: d.headSize, maxSeq: o.contextLength, nSlots: o.slots, dtype: o.kvCache }),
-    rope: createRopeTables(ctx, d.headSize, ropeTables(c.headSize, o.contextLength, c.ropeTheta, c.ropeScaling)),
+    rope: createRopeTables(ctx, d.headSize, ropeTables(c.headSize, o.contextLength, c.ropeTheta, c.ropeScaling, o.exact ? glibcTrig : mathTrig)),
   };
   const eps = c.normEps;
   // An uneven split may start a rank's heads inside a kv group (the shared kv head is on both ranks).

@@ -28,6 +28,7 @@ import { chooseRowSum } from './row-sum.js';
 import { openTransport, type RankTransport } from './transport.js';
 import type { RankReport } from '../src/engine/types.js';
 import { cpuCompute, gpuCompute, runsExact, type RankCompute } from './rank-compute.js';
+import { cpuExactCompute } from './cpu-exact-compute.js';
 
 installErrorTransfer();
 
@@ -49,7 +50,7 @@ export class ShardWorker implements RankApi {
   async init(o: ShardInit): Promise<ShardInitResult> {
     this.init_ = o;
     // A CPU rank gets no GPU context and tunes nothing.
-    this.compute = isCpuSpec(o.device) ? cpuCompute(o) : await gpuCompute(o);
+    this.compute = isCpuSpec(o.device) ? (runsExact(o) ? cpuExactCompute(o) : cpuCompute(o)) : await gpuCompute(o);
     void this.compute.lost.then((reason) => {
       if (!this.stopped) this.lostReason = reason;
     });

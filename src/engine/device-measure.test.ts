@@ -16,9 +16,11 @@ describe('what CPU ranks cannot run yet', () => {
     }
   });
 
-  it('names llama2.c v2 groups other than 32, and runq.c\'s exact W8A8', () => {
+  it('names llama2.c v2 groups other than 32, and runq.c\'s exact W8A8 beyond Q8_0 and f32 tensors', () => {
     expect(cpuBlocker(quantised('q8_0', 64), { activations: 'f32', runqExact: false })).toBe('quantised weights (q8_0 in groups of 64)');
-    expect(cpuBlocker(quantised('q8_0', 32), { activations: 'int8', runqExact: true })).toBe("runq.c's exact W8A8");
+    // runq.c's W8A8 on Q8_0 matrices and f32 norms runs on CPU ranks (workers/cpu-exact.ts), in any group size
+    expect(cpuBlocker(quantised('q8_0', 4), { activations: 'int8', runqExact: true })).toBeUndefined();
+    expect(cpuBlocker(quantised('q4_0', 32), { activations: 'int8', runqExact: true })).toBe("runq.c's exact W8A8");
     // runqExact means nothing with f32 activations.
     expect(cpuBlocker(quantised('q8_0', 32), { activations: 'f32', runqExact: true })).toBeUndefined();
   });

@@ -49,6 +49,8 @@ export async function calibrateDevices(specs: (DeviceSpec | undefined)[]): Promi
  * and Q8_0/Q4_0 in GGUF's groups of 32 (src/cpu/quant.ts), with f32 or int8 activations.
  */
 export function cpuBlocker(tensors: readonly TensorInfo[], rank: Pick<RankOptions, 'activations' | 'runqExact'>): string | undefined {
+  // runq.c's exact W8A8 runs on CPU ranks (workers/cpu-exact.ts): Q8_0 matrices, f32 norms.
+  if (rank.runqExact && rank.activations === 'int8' && tensors.every((t) => t.dtype === 'f32' || t.dtype === 'q8_0')) return undefined;
   const quantised = [...new Set(tensors.filter((t) => t.quant && t.dtype !== 'q8_m' && t.quant.groupSize !== 32).map((t) => `${t.dtype} in groups of ${t.quant!.groupSize}`))];
   const why = [
     ...(quantised.length ? [`quantised weights (${quantised.join(', ')})`] : []),

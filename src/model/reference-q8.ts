@@ -13,6 +13,7 @@
  */
 import type { ModelConfig } from './config.js';
 import { chunkBounds, summationOrder } from '../collective/layout.js';
+import { glibcTrig } from './glibc-trig.js';
 import {
   add, attention, createRunState, embed, generateLoop, rmsnorm, rope, siluMul, type ReferenceModel, type RunState, type TransformerWeights,
 } from './reference.js';
@@ -150,7 +151,7 @@ export function createQ8RunState(model: Q8ReferenceModel): Q8RunState {
   const qDim = c.nHeads * c.headSize;
   const xn = Math.max(c.dim, qDim);
   return {
-    ...createRunState(c),
+    ...createRunState(c, 'f32', glibcTrig), // runq.c's cosf / sinf
     tokenEmbeddingTable: dequantizeQ8(model.weights.tokens, c.vocabSize * c.dim, gs),
     xq: { q: new Int8Array(xn), s: new Float32Array(xn / gs) },
     hq: { q: new Int8Array(c.hiddenDim), s: new Float32Array(c.hiddenDim / gs) },

@@ -53,6 +53,13 @@ export function rmsnorm(y: Float32Array, x: Float32Array, weight: Float32Array, 
   }
 }
 
+/** The sin and cos a RoPE table rounds to f32: `Math`'s (correctly rounded in practice) or glibc's (`glibc-trig.ts`). */
+export interface Trig {
+  sin(x: number): number;
+  cos(x: number): number;
+}
+export const mathTrig: Trig = { sin: Math.sin, cos: Math.cos };
+
 /**
  * Qwen3's per-head RMSNorm of q or k, in place: x (m, nHeads·headSize), rows `stride` floats
  * apart, each head normalised as its own row of headSize with the one shared weight.
@@ -68,7 +75,7 @@ export function headNorm(x: Float32Array, m: number, stride: number, nHeads: num
  * RoPE cos/sin tables, (seqLen, headSize/2): entry [pos][i] is for frequency index i.
  * Computed as run.c does in f32: freq = 1 / theta^((2i) / headSize), val = pos * freq.
  */
-export function ropeTables(headSize: number, seqLen: number, theta: number, scaling?: RopeScaling): { cos: Float32Array; sin: Float32Array } {
+export function ropeTables(headSize: number, seqLen: number, theta: number, scaling?: RopeScaling, trig: Trig = mathTrig): { cos: Float32Array; sin: Float32Array } {
   const half = headSize / 2;
   const cos = new Float32Array(seqLen * half);
   const sin = new Float32Array(seqLen * half);
@@ -80,8 +87,8 @@ export function ropeTables(headSize: number, seqLen: number, theta: number, scal
   for (let pos = 0; pos < seqLen; pos++) {
     for (let i = 0; i < half; i++) {
       const val = f(f(pos) * freqs[i]!);
-      cos[pos * half + i] = f(Math.cos(val));
-      sin[pos * half + i] = f(Math.sin(val));
+      cos[pos * half + i] = f(trig.cos(val));
+      sin[pos * half + i] = f(trig.sin(val));
     }
   }
   return { cos, sin };
@@ -272,7 +279,7 @@ export interface RunState {
   kvCache: ReferenceKvCache;
 }
 
-export function createRunState(c: ModelConfig, kvCache: ReferenceKvCache = 'f32'): RunState {
+export function createRunState(c: ModelConfig, kvCache: ReferenceKvCache = 'f32', trig: Trig = mathTrig): RunState {
   const qDim = c.nHeads * c.headSize;
   const kvDim = c.nKvHeads * c.headSize;
   return {
@@ -287,7 +294,7 @@ export function createRunState(c: ModelConfig, kvCache: ReferenceKvCache = 'f32'
     logits: new Float32Array(c.vocabSize),
     keyCache: new Float32Array(c.nLayers * c.seqLen * kvDim),
     valueCache: new Float32Array(c.nLayers * c.seqLen * kvDim),
-    rope: ropeTables(c.headSize, c.seqLen, c.ropeTheta, c.ropeScaling),
+    rope: ropeTables(c.headSize, c.seqLen, c.ropeTheta, c.ropeScaling, trig),
     kvCache,
   };
 }
