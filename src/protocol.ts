@@ -29,8 +29,8 @@ export interface RankOptions {
   /** Sequences batched at once: KV-cache slots per rank. */
   slots: number;
   contextLength: number;
-  /** Spin iterations before a collective wait sleeps. */
-  spin: number;
+  /** Spin iterations before a collective wait sleeps; absent: the rank's default for its kind (`defaultSpin`). */
+  spin?: number;
   /** Longest a rank waits in a collective, and the main thread for a step (ms). */
   timeoutMs: number;
   /** Time every kernel on the GPU (timestamp queries; each op gets its own pass). */

@@ -10,7 +10,8 @@
  *
  * The shard worker runs one step loop over either (`StepSource`).
  */
-import { attachCommunicator, ControlBlock, MessageCommunicator, broadcastLinks, type Communicator } from '../src/collective/index.js';
+import { attachCommunicator, ControlBlock, MessageCommunicator, broadcastLinks, defaultSpin, type Communicator } from '../src/collective/index.js';
+import { isCpuSpec } from '../src/gpu/core/adapter.js';
 import { AbortedError, DisposedError, InvalidArgumentError } from '../src/errors.js';
 import { STATUS_FAILED, STATUS_OK, STATUS_PARKED, type ShardInit } from '../src/protocol.js';
 
@@ -50,7 +51,8 @@ export function openTransport(o: ShardInit, slotFloats: number): RankTransport {
     return { comm, steps, abort: (reason) => comm.abort(reason), close: () => (steps.close(), comm.close()) };
   }
   if (!o.shared) throw new InvalidArgumentError('a shard worker needs a collective buffer or a message group');
-  const comm = attachCommunicator(o.shared.collective, o.rank, { spin: o.spin, timeoutMs: o.timeoutMs });
+  const spin = o.spin ?? defaultSpin(isCpuSpec(o.device), o.world, globalThis.navigator?.hardwareConcurrency ?? 1);
+  const comm = attachCommunicator(o.shared.collective, o.rank, { spin, timeoutMs: o.timeoutMs });
   const region = o.maxLogitRows * o.logitStride;
   const logits = new Float32Array(o.shared.logits, o.rank * region * 4, region);
   const steps = new DoorbellSteps(new ControlBlock(o.shared.collective), o.rank, logits);

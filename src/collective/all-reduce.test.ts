@@ -67,8 +67,10 @@ describe('summation order', () => {
 });
 
 describe('auto', () => {
-  it('follows the measured thresholds: direct at 2 ranks, one-shot for small vectors beyond', () => {
-    expect(pickAllReduce(288, 2)).toBe('direct');
+  it('follows the measured thresholds: one-shot for small vectors, direct above', () => {
+    expect(pickAllReduce(288, 2)).toBe('one-shot');
+    expect(pickAllReduce(2048, 2)).toBe('one-shot');
+    expect(pickAllReduce(2049, 2)).toBe('direct');
     expect(pickAllReduce(4 * 2 ** 20, 2)).toBe('direct');
     for (const world of [3, 4, 8]) {
       expect(pickAllReduce(288, world)).toBe('one-shot');

@@ -19,10 +19,10 @@ export const ALL_REDUCE_ALGORITHMS: readonly AllReduceAlgorithm[] = ['one-shot',
 
 /**
  * Largest vector (floats) `auto` sends one-shot, per world size; above it, `direct`. Measured
- * with `bench allreduce`: at 2 ranks direct won at every size, at 4 ranks one-shot won up to a
- * few thousand floats.
+ * with `bench allreduce`: at 2 ranks one-shot wins below ~3000 floats (a decode step's 768-float
+ * x: one barrier instead of two), at 4 ranks up to a few thousand floats.
  */
-const ONE_SHOT_MAX_FLOATS: Record<number, number> = { 2: 0 };
+const ONE_SHOT_MAX_FLOATS: Record<number, number> = { 2: 2048 };
 const ONE_SHOT_MAX_DEFAULT = 4096;
 
 /** The algorithm `auto` uses for `floats` floats over `world` ranks (the same on every rank). */

@@ -10,7 +10,7 @@ export {
 export { simdSumAvailable } from './simd-sum.js';
 export type { Communicator } from './communicator.js';
 export { attachCommunicator, SharedCommunicator } from './shared-communicator.js';
-export { SharedGroup, DEFAULT_SPIN, DEFAULT_TIMEOUT_MS, type SharedGroupOptions } from './shared-group.js';
+export { SharedGroup, DEFAULT_SPIN, CPU_RANK_SPIN, defaultSpin, DEFAULT_TIMEOUT_MS, type SharedGroupOptions } from './shared-group.js';
 export { MessageCommunicator, broadcastLinks, type MessageCommunicatorOptions } from './message-transport.js';
 export { pickAllReduce, ALL_REDUCE_ALGORITHMS, type AllReduceAlgorithm, type AllReduceChoice } from './all-reduce.js';
 export { ringSchedule, ringOwnedChunk, type RingStep } from './ring-schedule.js';

@@ -5,6 +5,7 @@ import { ControlBlock } from './control.js';
 import { RankPool } from '../../test-support/collective/pool.js';
 import { firstBitDifference, randomFloats, referenceSum } from '../../test-support/collective/data.js';
 import type { AllReduceAlgorithm } from './all-reduce.js';
+import { CPU_RANK_SPIN, DEFAULT_SPIN, defaultSpin } from './shared-group.js';
 import type { RankOp } from '../../test-support/collective/ops.js';
 
 let pool: RankPool;
@@ -88,5 +89,14 @@ describe('abort and dispose', () => {
     await after(150);
     ctrl.dispose();
     await expect(waiting).rejects.toBeInstanceOf(DisposedError);
+  });
+});
+
+describe('defaultSpin', () => {
+  it('spins long only for CPU ranks that each have a core', () => {
+    expect(CPU_RANK_SPIN).toBeGreaterThan(DEFAULT_SPIN);
+    expect(defaultSpin(true, 2, 2)).toBe(CPU_RANK_SPIN);
+    expect(defaultSpin(true, 4, 2)).toBe(DEFAULT_SPIN);
+    expect(defaultSpin(false, 2, 8)).toBe(DEFAULT_SPIN);
   });
 });

@@ -38,7 +38,20 @@ export interface SharedGroupOptions {
  * from the rank being waited for.
  */
 export const DEFAULT_SPIN = 2000;
+/**
+ * The spin of a CPU rank whose group has a core per rank (~100 µs of loads): the rank that
+ * reaches an all-reduce first keeps its core until the other's partial sum lands, instead of
+ * paying a futex wake-up on each of a step's two all-reduces a layer. It covers the ranks' usual
+ * skew within a step; a longer wait (a preempted rank) fails the spin and the adaptive spin
+ * backs off, so a busy machine's cores go to whoever can use them.
+ */
+export const CPU_RANK_SPIN = 1 << 14;
 export const DEFAULT_TIMEOUT_MS = 10_000;
+/** The spin a rank uses unless the engine was given one: long for CPU ranks that each have a core. */
+export function defaultSpin(cpuRank: boolean, world: number, cores: number): number {
+  return cpuRank && world <= cores ? CPU_RANK_SPIN : DEFAULT_SPIN;
+}
+
 /** Longest single Atomics.wait: bounds how late a sleeper sees abort/dispose/reset. */
 const SLEEP_SLICE_MS = 50;
 

@@ -23,7 +23,6 @@ import type { TensorInfo } from '../model/config.js';
 import { TokenSampler } from './sampling.js';
 import { makePlan, type Plan } from '../parallel/plan.js';
 import type { ModelConfig } from '../model/config.js';
-import { DEFAULT_SPIN } from '../collective/index.js';
 import { createCompletions, type Completions } from './completions.js';
 import { createChatCompletions, type ChatCompletions, type ChatMessage } from './chat-completions.js';
 import { clearShardCache } from '../cache/shard-cache.js';
@@ -113,7 +112,7 @@ export interface EngineOptions {
   signal?: AbortSignal;
   /** Keep each rank's shard in IndexedDB so the next load needs no download (default true). */
   cache?: boolean;
-  /** Spin iterations before a rank sleeps in a collective (default tuned by the decode benchmark). */
+  /** Spin iterations before a rank sleeps in a collective (default by the rank's kind: long for CPU ranks with a core each, `defaultSpin`). */
   spin?: number;
   /** Longest wait in a collective before it names the missing rank (ms, default 30 000). */
   timeoutMs?: number;
@@ -257,7 +256,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   // The options as every rank runs them, resolved once.
   const rank: RankOptions = {
     maxRows, slots: maxBatch, contextLength,
-    spin: options.spin ?? DEFAULT_SPIN,
+    spin: options.spin,
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     profile: options.profile ?? false,
     activations: (format === 'llama2c-v2' ? !options.weightOnly : !!options.int8Activations) ? 'int8' : 'f32',
