@@ -110,6 +110,10 @@ const MODULES = [
     names: { simd: 'CPU_KERNELS_WASM_BASE64', relaxed: 'CPU_KERNELS_RELAXED_WASM_BASE64' },
   },
   { wat: '../src/cli/page/wasm-read.wat', out: '../src/cli/page/wasm-read-wasm.ts', names: { simd: 'WASM_READ_BASE64' } },
+  {
+    wat: '../src/cpu/gemm.wat', out: '../src/cpu/gemm-wasm.ts',
+    names: { simd: 'CPU_GEMM_WASM_BASE64', relaxed: 'CPU_GEMM_RELAXED_WASM_BASE64' },
+  },
 ];
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -10,6 +10,7 @@ import type { ModelConfig } from '../src/model/config.js';
 import { rankDims, type RankPlan } from '../src/parallel/plan.js';
 import { ropeTables } from '../src/model/reference.js';
 import { CpuKernels, type CpuKernelsOptions, type CpuKvDtype, type CpuWeightDtype, type CpuWeightLayout } from '../src/cpu/kernels.js';
+import { matmulFor } from '../src/cpu/gemm.js';
 import { InvalidArgumentError, ModelFormatError, PlanError } from '../src/errors.js';
 import type { Activation, Backend, LayerOps, RankState, RowOp, StateOptions } from './backend.js';
 import { commonForm, sliceViews, type SliceView } from './slice-views.js';
@@ -153,6 +154,8 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
     xsel: f32(o.maxLogitRows * d.dim), logits: f32(o.maxLogitRows * d.vocab),
     cos: f32(tables.cos.length), sin: f32(tables.sin.length),
   };
+  // Prefill chunks and batches of many rows take the GEMM (its scratch is this state's).
+  const mm = matmulFor(kn, Math.max(d.dim, qDim, d.hidden));
   const kvDtype = o.kvCache;
   const cacheBytes = o.slots * d.nKvHeads * seq * hs * (kvDtype === 'f16' ? 2 : 4);
   const caches = w.layers.map(() => ({ k: kn.alloc(cacheBytes), v: kn.alloc(cacheBytes) }));
@@ -172,7 +175,7 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
       : { y: b.partial, accumulate: rows.continueSum, bias: undefined };
     const matmul: CpuOp = (m) => {
       input(m);
-      kn.matmul({ ...into, x, w: wt.at, dtype: wt.dtype, layout: wt.layout, m, k, n: d.dim });
+      mm({ ...into, x, w: wt.at, dtype: wt.dtype, layout: wt.layout, m, k, n: d.dim });
     };
     // A sum that lands in partial is added into x (with the bias, which every rank adds to the same sum).
     const addSum: CpuOp[] = rows.sumIn === 'x' ? [] : [
@@ -187,7 +190,7 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
   const layers: LayerOps<CpuOp>[] = w.layers.map((L, l) => ({
     qkv: (m) => {
       kn.rmsnorm(b.xn, b.x, L.attentionNorm, m, d.dim, eps);
-      kn.matmul({ y: b.qkv, x: b.xn, w: L.wqkv.at, dtype: L.wqkv.dtype, layout: L.wqkv.layout, m, k: d.dim, n: d.qkv, bias: L.bqkv });
+      mm({ y: b.qkv, x: b.xn, w: L.wqkv.at, dtype: L.wqkv.dtype, layout: L.wqkv.layout, m, k: d.dim, n: d.qkv, bias: L.bqkv });
     },
     rope: (m) => {
       kn.rope(b.qkv, d.qkv, d.nHeads, hs, b.cos, b.sin, b.positions, m, c.ropeStyle);
@@ -202,7 +205,7 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
     wo: rowParallel(`layers.${l}.attention.wo`, L.wo, b.att, qDim, L.bo, none),
     w13: (m) => {
       kn.rmsnorm(b.xn, b.x, L.ffnNorm, m, d.dim, eps);
-      kn.matmul({ y: b.h13, x: b.xn, w: L.w13.at, dtype: L.w13.dtype, layout: L.w13.layout, m, k: d.dim, n: 2 * d.hidden });
+      mm({ y: b.h13, x: b.xn, w: L.w13.at, dtype: L.w13.dtype, layout: L.w13.layout, m, k: d.dim, n: 2 * d.hidden });
     },
     w2: rowParallel(`layers.${l}.feed_forward.w2`, L.w2, b.hb, d.hidden, undefined,
       (m) => kn.siluMul(b.hb, b.h13, b.h13 + d.hidden * 4, d.hidden, m, 2 * d.hidden)),
@@ -210,7 +213,7 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
   const embed: CpuOp = (m) => kn.embed(b.x, w.tokEmbeddings.at, b.tokens, m, d.dim, w.tokEmbeddings.dtype);
   const head: CpuOp = (m) => {
     kn.rmsnorm(b.xsel, b.xsel, w.norm, m, d.dim, eps);
-    kn.matmul({ y: b.logits, x: b.xsel, w: w.output.at, dtype: w.output.dtype, layout: w.output.layout, m, k: d.dim, n: d.vocab });
+    mm({ y: b.logits, x: b.xsel, w: w.output.at, dtype: w.output.dtype, layout: w.output.layout, m, k: d.dim, n: d.vocab });
   };
   return {
     kernels: kn, mark, dim: d.dim, maxM, maxLogitRows: o.maxLogitRows, vocab: d.vocab, kvCache: kvDtype,
