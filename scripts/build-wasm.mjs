@@ -114,6 +114,10 @@ const MODULES = [
     wat: '../src/cpu/gemm.wat', out: '../src/cpu/gemm-wasm.ts',
     names: { simd: 'CPU_GEMM_WASM_BASE64', relaxed: 'CPU_GEMM_RELAXED_WASM_BASE64' },
   },
+  {
+    wat: '../src/cli/page/fma-peak.wat', out: '../src/cli/page/fma-peak-wasm.ts',
+    names: { simd: 'FMA_PEAK_WASM_BASE64', relaxed: 'FMA_PEAK_RELAXED_WASM_BASE64' },
+  },
 ];
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
