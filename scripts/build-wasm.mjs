@@ -119,6 +119,14 @@ const MODULES = [
   { wat: '../src/cli/page/wasm-read.wat', out: '../src/cli/page/wasm-read-wasm.ts', names: { simd: 'WASM_READ_BASE64' } },
   { wat: '../src/cpu/quant.wat', out: '../src/cpu/quant-wasm.ts', names: { simd: 'CPU_QUANT_WASM_BASE64', relaxed: 'CPU_QUANT_RELAXED_WASM_BASE64' } },
   { wat: '../src/cpu/w8a8.wat', out: '../src/cpu/w8a8-wasm.ts', names: { simd: 'W8A8_WASM_BASE64' } },
+  {
+    wat: '../src/cpu/gemm.wat', out: '../src/cpu/gemm-wasm.ts',
+    names: { simd: 'CPU_GEMM_WASM_BASE64', relaxed: 'CPU_GEMM_RELAXED_WASM_BASE64' },
+  },
+  {
+    wat: '../src/cli/page/fma-peak.wat', out: '../src/cli/page/fma-peak-wasm.ts',
+    names: { simd: 'FMA_PEAK_WASM_BASE64', relaxed: 'FMA_PEAK_RELAXED_WASM_BASE64' },
+  },
 ];
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

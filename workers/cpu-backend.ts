@@ -12,6 +12,7 @@ import { ropeTables } from '../src/model/reference.js';
 import { CpuKernels, type CpuKernelsOptions, type CpuKvDtype, type CpuWeightLayout } from '../src/cpu/kernels.js';
 import { qkNorm } from '../src/cpu/qk-norm.js';
 import { CpuQuantKernels } from '../src/cpu/quant.js';
+import { matmulFor } from '../src/cpu/gemm.js';
 import { InvalidArgumentError, ModelFormatError, PlanError } from '../src/errors.js';
 import type { Activation, Backend, LayerOps, RankState, RowOp, StateOptions } from './backend.js';
 import { commonForm, sliceViews, type SliceView } from './slice-views.js';
@@ -146,7 +147,9 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
   const kvDim = d.nKvHeads * hs;
   const f32 = (n: number) => kn.alloc(n * 4);
   const tables = ropeTables(c.headSize, seq, c.ropeTheta, c.ropeScaling);
-  const mm = cpuMatmul(kn, w.quant, o.activations, maxM, Math.max(d.dim, qDim, d.hidden));
+  const maxK = Math.max(d.dim, qDim, d.hidden);
+  // Prefill chunks and batches of many rows take the GEMM on f32/f16 weights (its scratch is this state's).
+  const mm = cpuMatmul(kn, w.quant, o.activations, maxM, maxK, matmulFor(kn, maxK));
   const b = {
     tokens: f32(maxM), positions: f32(maxM), slots: f32(maxM),
     x: f32(maxM * d.dim), xn: f32(maxM * d.dim), partial: f32(maxM * d.dim),

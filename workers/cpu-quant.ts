@@ -4,7 +4,7 @@
  * kernel (f32 and f16 to kernels.wat's; Q8_0/Q4_0 weight-only, or with the input quantised to
  * int8 first when the rank runs int8 activations), and the embedding for either kind of table.
  */
-import { CpuKernels, type CpuWeightDtype, type CpuWeightLayout } from '../src/cpu/kernels.js';
+import { CpuKernels, type CpuWeightDtype, type CpuWeightLayout, type MatmulArgs } from '../src/cpu/kernels.js';
 import { CpuQuantKernels, QUANT_GROUP, type CpuQuantDtype } from '../src/cpu/quant.js';
 import { ModelFormatError } from '../src/errors.js';
 import type { SliceView } from './slice-views.js';
@@ -80,12 +80,15 @@ export type CpuMatmul = (a: CpuMatmulArgs) => void;
  * input rows (up to maxM rows of maxK values) into a scratch region allocated here; f32 and f16
  * matrices keep f32 activations, as on GPU ranks.
  */
-export function cpuMatmul(kn: CpuKernels, qk: CpuQuantKernels, activations: 'f32' | 'int8', maxM: number, maxK: number): CpuMatmul {
+export function cpuMatmul(
+  kn: CpuKernels, qk: CpuQuantKernels, activations: 'f32' | 'int8', maxM: number, maxK: number,
+  dense: (a: MatmulArgs) => void = (a) => kn.matmul(a),
+): CpuMatmul {
   const xa = activations === 'int8' ? kn.alloc(CpuQuantKernels.activationBytes(maxM, maxK)) : 0;
   return (a) => {
     const { w } = a;
     if (!isQuant(w.dtype)) {
-      kn.matmul({ ...a, w: w.at, dtype: w.dtype, layout: w.layout });
+      dense({ ...a, w: w.at, dtype: w.dtype, layout: w.layout });
       return;
     }
     const q = { y: a.y, w: w.at, dtype: w.dtype, m: a.m, k: a.k, n: a.n, accumulate: a.accumulate, bias: a.bias };

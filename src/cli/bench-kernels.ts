@@ -1,7 +1,8 @@
 /**
  * `webgpu-tp bench kernels`: times the matmul kernels, a plain-JS matmul and tfjs-webgpu's
  * `tf.matMul` on the same page, the readback helper against the plain mapAsync path, and the CPU
- * ranks' matmuls at TP 1 and 2 beside a WebAssembly read of the same bytes, in
+ * ranks' matmuls at TP 1 and 2 beside a WebAssembly read of the same bytes, the CPU GEMM beside one
+ * core's measured 128-bit FMA peak, in
  * headless Chromium (`--enable-webgpu-developer-features` for full-precision timestamps).
  */
 import { openHarness } from './browser.js';
@@ -52,6 +53,26 @@ export interface CpuMatmulRow {
   vs_read: number;
 }
 
+/** The CPU GEMM on one thread beside the kernels' small-m matmul (same tiled weights, one shape). */
+export interface CpuGemmRow {
+  /** The stories110M TP 2 shard it has the shape of. */
+  matrix: string;
+  dtype: 'f32' | 'f16';
+  m: number;
+  k: number;
+  n: number;
+  gemm_gflops: number;
+  matmul_gflops: number;
+  /** gemm_gflops over the measured 128-bit FMA peak. */
+  vs_peak: number;
+}
+
+export interface CpuGemmFigures {
+  /** One core's f32x4 multiply-add peak (independent chains, in the kernels' build), GFLOP/s. */
+  peak_gflops: number;
+  rows: CpuGemmRow[];
+}
+
 export interface KernelBenchReport {
   adapter: { vendor: string; architecture: string };
   /** Kernel variants this adapter uses, and the timings that chose them. */
@@ -68,6 +89,8 @@ export interface KernelBenchReport {
   shards?: ShardBenchRow[];
   /** CPU ranks' matmuls at TP 1 and 2 beside the memory roofline (absent before it existed). */
   cpu?: CpuMatmulRow[];
+  /** The CPU GEMM for prefill beside one core's FMA peak (absent before it existed). */
+  cpu_gemm?: CpuGemmFigures;
   /** Submit → data of 8 KB after a tiny dispatch, through the readback helper (median ms). */
   readback_ms: number;
   readback: {
@@ -115,12 +138,13 @@ export async function benchKernels(opts: KernelBenchOptions = {}): Promise<Kerne
       tp: {
         kernels: { bench(o: { smoke: boolean; quick: boolean }): Promise<KernelBenchReport> };
         shards: { bench(smoke: boolean): Promise<ShardBenchRow[]> };
-        cpu: { benchMatmuls(smoke: boolean): Promise<CpuMatmulRow[]> };
+        cpu: { benchMatmuls(smoke: boolean): Promise<CpuMatmulRow[]>; benchGemm(smoke: boolean): Promise<CpuGemmFigures> };
       };
     };
     const report = await h.page.evaluate((x) => (window as unknown as Page).tp.kernels.bench(x), o);
     report.shards = await h.page.evaluate((smoke) => (window as unknown as Page).tp.shards.bench(smoke), o.smoke);
     report.cpu = await h.page.evaluate((smoke) => (window as unknown as Page).tp.cpu.benchMatmuls(smoke), o.smoke);
+    report.cpu_gemm = await h.page.evaluate((smoke) => (window as unknown as Page).tp.cpu.benchGemm(smoke), o.smoke);
     return report;
   } catch (e) {
     const tail = h.console.slice(-20).join('\n');

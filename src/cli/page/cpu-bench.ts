@@ -6,7 +6,7 @@
  */
 import { Ranks } from './collective.js';
 import type { CpuBenchRequest } from './cpu-bench.worker.js';
-import type { CpuMatmulRow } from '../bench-kernels.js';
+import type { CpuGemmFigures, CpuGemmRow, CpuMatmulRow } from '../bench-kernels.js';
 import { gbs, type ReadSamples } from '../read-figures.js';
 import { median } from './median.js';
 
@@ -157,4 +157,61 @@ export async function benchMatmuls(smoke: boolean): Promise<CpuMatmulRow[]> {
     }
   }
   return rows;
+}
+
+/** Turns of the FMA peak loop per run: 10 multiply-adds of 4 lanes each. */
+const PEAK_TURNS = 100_000;
+
+/** Median ms per run of one worker's job, over `samples` samples (after the reps' warm-up). */
+async function medianMs(t: Threads, samples: number): Promise<number> {
+  const reps = await t.reps();
+  const ms: number[] = [];
+  for (let s = 0; s < samples; s++) ms.push(await t.time(reps));
+  return median(ms);
+}
+
+/**
+ * One core's 128-bit FMA peak (fma-peak.wat) and, on one thread, the CPU GEMM (src/cpu/gemm.ts)
+ * beside the kernels' small-m matmul on stories110M's TP 2 shard shapes (dim 768, hidden 2048)
+ * for prefill's chunk of 64 rows, f32 and f16 weights. `smoke`: tiny shapes, one sample.
+ */
+export async function benchGemm(smoke: boolean): Promise<CpuGemmFigures> {
+  const d = smoke ? 64 : 768;
+  const h = smoke ? 128 : 2048;
+  const samples = smoke ? 1 : 5;
+  const m = smoke ? 16 : 64;
+  const peakThread = new Threads(1);
+  let peak: number;
+  try {
+    await peakThread.setup(() => ({ kind: 'peak', turns: smoke ? 1000 : PEAK_TURNS }));
+    peak = (80 * (smoke ? 1000 : PEAK_TURNS)) / (await medianMs(peakThread, samples)) / 1e6;
+  } finally {
+    peakThread.close();
+  }
+  const shapes = [
+    { matrix: 'wqkv', k: d, n: (3 * d) / 2 },
+    { matrix: 'wo', k: d / 2, n: d },
+    { matrix: 'w13', k: d, n: h },
+    { matrix: 'w2', k: h / 2, n: d },
+  ];
+  const rows: CpuGemmRow[] = [];
+  for (const dtype of ['f32', 'f16'] as const) {
+    for (const c of shapes) {
+      const gflops: Record<'gemm' | 'matmul', number> = { gemm: 0, matmul: 0 };
+      for (const via of ['gemm', 'matmul'] as const) {
+        const t = new Threads(1);
+        try {
+          await t.setup(() => ({ kind: 'tiled', via, dtype, m, k: c.k, n: c.n }));
+          gflops[via] = (2 * m * c.k * c.n) / (await medianMs(t, samples)) / 1e6;
+        } finally {
+          t.close();
+        }
+      }
+      rows.push({
+        matrix: c.matrix, dtype, m, k: c.k, n: c.n, gemm_gflops: +gflops.gemm.toFixed(2), matmul_gflops: +gflops.matmul.toFixed(2),
+        vs_peak: +(gflops.gemm / peak).toFixed(3),
+      });
+    }
+  }
+  return { peak_gflops: +peak.toFixed(2), rows };
 }

@@ -4,11 +4,17 @@
  * shared memory to read, and times `reps` runs of it once every thread of the group has arrived.
  */
 import { serializeError } from '../../errors.js';
-import { CpuKernels } from '../../cpu/kernels.js';
+import { CpuKernels, relaxedSimdAvailable, type CpuWeightDtype } from '../../cpu/kernels.js';
+import { CpuGemm } from '../../cpu/gemm.js';
 import { WASM_READ_BASE64 } from './wasm-read-wasm.js';
+import { FMA_PEAK_RELAXED_WASM_BASE64, FMA_PEAK_WASM_BASE64 } from './fma-peak-wasm.js';
 
 export type CpuBenchRequest =
   | { kind: 'matmul'; m: number; k: number; n: number }
+  /** A tiled matmul of dtype weights through `via`: the GEMM or the kernels' small-m matmul. */
+  | { kind: 'tiled'; via: 'gemm' | 'matmul'; dtype: CpuWeightDtype; m: number; k: number; n: number }
+  /** `turns` turns of the FMA peak loop (fma-peak.wat, in the kernels' default build). */
+  | { kind: 'peak'; turns: number }
   | { kind: 'read'; memory: WebAssembly.Memory; at: number; bytes: number }
   /** `arrived` is a shared counter: each thread adds one and spins until all `threads` have. */
   | { kind: 'run'; reps: number; arrived: Int32Array; threads: number };
@@ -27,6 +33,29 @@ function matmulJob(m: number, k: number, n: number): () => void {
   for (let i = 0; i < wv.length; i++) wv[i] = ((i * 2654435761) >>> 0) / 2 ** 32 - 0.5;
   kn.f32(x, m * k).fill(0.5);
   return () => kn.matmul({ y, x, w, dtype: 'f32', m, k, n });
+}
+
+function tiledJob(via: 'gemm' | 'matmul', dtype: CpuWeightDtype, m: number, k: number, n: number): () => void {
+  const kn = CpuKernels.create();
+  const g = CpuGemm.create(kn, k);
+  const w = kn.alloc(CpuKernels.tiledBytes(n, k, dtype));
+  const x = kn.alloc(m * k * 4);
+  const y = kn.alloc(m * n * 4);
+  // Seeded weights in [-0.5, 0.5) (halves of them for f16), written so every page is committed.
+  const wv = dtype === 'f32' ? kn.f32(w, n * k) : kn.u16(w, n * k);
+  for (let i = 0; i < wv.length; i++) wv[i] = dtype === 'f32' ? ((i * 2654435761) >>> 0) / 2 ** 32 - 0.5 : 0x3000 + (((i * 2654435761) >>> 0) % 0x800);
+  kn.f32(x, m * k).fill(0.5);
+  const a = { y, x, w, dtype, layout: 'tiled' as const, m, k, n };
+  return via === 'gemm' ? () => g.gemm(a) : () => kn.matmul(a);
+}
+
+function peakJob(turns: number): () => void {
+  const base64 = relaxedSimdAvailable() ? FMA_PEAK_RELAXED_WASM_BASE64 : FMA_PEAK_WASM_BASE64;
+  const inst = new WebAssembly.Instance(new WebAssembly.Module(Uint8Array.from(atob(base64), (c) => c.charCodeAt(0))), {});
+  const peak = inst.exports.peak as (turns: number, s: number) => number;
+  return () => {
+    sink += peak(turns, 0.001);
+  };
 }
 
 function readJob(memory: WebAssembly.Memory, at: number, bytes: number): () => void {
@@ -58,6 +87,12 @@ function handle(m: CpuBenchRequest): unknown {
       return null;
     case 'read':
       job = readJob(m.memory, m.at, m.bytes);
+      return null;
+    case 'tiled':
+      job = tiledJob(m.via, m.dtype, m.m, m.k, m.n);
+      return null;
+    case 'peak':
+      job = peakJob(m.turns);
       return null;
     case 'run':
       return run(m.reps, m.arrived, m.threads);

@@ -1,0 +1,130 @@
+import { describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+// @ts-expect-error: a plain .mjs build script, without types
+import { compileWat } from '../../scripts/build-wasm.mjs';
+import { CPU_GEMM_RELAXED_WASM_BASE64, CPU_GEMM_WASM_BASE64 } from './gemm-wasm.js';
+import { CpuGemm, GEMM_MIN_ROWS, matmulFor } from './gemm.js';
+import { CpuKernels, relaxedSimdAvailable, type CpuKernelVariant, type CpuWeightDtype } from './kernels.js';
+import { InvalidArgumentError } from '../errors.js';
+import * as ref from '../model/reference.js';
+import { mulberry32 } from '../model/mulberry32.js';
+import { f32ToF16 } from '../model/formats/gguf-blocks.js';
+import { f16ToF32 } from '../model/formats/safetensors.js';
+
+setFlagsFromString('--experimental-wasm-relaxed-simd');
+const variants: CpuKernelVariant[] = relaxedSimdAvailable() ? ['simd', 'relaxed'] : ['simd'];
+
+const uniform = (n: number, seed: number): Float32Array => {
+  const r = mulberry32(seed);
+  return Float32Array.from({ length: n }, () => r() * 2 - 1);
+};
+
+/** Each |got − want| over (1e-5 · the sum of the products' magnitudes + 1e-6), at its largest: ≤ 1 passes. */
+const error = (got: Float32Array, want: Float32Array, mag: Float32Array): number =>
+  want.reduce((e, v, i) => Math.max(e, Math.abs(got[i]! - v) / (1e-5 * mag[i]! + 1e-6)), 0);
+
+/** A tiled (n, k) matrix of dtype in kn's memory (two parts, as wq|wk|wv are tiled), and the f32 values the oracle takes. */
+function tiled(kn: CpuKernels, n: number, k: number, dtype: CpuWeightDtype, seed: number): { at: number; values: Float32Array } {
+  let values = uniform(n * k, seed);
+  const stored = dtype === 'f32' ? values : Uint16Array.from(values, f32ToF16);
+  if (dtype === 'f16') values = Float32Array.from(stored, f16ToF32);
+  const at = kn.alloc(CpuKernels.tiledBytes(n, k, dtype));
+  const cut = Math.ceil(n / 3) * k;
+  kn.tile(at, [stored.subarray(0, cut), stored.subarray(cut)], k);
+  return { at, values };
+}
+
+function place(kn: CpuKernels, v: Float32Array): number {
+  const at = kn.alloc(v.byteLength);
+  kn.f32(at, v.length).set(v);
+  return at;
+}
+
+describe('CPU GEMM (WebAssembly SIMD)', () => {
+  it.each([['simd', CPU_GEMM_WASM_BASE64], ['relaxed', CPU_GEMM_RELAXED_WASM_BASE64]])(
+    'the committed %s bytes are the compiled gemm.wat (npm run build:wasm after editing it)', async (variant, committed) => {
+      const bytes: Buffer = await compileWat(fileURLToPath(new URL('./gemm.wat', import.meta.url)), variant);
+      expect(bytes.toString('base64')).toBe(committed);
+    });
+
+  // m: one tile of three rows, a last group of one or two rows, prefill's 64 and an odd 67;
+  // k: below 8, a multiple of 8, tails 1..7 past it; n: short last blocks of 1..3 rows.
+  describe.each(variants.flatMap((v) => (['f32', 'f16'] as const).map((d) => [v, d] as const)))('%s, %s weights', (variant, dtype) => {
+    it.each([
+      [1, 1, 1], [2, 3, 5], [3, 8, 4], [4, 17, 7], [5, 45, 13], [9, 64, 9], [10, 131, 33], [11, 7, 2], [17, 77, 10], [64, 40, 12], [67, 29, 19],
+    ])('m %i, k %i, n %i: y = x·wᵀ, then accumulated with a bias, against the oracle', (m, k, n) => {
+      const xStride = k + 5; // rows of a wider buffer, as h13's halves are read
+      const xs = uniform(m * xStride, 11);
+      const x = Float32Array.from({ length: m * k }, (_, i) => xs[Math.floor(i / k) * xStride + (i % k)]!);
+      const kn = CpuKernels.create(undefined, { variant });
+      const g = CpuGemm.create(kn, k);
+      const w = tiled(kn, n, k, dtype, 12);
+      const bias = uniform(n, 13);
+      const y0 = uniform(m * n, 14);
+      const [xp, bp, yp] = [place(kn, xs), place(kn, bias), place(kn, new Float32Array(m * n))];
+      const want = new Float32Array(m * n);
+      const mag = new Float32Array(m * n);
+      ref.matmul(want, x, w.values, m, k, n);
+      ref.matmul(mag, x.map(Math.abs), w.values.map(Math.abs), m, k, n);
+
+      g.gemm({ y: yp, x: xp, xStride, w: w.at, dtype, layout: 'tiled', m, k, n });
+      const got = kn.f32(yp, m * n).slice();
+      expect(error(got, want, mag)).toBeLessThanOrEqual(1);
+      g.gemm({ y: yp, x: xp, xStride, w: w.at, dtype, layout: 'tiled', m, k, n });
+      expect(Array.from(kn.f32(yp, m * n))).toEqual(Array.from(got));
+
+      kn.f32(yp, m * n).set(y0);
+      g.gemm({ y: yp, x: xp, xStride, w: w.at, dtype, layout: 'tiled', m, k, n, accumulate: true, bias: bp });
+      const acc = want.map((v, i) => Math.fround(y0[i]! + Math.fround(v + bias[i % n]!)));
+      const accMag = mag.map((v, i) => v + Math.abs(bias[i % n]!) + Math.abs(y0[i]!));
+      expect(error(kn.f32(yp, m * n), acc, accMag)).toBeLessThanOrEqual(1);
+    });
+  });
+
+  it('widens subnormal, zero and extreme finite halves exactly, in the eights and the tails', () => {
+    const halves = [0x0000, 0x8000, 0x0001, 0x83ff, 0x0400, 0x7bff, 0xfbff, 0x3c00, 0x3555];
+    const k = 11; // eight in the block's eights, three in its tail
+    for (const at of [2, 9]) {
+      for (const h of halves) {
+        const kn = CpuKernels.create();
+        const g = CpuGemm.create(kn, k);
+        const row = new Uint16Array(k);
+        row[at] = h;
+        const w = kn.alloc(CpuKernels.tiledBytes(1, k, 'f16'));
+        kn.tile(w, [row], k);
+        const x = Float32Array.from({ length: k * GEMM_MIN_ROWS }, (_, i) => (i % k === at ? 1 : 0));
+        const [xp, yp] = [place(kn, x), kn.alloc(4 * GEMM_MIN_ROWS)];
+        g.gemm({ y: yp, x: xp, w, dtype: 'f16', layout: 'tiled', m: GEMM_MIN_ROWS, k, n: 1 });
+        for (const v of kn.f32(yp, GEMM_MIN_ROWS)) expect(Object.is(v + 0, f16ToF32(h) + 0)).toBe(true);
+      }
+    }
+  });
+
+  it('matmulFor takes the GEMM from GEMM_MIN_ROWS rows and the kernels\' matmul below, with the same sums to rounding', () => {
+    const [k, n] = [37, 9];
+    const kn = CpuKernels.create();
+    const matmul = matmulFor(kn, k);
+    const w = tiled(kn, n, k, 'f32', 21);
+    for (const m of [GEMM_MIN_ROWS - 1, GEMM_MIN_ROWS]) {
+      const x = uniform(m * k, 22);
+      const [xp, y1, y2] = [place(kn, x), kn.alloc(m * n * 4), kn.alloc(m * n * 4)];
+      matmul({ y: y1, x: xp, w: w.at, dtype: 'f32', layout: 'tiled', m, k, n });
+      kn.matmul({ y: y2, x: xp, w: w.at, dtype: 'f32', layout: 'tiled', m, k, n });
+      const [a, b] = [kn.f32(y1, m * n), kn.f32(y2, m * n)];
+      // Below the threshold it is the kernels' matmul itself: the same bits.
+      if (m < GEMM_MIN_ROWS) expect(Array.from(a)).toEqual(Array.from(b));
+      const mag = new Float32Array(m * n);
+      ref.matmul(mag, x.map(Math.abs), w.values.map(Math.abs), m, k, n);
+      expect(error(a, b, mag)).toBeLessThanOrEqual(1);
+    }
+  });
+
+  it('refuses rows-layout weights and a k past the one it was made for', () => {
+    const kn = CpuKernels.create();
+    const g = CpuGemm.create(kn, 8);
+    const args = { y: 16, x: 16, w: 16, dtype: 'f32' as const, m: 9, k: 8, n: 4 };
+    expect(() => g.gemm({ ...args, layout: 'rows' })).toThrow(InvalidArgumentError);
+    expect(() => g.gemm({ ...args, layout: 'tiled', k: 9 })).toThrow(/k ≤ 8, got 9/);
+  });
+});

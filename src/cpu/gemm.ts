@@ -1,0 +1,60 @@
+/**
+ * The CPU rank's cache-blocked GEMM (gemm.wat) for prefill and batches of many rows, on the same
+ * memory as its `CpuKernels`: each block of four weight rows is made f32 once and reused from
+ * cache across every input row. Below GEMM_MIN_ROWS rows the kernels' matmul, which streams the
+ * weights once for the whole batch, stays the faster one.
+ */
+import { CPU_GEMM_RELAXED_WASM_BASE64, CPU_GEMM_WASM_BASE64 } from './gemm-wasm.js';
+import type { CpuKernels, CpuKernelVariant, MatmulArgs } from './kernels.js';
+import { InvalidArgumentError } from '../errors.js';
+
+interface GemmExports {
+  gemm(y: number, x: number, xStride: number, w: number, m: number, k: number, n: number, flags: number, bias: number, dtype: number, scratch: number): void;
+}
+
+/** Rows from which `matmulFor`'s matmul takes the GEMM. */
+export const GEMM_MIN_ROWS = 9;
+
+const compiled = new Map<CpuKernelVariant, WebAssembly.Module>();
+
+function gemmModule(variant: CpuKernelVariant): WebAssembly.Module {
+  let m = compiled.get(variant);
+  if (!m) {
+    const base64 = variant === 'relaxed' ? CPU_GEMM_RELAXED_WASM_BASE64 : CPU_GEMM_WASM_BASE64;
+    m = new WebAssembly.Module(Uint8Array.from(atob(base64), (c) => c.charCodeAt(0)));
+    compiled.set(variant, m);
+  }
+  return m;
+}
+
+export class CpuGemm {
+  private constructor(
+    private readonly g: GemmExports,
+    private readonly scratch: number,
+    readonly maxK: number,
+  ) {}
+
+  /** The GEMM on `kernels`' memory (in its variant), with a scratch panel for k up to maxK allocated there. */
+  static create(kernels: CpuKernels, maxK: number): CpuGemm {
+    const scratch = kernels.alloc(32 * maxK + 32);
+    const inst = new WebAssembly.Instance(gemmModule(kernels.variant), { env: { memory: kernels.memory } });
+    return new CpuGemm(inst.exports as unknown as GemmExports, scratch, maxK);
+  }
+
+  /** y = x·wᵀ (+ bias), or y += it, for a `tiled` w; the same sums as `CpuKernels.matmul` up to rounding order. */
+  gemm(a: MatmulArgs): void {
+    if (a.layout !== 'tiled') throw new InvalidArgumentError(`the CPU GEMM takes tiled weights, got ${a.layout ?? 'rows'}`, 'Lay the matrix out with CpuKernels.tile');
+    if (a.k > this.maxK) throw new InvalidArgumentError(`the CPU GEMM was made for k ≤ ${this.maxK}, got ${a.k}`, 'Create it with the largest k it will multiply');
+    const flags = (a.accumulate ? 1 : 0) | (a.bias !== undefined ? 2 : 0);
+    this.g.gemm(a.y, a.x, a.xStride ?? a.k, a.w, a.m, a.k, a.n, flags, a.bias ?? 0, a.dtype === 'f16' ? 1 : 0, this.scratch);
+  }
+}
+
+/**
+ * The matmul a rank binds its ops to: the GEMM for GEMM_MIN_ROWS rows or more on tiled weights,
+ * the kernels' matmul otherwise. The GEMM's scratch is allocated on the kernels' memory now.
+ */
+export function matmulFor(kernels: CpuKernels, maxK: number): (a: MatmulArgs) => void {
+  const g = CpuGemm.create(kernels, maxK);
+  return (a) => (a.m >= GEMM_MIN_ROWS && a.layout === 'tiled' ? g.gemm(a) : kernels.matmul(a));
+}
