@@ -67,7 +67,8 @@ export function plannedConfigs(quant: GgufQuant, ctx: number): Planned[] {
   const ours = (devices: 'gpu' | 'cpu', tp: number): Planned => ({
     config: { engine: 'webgpu-tp', config: `${devices} tp${tp}${quantised ? ' int8' : ''}`, quant, threads: null, tp, devices },
     // llama.cpp quantises activations for Q8_0/Q4_0 matrices, so ours runs its int8-activation mode there
-    spec: (f) => ({ engine: 'ours', model: f.gguf, tp, ...(devices === 'cpu' && { devices: 'cpu' as const }), ...(quantised && { int8Activations: true }) }),
+    // the kind is pinned: under auto a fallback adapter gets CPU ranks, and the GPU row would be a second CPU one
+    spec: (f) => ({ engine: 'ours', model: f.gguf, tp, devices, ...(quantised && { int8Activations: true }) }),
   });
   const wllama = (threads: number, gpu: boolean): Planned => ({
     config: { engine: 'wllama', config: gpu ? 'webgpu' : `wasm ${threads}t`, quant, threads, tp: null, devices: gpu ? 'webgpu' : 'wasm' },

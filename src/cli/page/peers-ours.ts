@@ -15,9 +15,10 @@ export async function loadOurs(spec: Extract<PeerSpec, { engine: 'ours' }>): Pro
   const stats = await engine.stats();
   return {
     loadMs,
-    backend: `${spec.devices === 'cpu' ? 'cpu ranks' : 'gpu ranks'} (${stats.ranks[0]?.adapter ?? '?'})`,
+    backend: `${stats.ranks[0]?.backend ?? '?'} ranks (${stats.ranks[0]?.adapter ?? '?'})`,
     async run(r: PeerRunRequest): Promise<PeerRun> {
-      const stream = engine.generateTokens(r.prompt, { maxTokens: r.maxTokens, temperature: 0, ignoreEos: true });
+      // no prefix KV reuse: every run prefills the whole prompt, as the peers' runs do (wllama's cache_prompt: false)
+      const stream = engine.generateTokens(r.prompt, { maxTokens: r.maxTokens, temperature: 0, ignoreEos: true, cachePrompt: false });
       return timedTokens(async function* () {
         for await (const c of stream) if (c.token >= 0) yield c.token;
       }(), r);
