@@ -39,7 +39,7 @@ export interface BenchPeersOptions {
   /** Interleaved timed rounds (default 3). */
   rounds?: number;
   /**
-   * Seconds of decoding one timed run of a configuration may take (default 10; its check run,
+   * Seconds of decoding one timed run of a configuration may take (default 6; its check run,
    * whose first 32 tokens are compared, gets twice that): a slower run stops at its next token
    * once it has its warm-up and MIN_TIMED timed tokens. A configuration whose runs so far took
    * more than (rounds + 1) budgets, prefill included, gets no further round (it keeps at least
@@ -137,7 +137,7 @@ export async function benchPeers(o: BenchPeersOptions): Promise<PeersReport> {
   const tokens = o.tokens ?? 32;
   const warmup = o.warmup ?? 4;
   const rounds = Math.max(1, o.rounds ?? 3);
-  const budgetS = o.budget ?? 10;
+  const budgetS = o.budget ?? 6;
   const budget = { budgetMs: budgetS * 1000, minTokens: 1 + warmup + MIN_TIMED };
   const log = o.log ?? (() => {});
   const dir = o.synthDir ?? process.env.WEBGPU_TP_SYNTH_DIR ?? join(tmpdir(), 'webgpu-tp-synth');
@@ -229,7 +229,7 @@ async function runOnce(page: Page, r: PeerRunRequest): Promise<PeerRun | { error
   }
 }
 
-const USAGE = 'bench peers [--shape stories110M] [--quant f32,q8_0,q4_0] [--rounds 3] [--tokens 32] [--warmup 4] [--budget 10] [--skip "onnxruntime-web webgpu,..."] [--synth-dir DIR] [--json]';
+const USAGE = 'bench peers [--shape stories110M] [--quant f32,q8_0,q4_0] [--rounds 3] [--tokens 32] [--warmup 4] [--budget 6] [--skip "onnxruntime-web webgpu,..."] [--synth-dir DIR] [--json]';
 
 /**
  * The command: its own flags, the report as JSON on stdout with --json (the table then on
@@ -240,7 +240,7 @@ export async function benchPeersMain(args: string[]): Promise<number> {
     args,
     options: {
       shape: { type: 'string', default: 'stories110M' }, quant: { type: 'string' }, rounds: { type: 'string', default: '3' },
-      tokens: { type: 'string', default: '32' }, budget: { type: 'string', default: '10' }, warmup: { type: 'string', default: '4' }, 'synth-dir': { type: 'string' }, skip: { type: 'string' }, json: { type: 'boolean', default: false },
+      tokens: { type: 'string', default: '32' }, budget: { type: 'string', default: '6' }, warmup: { type: 'string', default: '4' }, 'synth-dir': { type: 'string' }, skip: { type: 'string' }, json: { type: 'boolean', default: false },
     },
   });
   const int = (flag: string, v: string, min: number) => {
