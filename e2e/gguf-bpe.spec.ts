@@ -8,9 +8,9 @@ import type { ModelConfig } from '../src/model/config.js';
 import { loadGgufDequantized } from '../src/model/formats/gguf.js';
 import { encodeGguf, ggufBpeKv } from '../src/model/formats/gguf-write.js';
 import { HfTokenizer } from '../src/model/tokenizer/hf-tokenizer.js';
-import * as R from '../src/model/reference.js';
 import { randomWeights, TINY_QWEN2 } from '../test-support/model/hf-testing.js';
 import { bpeFixture } from '../test-support/model/gguf-bpe-fixture.js';
+import { greedyDecided } from '../test-support/model/greedy-decided.js';
 
 /**
  * GGUFs as people download them, written by this spec: a Llama 3.1-style file (byte-level BPE
@@ -38,22 +38,6 @@ function serve(h: Harness, name: string, bytes: Uint8Array): string {
   const path = join(dir, name);
   writeFileSync(path, bytes);
   return h.server.mountFile(`/files/gguf-bpe/${name}`, path);
-}
-
-/** The oracle's greedy tokens after `prompt`, and how many lead with a top-two margin above `tol` (GPU sums differ in order). */
-function greedyDecided(model: R.ReferenceModel, prompt: number[], steps: number, tol = 1e-3): { tokens: number[]; decided: number } {
-  const s = R.createRunState(model.config);
-  let logits: Float32Array = new Float32Array(0);
-  prompt.forEach((t, pos) => (logits = R.forward(model, s, t, pos)));
-  const tokens: number[] = [];
-  let decided = steps;
-  for (let i = 0; i < steps; i++) {
-    const [a, b] = [...logits].sort((x, y) => y - x);
-    if (decided === steps && a! - b! < tol) decided = i;
-    tokens.push(R.argmax(logits, model.config.vocabSize));
-    logits = R.forward(model, s, tokens[i]!, prompt.length + i);
-  }
-  return { tokens, decided };
 }
 
 const STEPS = 24;
