@@ -13,7 +13,7 @@ import { adapterName, CPU_ADAPTER_NAME } from '../src/gpu/core/adapter.js';
 import type { KernelProfiler } from '../src/gpu/core/profiler.js';
 import { cacheAccess } from '../src/gpu/kernels/kv-cache.js';
 import { resolveKvCache } from '../src/gpu/kernels/kv-format.js';
-import type { StepTimes } from './backend.js';
+import type { Backend, RankState, StepTimes } from './backend.js';
 import { forward } from './forward.js';
 import type { RowSum } from './row-sum.js';
 import { createGpuBackend } from './gpu-backend.js';
@@ -102,20 +102,25 @@ export async function gpuCompute(o: ShardInit): Promise<RankCompute> {
   };
 }
 
+/** What differs between the backends a CPU rank can run: its kernels' name and what it reports. */
+export interface CpuRankKind<W, S> {
+  kernels: string;
+  /** Bytes of the state (activations, tables, KV cache). */
+  workBytes(s: S): number;
+  precision(w: W | undefined, s: S | undefined): RankPrecision;
+}
+
 /**
- * A CPU rank: the WebAssembly SIMD kernels in the rank's own memory, no adapter and no tuning.
- * What it cannot run yet (quantised groups other than GGUF's 32, runq.c's exact W8A8) fails at load
- * with the CPU backend's typed error.
+ * A CPU rank over backend `b`: no adapter and no tuning, the weights and state in the rank's own
+ * WebAssembly memory. What the backend cannot run fails at load with its typed error.
  */
-export function cpuCompute(o: ShardInit): RankCompute {
-  const b = createCpuBackend();
-  let weights: ReturnType<typeof b.createWeights> | undefined;
-  let state: ReturnType<typeof b.createState> | undefined;
+export function cpuRankCompute<W, S extends RankState<Op>, Op>(o: ShardInit, b: Backend<W, S, Op>, kind: CpuRankKind<W, S>): RankCompute {
+  let weights: W | undefined;
+  let state: S | undefined;
   let sum: RowSum | undefined;
-  let weightDtype: RankPrecision['weights'] = 'f32';
   return {
     // The kernel choices are a GPU rank's; handed back unchanged so the group's bookkeeping stays one shape.
-    info: { adapter: CPU_ADAPTER_NAME, kernels: relaxedSimdAvailable() ? 'wasm-relaxed-simd' : 'wasm-simd', initMs: 0, choices: o.choices ?? { gemm: 'regblock', gemv: 'tree' } },
+    info: { adapter: CPU_ADAPTER_NAME, kernels: kind.kernels, initMs: 0, choices: o.choices ?? { gemm: 'regblock', gemv: 'tree' } },
     adapter: CPU_ADAPTER_NAME,
     lost: new Promise<string>(() => {}),
     async load(o, packed, rowSum) {
@@ -123,8 +128,6 @@ export function cpuCompute(o: ShardInit): RankCompute {
       const t0 = performance.now();
       weights = b.createWeights(o.config, o.plan, packed);
       const uploadMs = performance.now() - t0;
-      const dtypes = new Set([weights.tokEmbeddings, weights.output, ...weights.layers.flatMap((l) => [l.wqkv, l.wo, l.w13, l.w2])].map((w) => w.dtype));
-      weightDtype = dtypes.size === 1 ? [...dtypes][0]! : 'mixed';
       const { activations, exact } = stateMode(o);
       state = b.createState(o.config, o.plan, weights, {
         maxM: o.maxRows, maxLogitRows: o.maxLogitRows, contextLength: o.contextLength, slots: o.slots, rows: rowSum.binding, activations, exact,
@@ -133,13 +136,8 @@ export function cpuCompute(o: ShardInit): RankCompute {
       return uploadMs;
     },
     forward: (comm, input, into, times) => forward(b, state!, sum!, comm, input, into, times),
-    // The state is everything allocated after its mark: activations, tables and the KV cache.
-    workBytes: () => (state ? state.kernels.mark() - state.mark : 0),
-    // f16 weights and cache values are widened to f32 as they are loaded.
-    precision: () => {
-      const kv = state?.kvCache ?? 'f32';
-      return { weights: weightDtype, math: 'f32', f16Kernels: 'packed', kvCache: kv, kvCacheKernels: kv === 'f16' ? 'packed' : 'f32' };
-    },
+    workBytes: () => (state ? kind.workBytes(state) : 0),
+    precision: () => kind.precision(weights, state),
     profiler: () => undefined,
     destroyDevice: () => {},
     dispose() {
@@ -147,4 +145,19 @@ export function cpuCompute(o: ShardInit): RankCompute {
       state = weights = undefined;
     },
   };
+}
+
+/** A CPU rank on the WebAssembly SIMD kernels (`cpu-backend.ts`). */
+export function cpuCompute(o: ShardInit): RankCompute {
+  return cpuRankCompute(o, createCpuBackend(), {
+    kernels: relaxedSimdAvailable() ? 'wasm-relaxed-simd' : 'wasm-simd',
+    // The state is everything allocated after its mark: activations, tables and the KV cache.
+    workBytes: (s) => s.kernels.mark() - s.mark,
+    // f16 weights and cache values are widened to f32 as they are loaded.
+    precision: (w, s) => {
+      const dtypes = new Set(w ? [w.tokEmbeddings, w.output, ...w.layers.flatMap((l) => [l.wqkv, l.wo, l.w13, l.w2])].map((m) => m.dtype) : ['f32' as const]);
+      const kv = s?.kvCache ?? 'f32';
+      return { weights: dtypes.size === 1 ? [...dtypes][0]! : 'mixed', math: 'f32', f16Kernels: 'packed', kvCache: kv, kvCacheKernels: kv === 'f16' ? 'packed' : 'f32' };
+    },
+  });
 }
