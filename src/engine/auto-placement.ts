@@ -18,9 +18,9 @@
 import { PlanError, RankMemoryError, WebGpuUnavailableError } from '../errors.js';
 import { adapterKey, adapterName, backendOf, isSoftwareAdapter, CPU_ADAPTER_NAME, type DeviceSpec } from '../gpu/core/adapter.js';
 import type { ModelConfig } from '../model/config.js';
-import { makePlan } from '../parallel/plan.js';
+import { evenDegrees, makePlan, splitUnits } from '../parallel/plan.js';
 import { proportionalSizes } from '../parallel/split.js';
-import { cpuFitsAt, cpuRankBytes, evenDegrees, evenRankShapes, smallestCpuDegree, WASM_MEMORY_BYTES } from './cpu-memory.js';
+import { cpuFitsAt, cpuRankBytes, evenRankShapes, WASM_MEMORY_BYTES } from './cpu-memory.js';
 import type {
   AdapterProbe, BufferSizes, Calibrate, Placement, PlacementDecision, PlacementEnv, ProbedAdapter, TimedChoice,
 } from './placement-types.js';
@@ -38,13 +38,20 @@ export const TIMING_MARGIN = 1.1;
 
 /**
  * Query heads per device from measured ms per matmul (lower is faster): shares in proportion
- * to speed, in whole heads; all equal when the times are within `CALIBRATION_NOISE`. A device
+ * to speed, in whole heads (in multiples of `unit` heads, so no split cuts a quantisation
+ * group or super-block); all equal when the times are within `CALIBRATION_NOISE`. A device
  * whose share rounds to no head is left out.
  */
-export function headsFromTimes(ms: readonly number[], nHeads: number): number[] {
+export function headsFromTimes(ms: readonly number[], nHeads: number, unit = 1): number[] {
   const lo = Math.max(Math.min(...ms), 1e-6);
-  if (Math.max(...ms) / lo < CALIBRATION_NOISE) return proportionalSizes(nHeads, ms.map(() => 1));
-  return proportionalSizes(nHeads, ms.map((t) => 1 / Math.max(t, 1e-6)));
+  const weights = Math.max(...ms) / lo < CALIBRATION_NOISE ? ms.map(() => 1) : ms.map((t) => 1 / Math.max(t, 1e-6));
+  const units = Math.ceil(nHeads / unit);
+  const heads = proportionalSizes(units, weights).map((h) => h * unit);
+  // The last unit may be short: it belongs to the last device with a share.
+  let last = heads.length - 1;
+  while (heads[last] === 0) last--;
+  heads[last]! -= units * unit - nHeads;
+  return heads;
 }
 
 /**
@@ -140,9 +147,9 @@ export async function autoPlacement(
         'Use a browser with WebGPU enabled (Chrome/Edge 113+, or Chromium with --enable-unsafe-webgpu), or an f32 or f16 model on CPU ranks',
       );
     }
-    return gpuAuto(config, sizes, calibrate, found, fixed, split, `${seen}, but CPU ranks do not run ${env.cpuBlocker} yet: GPU ranks`);
+    return gpuAuto(config, sizes, calibrate, found, fixed, split, `${seen}, but CPU ranks do not run ${env.cpuBlocker} yet: GPU ranks`, env);
   }
-  const gpu = await gpuAuto(config, sizes, calibrate, real, fixed, split, `a GPU (${real.map((a) => adapterName(a.id)).join(' + ')})`);
+  const gpu = await gpuAuto(config, sizes, calibrate, real, fixed, split, `a GPU (${real.map((a) => adapterName(a.id)).join(' + ')})`, env);
   const spare = env.cores - gpu.specs.length;
   const note = (why: string): Placement => ({ ...gpu, report: { ...gpu.report, reason: `${gpu.report.reason}; ${why}` } });
   if (env.cpuBlocker) return note(`no CPU ranks, which do not run ${env.cpuBlocker} yet`);
@@ -158,13 +165,14 @@ async function mixedCandidate(config: ModelConfig, calibrate: Calibrate, gpu: Pl
   const ms = await calibrate([...gpuSpecs, { cpu: true }]);
   const cpuMs = ms[ms.length - 1]!;
   const all = [...ms.slice(0, -1), ...Array.from({ length: spare }, () => cpuMs)];
-  const heads = headsFromTimes(all, config.nHeads);
-  // A GPU rank keeps at least one head: the timed steps, not the gemv, say whether it should run alone.
+  const unit = splitUnits(config, env.tensors).heads;
+  const heads = headsFromTimes(all, config.nHeads, unit);
+  // A GPU rank keeps at least one head (unit): the timed steps, not the gemv, say whether it should run alone.
   for (let g = 0; g < gpuSpecs.length; g++) {
     if (heads[g]! > 0) continue;
     const from = heads.indexOf(Math.max(...heads));
-    heads[from]!--;
-    heads[g] = 1;
+    heads[from]! -= unit;
+    heads[g] = unit;
   }
   const gpuHeads = heads.slice(0, gpuSpecs.length);
   const cpuHeads = heads.slice(gpuSpecs.length).filter((h) => h > 0);
@@ -195,13 +203,15 @@ async function mixedCandidate(config: ModelConfig, calibrate: Calibrate, gpu: Pl
 export function cpuAuto(config: ModelConfig, sizes: BufferSizes, fixed: number | undefined, split: number[] | undefined, env: PlacementEnv, seen: string): PlacementDecision {
   const s = { ...sizes, kvBytes: env.kvBytes };
   if (fixed !== undefined) return onCpu(fixed, `${seen}: ${plural(fixed, 'CPU rank')} (WebAssembly SIMD), as ${split ? 'split' : 'tensorParallel'} says`, split);
-  const fit = smallestCpuDegree(config, env.tensors, s);
+  // Only degrees the plan accepts (a K-quant file's super-blocks rule some out) are ever offered.
+  const accepted = evenDegrees(config, env.tensors);
+  const fit = accepted.find((d) => cpuFitsAt(config, env.tensors, d, s));
   if (fit === undefined) {
-    const d = Math.max(...evenDegrees(config));
+    const d = Math.max(...accepted);
     const r = cpuRankBytes(config, evenRankShapes(config, env.tensors, d)[0]!, s);
     throw new RankMemoryError(d, r.total, WASM_MEMORY_BYTES, `even at the finest split, of its ${config.nHeads} heads`, undefined);
   }
-  const degrees = evenDegrees(config).filter((d) => d >= fit && (d <= env.cores || d === fit) && cpuFitsAt(config, env.tensors, d, s));
+  const degrees = accepted.filter((d) => d >= fit && (d <= env.cores || d === fit) && cpuFitsAt(config, env.tensors, d, s));
   const fitNote = fit > 1 ? `; a CPU rank holds at most 4 GiB, so at least ${plural(fit, 'rank')}` : '';
   const why = `${seen}: CPU ranks (WebAssembly SIMD), up to one per core (${plural(env.cores, 'core')})${fitNote}`;
   if (degrees.length === 1) return onCpu(degrees[0]!, `${why}: ${plural(degrees[0]!, 'CPU rank')}`);
@@ -211,6 +221,7 @@ export function cpuAuto(config: ModelConfig, sizes: BufferSizes, fixed: number |
 /** GPU ranks over `adapters` (today's auto: one rank per distinct adapter, or the smallest degree that fits one). */
 async function gpuAuto(
   config: ModelConfig, sizes: BufferSizes, calibrate: Calibrate, distinct: ProbedAdapter[], fixed: number | undefined, split: number[] | undefined, seen: string,
+  env: PlacementEnv,
 ): Promise<Placement> {
   const names = distinct.map((d) => adapterName(d.id));
   const sameNote = distinct.length === 1 ? 'high-performance and low-power are the same adapter' : `${distinct.length} distinct adapters`;
@@ -231,7 +242,7 @@ async function gpuAuto(
     const a = distinct[0]!;
     const one = largestBuffer(config, 1, sizes);
     if (one.bytes <= a.limit) return placed([a], `${sameNote} (${names[0]}): TP=1, since ranks sharing one adapter only add round trips`);
-    const fits = evenDegrees(config).find((t) => t > 1 && largestBuffer(config, t, sizes).bytes <= a.limit);
+    const fits = evenDegrees(config, env.tensors).find((t) => t > 1 && largestBuffer(config, t, sizes).bytes <= a.limit);
     if (fits === undefined) {
       throw new PlanError(`${one.what} needs ${one.bytes} bytes, over the adapter's limit of ${a.limit}, at every degree up to ${config.nHeads}`, 'Lower maxContext or maxBatch');
     }
@@ -243,7 +254,7 @@ async function gpuAuto(
 
   // Several adapters: one rank each, the work split by measured speed in whole heads.
   const ms = await calibrate(distinct.map((a) => a.spec));
-  const heads = headsFromTimes(ms, config.nHeads);
+  const heads = headsFromTimes(ms, config.nHeads, splitUnits(config, env.tensors).heads);
   const kept = distinct.map((a, i) => ({ a, heads: heads[i]! })).filter((x) => x.heads > 0);
   const dropped = distinct.length - kept.length;
   return placed(

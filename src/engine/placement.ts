@@ -71,7 +71,7 @@ export async function placeRanks(
   const tp = opts.tensorParallel;
   if (tp !== undefined && tp !== 'auto' && !(Number.isInteger(tp) && tp >= 1)) {
     // A number that is no degree at all gets the plan's PlanError, which lists the valid ones.
-    if (typeof tp === 'number') throw degreeError(config.nHeads, tp);
+    if (typeof tp === 'number') throw degreeError(config, tp, env.tensors);
     throw new InvalidArgumentError(`tensorParallel must be a whole number ≥ 1 or "auto", got ${String(tp)}`);
   }
   const tpN = typeof tp === 'number' ? tp : undefined;

@@ -139,12 +139,6 @@ function orList(xs: readonly number[]): string {
   return xs.length === 1 ? `${xs[0]}` : `${xs.slice(0, -1).join(', ')} or ${xs[xs.length - 1]}`;
 }
 
-function divisors(n: number): number[] {
-  const out: number[] = [];
-  for (let d = 1; d <= n; d++) if (n % d === 0) out.push(d);
-  return out;
-}
-
 function patternRegex(pattern: string): RegExp {
   const escaped = pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'));
   return new RegExp(`^${escaped.join('[^.]+')}$`);
@@ -157,19 +151,20 @@ export function styleFor(name: string, spec: PlanSpec = llamaPlan): ShardSpec {
 }
 
 /** The error for a degree that does not divide the heads (or is no degree at all): it lists the valid ones. */
-export function degreeError(nHeads: number, tp: unknown): PlanError {
+export function degreeError(config: ModelConfig, tp: unknown, tensors?: readonly TensorInfo[], spec?: PlanSpec): PlanError {
+  const nHeads = config.nHeads;
   return new PlanError(
-    `tensorParallel must divide the ${nHeads} heads: use ${orList(divisors(nHeads))} (got ${String(tp)})`,
+    `tensorParallel must divide the ${nHeads} heads: use ${orList(evenDegrees(config, tensors, spec))} (got ${String(tp)})`,
     `Pick one of those degrees, or pass explicit fractions (at most ${nHeads}) for an uneven split`,
   );
 }
 
 /** Query heads per rank, validated; the world size is its length. */
-function headSizes(config: ModelConfig, opts: PlanOptions): number[] {
+function headSizes(config: ModelConfig, opts: PlanOptions, tensors: readonly TensorInfo[], spec: PlanSpec): number[] {
   const nHeads = config.nHeads;
   const { tensorParallel: tp, fractions } = opts;
   if (fractions === undefined) {
-    if (tp === undefined || !Number.isInteger(tp) || tp < 1 || nHeads % tp !== 0) throw degreeError(nHeads, tp);
+    if (tp === undefined || !Number.isInteger(tp) || tp < 1 || nHeads % tp !== 0) throw degreeError(config, tp, tensors, spec);
     return evenSizes(nHeads, tp);
   }
   if (!Array.isArray(fractions) || fractions.length < 1 || fractions.some((f) => !(Number.isFinite(f) && f > 0))) {
@@ -346,13 +341,40 @@ function lcm(a: number, b: number): number {
   return (a / gcd(a, b)) * b;
 }
 
-/** The even degrees whose head split starts every rank on a multiple of `headGroup` columns of wo and gives each rank MLP units. */
-export function wholeBlockDegrees(config: ModelConfig, headGroup: number, hiddenGroup: number): number[] {
+/** What a split must keep whole: every rank's first query head is a multiple of `heads`, and MLP units go in groups of `hidden`. */
+export interface SplitUnits {
+  heads: number;
+  hidden: number;
+  /** Columns of wo a rank's heads must start on a multiple of (a group, super-block or f16 pair; 1 for f32). */
+  headColumns: number;
+}
+
+function unitsOf(config: ModelConfig, tensors: readonly TensorInfo[], specs: readonly ShardSpec[]): SplitUnits {
+  const headColumns = rowSplitGroup(tensors, specs, 'heads');
+  return { heads: headColumns / gcd(headColumns, config.headSize), hidden: rowSplitGroup(tensors, specs, 'hidden'), headColumns };
+}
+
+/** The units `tensors` must be split in (their quantisation groups, K-quant super-blocks or f16 pairs). */
+export function splitUnits(config: ModelConfig, tensors: readonly TensorInfo[] = llama2cTensorTable(config), spec: PlanSpec = llamaPlan): SplitUnits {
+  return unitsOf(config, tensors, tensors.map((t) => styleFor(t.name, spec)));
+}
+
+function degreesIn(config: ModelConfig, u: SplitUnits): number[] {
   const out: number[] = [];
-  for (let tp = 1; tp <= config.nHeads; tp++) {
-    if (config.nHeads % tp === 0 && ((config.nHeads / tp) * config.headSize) % headGroup === 0 && config.hiddenDim / hiddenGroup >= tp) out.push(tp);
+  for (let d = 1; d <= config.nHeads; d++) {
+    const heads = config.nHeads / d;
+    if (Number.isInteger(heads) && heads % u.heads === 0 && config.hiddenDim / u.hidden >= d && config.vocabSize >= d) out.push(d);
   }
   return out;
+}
+
+/**
+ * The even degrees `makePlan` accepts for `tensors`: those that divide the query heads, start
+ * every rank's heads on a whole group (or K-quant super-block) of wo's columns, and give every
+ * rank MLP units and vocab rows. Every degree search (auto's included) starts from these.
+ */
+export function evenDegrees(config: ModelConfig, tensors: readonly TensorInfo[] = llama2cTensorTable(config), spec: PlanSpec = llamaPlan): number[] {
+  return degreesIn(config, splitUnits(config, tensors, spec));
 }
 
 /**
@@ -364,7 +386,7 @@ export function wholeBlockDegrees(config: ModelConfig, headGroup: number, hidden
 export function makePlan(
   config: ModelConfig, opts: PlanOptions, tensors: readonly TensorInfo[] = llama2cTensorTable(config), spec: PlanSpec = llamaPlan,
 ): Plan {
-  const heads = headSizes(config, opts);
+  const heads = headSizes(config, opts, tensors, spec);
   const world = heads.length;
   const kvMul = config.nHeads / config.nKvHeads;
   if (!Number.isInteger(kvMul)) {
@@ -384,7 +406,8 @@ export function makePlan(
   });
 
   // Quantisation groups of row-split tensors must not straddle ranks: split in whole groups.
-  const hiddenGroup = rowSplitGroup(tensors, specs, 'hidden');
+  const units = unitsOf(config, tensors, specs);
+  const hiddenGroup = units.hidden;
   if (config.hiddenDim % hiddenGroup !== 0) {
     throw new PlanError(`hidden_dim ${config.hiddenDim} does not split into whole quantisation groups of ${hiddenGroup}`, 'The model file is inconsistent');
   }
@@ -399,15 +422,15 @@ export function makePlan(
     hidden = evenSizes(config.hiddenDim / hiddenGroup, world).map((n) => n * hiddenGroup);
     vocabRows = evenSizes(config.vocabSize, world);
   }
-  const headGroup = rowSplitGroup(tensors, specs, 'heads');
+  const headGroup = units.headColumns;
   for (const [r, [h0]] of rangesFromSizes(heads).entries()) {
     if ((h0 * config.headSize) % headGroup !== 0) {
       const unit = headGroup === 2 ? 'a pair of f16 halves (one u32)'
         : tensors.some((t) => t.quant?.block === headGroup) ? `a K-quant super-block of ${headGroup}` : `a quantisation group of ${headGroup}`;
-      const works = wholeBlockDegrees(config, headGroup, hiddenGroup);
+      const works = degreesIn(config, units);
       throw new PlanError(
         `rank ${r}'s heads start at column ${h0 * config.headSize} of wo, inside ${unit} (head size ${config.headSize}); even splits that keep them whole: tensorParallel ${works.join(', ')}`,
-        `Use one of those degrees, or a split whose ranks' heads start on multiples of ${headGroup / gcd(headGroup, config.headSize)} heads (every split works when the head size is a multiple of ${headGroup})`,
+        `Use one of those degrees, or a split whose ranks' heads start on multiples of ${units.heads} heads (every split works when the head size is a multiple of ${headGroup})`,
       );
     }
   }
