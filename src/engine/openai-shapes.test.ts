@@ -17,6 +17,18 @@ const asOpenAiCompletion = (c: Completion): OpenAI.Completion => c;
 const asOpenAiChat = (c: ChatCompletion): OpenAI.ChatCompletion => c;
 const asOpenAiChatChunk = (c: ChatCompletionChunk): OpenAI.ChatCompletionChunk => c;
 const asOpenAiUsage = (u: NonNullable<CompletionChunk['usage']>): OpenAI.CompletionUsage => u;
+// The package types a streamed legacy completion as `Stream<Completion>`, yet the API sends
+// `finish_reason: null` until the last chunk (as ours does): every other field must match.
+type OpenAiStreamedCompletion = Omit<OpenAI.Completion, 'choices'> & {
+  choices: (Omit<OpenAI.CompletionChoice, 'finish_reason'> & { finish_reason: OpenAI.CompletionChoice['finish_reason'] | null })[];
+};
+const asOpenAiCompletionChunk = (c: CompletionChunk): OpenAiStreamedCompletion => c;
+/** The last chunk, with its finish_reason, is a whole `OpenAI.Completion`. */
+const asOpenAiLastChunk = (c: CompletionChunk): OpenAI.Completion => {
+  const [choice] = c.choices;
+  if (choice?.finish_reason == null || c.choices.length !== 1) throw new Error(`not a last chunk: ${JSON.stringify(c.choices)}`);
+  return { ...c, choices: [{ ...choice, finish_reason: choice.finish_reason }] };
+};
 const fromOpenAiFormat = (f: NonNullable<OpenAI.ChatCompletionCreateParams['response_format']>): ResponseFormat => f;
 const fromOpenAiChatParams = (p: Pick<OpenAI.ChatCompletionCreateParamsNonStreaming, 'max_tokens' | 'temperature' | 'top_p' | 'seed' | 'logprobs' | 'top_logprobs' | 'stop' | 'response_format'>): Omit<ChatCompletionParams, 'messages'> => ({
   ...p, max_tokens: p.max_tokens ?? undefined, temperature: p.temperature ?? undefined, top_p: p.top_p ?? undefined, seed: p.seed ?? undefined,
@@ -54,6 +66,37 @@ describe('completions and chat.completions against the openai package', () => {
     expect(chunks.map((c) => c.choices[0]!.text).join('')).toBe(whole.choices[0]!.text);
     const usage = asOpenAiUsage(chunks.at(-1)!.usage!);
     expect(usage).toEqual({ ...whole.usage, prompt_tokens_details: { cached_tokens: whole.usage!.prompt_tokens - 1 } });
+  });
+
+  it('streamed legacy completion chunks with logprobs: the openai package\'s shapes, pieces of the whole completion', async () => {
+    const p = { prompt: 'Once upon a time', max_tokens: 12, temperature: 0, logprobs: 3 };
+    const whole = asOpenAiCompletion(await engine.completions.create({ ...p, stream: false }));
+    const raw: CompletionChunk[] = [];
+    for await (const c of await engine.completions.create({ ...p, stream: true })) raw.push(c);
+    const chunks = raw.map(asOpenAiCompletionChunk);
+    expect(chunks.length).toBeGreaterThan(1);
+    const last = asOpenAiLastChunk(raw.at(-1)!);
+    for (const c of chunks) {
+      expect(c).toMatchObject({ id: chunks[0]!.id, object: 'text_completion', model: whole.model, created: expect.any(Number) });
+      expect(c.choices).toHaveLength(1);
+      const [choice] = c.choices;
+      expect(choice!.index).toBe(0);
+      expect(choice!.finish_reason).toBe(c === chunks.at(-1) ? whole.choices[0]!.finish_reason : null);
+      // usage rides only on the last chunk
+      expect('usage' in c).toBe(c === chunks.at(-1));
+      const lp = choice!.logprobs!;
+      for (const k of ['token_logprobs', 'top_logprobs', 'text_offset'] as const) expect(lp[k], k).toHaveLength(lp.tokens!.length);
+      for (const top of lp.top_logprobs!) expect(Object.keys(top).length).toBeLessThanOrEqual(3);
+    }
+    expect(chunks[0]!.id).not.toBe(whole.id);
+    expect(chunks.map((c) => c.choices[0]!.text).join('')).toBe(whole.choices[0]!.text);
+    expect(last.usage!.completion_tokens).toBe(whole.usage!.completion_tokens);
+    // The chunks' logprobs, joined, are the whole completion's: text_offset counts from the completion's start.
+    const pieces = chunks.map((c) => c.choices[0]!.logprobs!);
+    expect(pieces.flatMap((lp) => lp.tokens!)).toEqual(whole.choices[0]!.logprobs!.tokens);
+    expect(pieces.flatMap((lp) => lp.text_offset!)).toEqual(whole.choices[0]!.logprobs!.text_offset);
+    const lps = chunks.flatMap((c) => c.choices[0]!.logprobs!.token_logprobs!);
+    lps.forEach((x, i) => expect(Math.abs(x - whole.choices[0]!.logprobs!.token_logprobs![i]!), `token ${i}`).toBeLessThan(1e-5));
   });
 
   it('finish_reason length when max_tokens runs out before the JSON closes', async () => {
