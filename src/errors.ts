@@ -172,47 +172,57 @@ export class TabJoinTimeoutError extends WebGpuTpError {
 }
 
 /**
- * A CPU rank's shard, KV cache and activations do not fit one WebAssembly memory (wasm32: 4 GiB),
- * found from the plan before anything loads. `fitsAt` is the smallest degree at which every
- * rank fits (undefined when none does).
+ * A CPU rank's shard, KV cache and activations do not fit one WebAssembly memory (wasm32:
+ * 4 GiB). Found from the plan before anything loads, with `tensorParallel` and `fitsAt`, the
+ * smallest degree at which every rank fits (undefined when none does); or inside a rank whose
+ * memory could not grow (code `CPU_MEMORY`, `tensorParallel` undefined there), which the
+ * engine turns into this error with both named.
  */
 export class RankMemoryError extends WebGpuTpError {
-  readonly tensorParallel: number;
-  /** Bytes the largest rank needs, and the most one memory holds. */
+  /** The degree the rank was planned at (undefined inside a rank, which does not know it). */
+  readonly tensorParallel?: number;
+  /** Bytes the largest rank needs (or asked for, when its memory could not grow), and the most one memory holds. */
   readonly bytes: number;
   readonly limit: number;
+  /** What needs the bytes (the rank's shard, KV cache and activations), or why its memory could not grow. */
+  readonly what: string;
   readonly fitsAt?: number;
-  constructor(tensorParallel: number, bytes: number, limit: number, what: string, fitsAt: number | undefined) {
+  constructor(tensorParallel: number | undefined, bytes: number, limit: number, what: string, fitsAt: number | undefined, code: 'RANK_MEMORY' | 'CPU_MEMORY' = 'RANK_MEMORY') {
     super(
-      'RANK_MEMORY',
-      `At TP=${tensorParallel} a CPU rank needs ${gib(bytes)} (${what}), over one WebAssembly memory's ${gib(limit)}`,
+      code,
+      `${tensorParallel !== undefined ? `At TP=${tensorParallel} a` : 'A'} CPU rank needs ${size(bytes)} ` +
+        (bytes > limit ? `(${what}), over one WebAssembly memory's ${size(limit)}` : `of WebAssembly memory: ${what}`),
       fitsAt !== undefined
         ? `Split it over at least ${fitsAt} CPU ranks (tensorParallel: ${fitsAt}), the smallest degree that fits, or use GPU ranks (devices: "gpu")`
-        : 'No degree fits: lower maxContext or maxBatch, or use GPU ranks (devices: "gpu")',
+        : tensorParallel !== undefined
+          ? 'No degree fits: lower maxContext or maxBatch, or use GPU ranks (devices: "gpu")'
+          : 'Split the model over more CPU ranks (a larger tensorParallel), lower maxContext or maxBatch, or use GPU ranks (devices: "gpu")',
     );
     this.tensorParallel = tensorParallel;
     this.bytes = bytes;
     this.limit = limit;
+    this.what = what;
     this.fitsAt = fitsAt;
   }
 }
 
-function gib(bytes: number): string {
-  return `${(bytes / 2 ** 30).toFixed(2)} GiB`;
+/**
+ * @deprecated Catch `RankMemoryError`: this is one, raised inside a CPU rank whose memory could
+ * not grow (code `CPU_MEMORY`), before the engine names the degrees.
+ */
+export class CpuMemoryError extends RankMemoryError {
+  constructor(bytes: number, reason: string) {
+    super(undefined, bytes, 2 ** 32, reason, undefined, 'CPU_MEMORY');
+  }
+}
+
+function size(bytes: number): string {
+  return bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(2)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 }
 
 export class DisposedError extends WebGpuTpError {
   constructor() {
     super('DISPOSED', 'The engine was disposed', 'Create a new engine with createEngine()');
-  }
-}
-
-/** A CPU rank's shard and state do not fit its WebAssembly memory (wasm32: 4 GiB), or the memory could not grow. */
-export class CpuMemoryError extends WebGpuTpError {
-  readonly bytes: number;
-  constructor(bytes: number, reason: string) {
-    super('CPU_MEMORY', `A CPU rank needs ${bytes} bytes of WebAssembly memory: ${reason}`, 'Split the model over more ranks (a larger tensorParallel), or use a smaller context or batch');
-    this.bytes = bytes;
   }
 }
 

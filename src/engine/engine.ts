@@ -29,6 +29,7 @@ import { clearShardCache } from '../cache/shard-cache.js';
 import { registerFaultTarget } from './fault-injection.js';
 import { checkKvCacheOption, type KvCacheOption } from '../gpu/kernels/kv-format.js';
 import { InvalidArgumentError, TokenizerFormatError, NotIsolatedError, DisposedError, AbortedError, RankMemoryError } from '../errors.js';
+import { rankMemoryAtDegree } from './rank-memory.js';
 
 export interface EngineOptions {
   /**
@@ -277,17 +278,21 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   );
   const planOf = (p: Placement) =>
     p.fractions ? makePlan(config, { fractions: p.fractions }, tensors) : makePlan(config, { tensorParallel: p.specs.length }, tensors);
-  const loadGroup = (p: Placement, plan: Plan, tabs?: TabRanksOptions) => {
+  const loadGroup = async (p: Placement, plan: Plan, tabs?: TabRanksOptions) => {
     notAborted(options.signal);
-    return WorkerGroup.create({
-      config, plan, source, rank,
-      onProgress: options.onProgress,
-      signal: options.signal,
-      cache: options.cache ?? true,
-      devices: p.specs,
-      adapterKeys: p.keys,
-      tabs,
-    });
+    try {
+      return await WorkerGroup.create({
+        config, plan, source, rank,
+        onProgress: options.onProgress,
+        signal: options.signal,
+        cache: options.cache ?? true,
+        devices: p.specs,
+        adapterKeys: p.keys,
+        tabs,
+      });
+    } catch (e) {
+      throw rankMemoryAtDegree(e, config, tensors, plan, sizes);
+    }
   };
   let placement: Placement, plan: Plan, group: WorkerGroup, tabs: TabRanksOptions | undefined;
   if ('candidates' in decision) {
