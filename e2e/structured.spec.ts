@@ -1,6 +1,16 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { test, expect } from './fixtures.js';
 import { Ajv } from 'ajv';
 import type { PageGenerateOptions } from '../src/cli/page/types.js';
+import type { ModelConfig } from '../src/model/config.js';
+import { encodeGguf } from '../src/model/formats/gguf-write.js';
+import { Tokenizer } from '../src/model/tokenizer/tokenizer.js';
+import { modelsDir } from '../test-support/fixtures/paths.js';
+import { randomWeights } from '../test-support/model/hf-testing.js';
+import { ADDED_TOKENS, spmChatKv, TINYLLAMA_TEMPLATE } from '../test-support/model/spm-chat-fixture.js';
+import type { ChatCompletion, ChatCompletionChunk } from '../src/engine/chat-completions.js';
 import type { Completion, CompletionChunk } from '../src/engine/completions.js';
 import type { GenerateChunk, GenerateOptions } from '../src/engine/types.js';
 import type { JsonSchema, ResponseFormat } from '../src/engine/structured.js';
@@ -71,4 +81,39 @@ test('completions with response_format: greedy, whole and streamed alike; max_to
 
   const bad = await completions(harness, { prompt: '', response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'foo' } } } });
   expect('error' in bad && bad.error).toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('response_format') });
+});
+
+test('chat.completions with response_format on a chat GGUF (tok512, TinyLlama\'s template, random weights, CPU ranks): greedy whole and streamed alike, seeded samples, all validate', async ({ harness }) => {
+  const dir = mkdtempSync(join(tmpdir(), 'webgpu-tp-structured-chat-'));
+  try {
+    const config: ModelConfig = {
+      dim: 64, hiddenDim: 128, nLayers: 2, nHeads: 4, nKvHeads: 2, vocabSize: 512 + ADDED_TOKENS.length, seqLen: 256, headSize: 16,
+      sharedClassifier: true, normEps: 1e-5, ropeTheta: 1e4, ropeStyle: 'interleaved',
+    };
+    const tok = Tokenizer.parse(readFileSync(resolve(modelsDir, 'tok512.bin')), 512);
+    const path = join(dir, 'chat.gguf');
+    writeFileSync(path, encodeGguf({ config, weights: randomWeights(config, 7, 3) }, 'f32', spmChatKv(tok, TINYLLAMA_TEMPLATE)));
+    const o: PageGenerateOptions = { ...base, model: harness.server.mountFile('/files/structured-chat/model.gguf', path), tokenizer: undefined, devices: 'cpu' };
+    const chat = (p: Parameters<Window['tp']['api']['chat']>[1]) => harness.page.evaluate(([o, p]) => window.tp.api.chat(o, p), [o, p] as const);
+    const validate = new Ajv().compile(person);
+    const p = { messages: [{ role: 'user' as const, content: 'Who is Lily? Answer in JSON.' }], max_tokens: 96, temperature: 0, response_format: format };
+    const whole = (await chat(p)) as ChatCompletion;
+    expect(whole.object, JSON.stringify(whole)).toBe('chat.completion');
+    const content = whole.choices[0]!.message.content!;
+    expect(whole.choices[0]!.finish_reason, content).toBe('stop');
+    expect(validate(JSON.parse(content)), `${content}: ${JSON.stringify(validate.errors)}`).toBe(true);
+    const streamed = (await chat({ ...p, stream: true })) as ChatCompletionChunk[];
+    expect(streamed[0]!.choices[0]!.delta.role).toBe('assistant');
+    expect(streamed.map((c) => c.choices[0]!.delta.content ?? '').join('')).toBe(content);
+    expect(streamed.at(-1)!.choices[0]!.finish_reason).toBe('stop');
+    // Sampled, 4 seeds at once: every reply still closes the JSON and validates.
+    const sampled = (await Promise.all([1, 2, 3, 4].map((seed) => chat({ ...p, temperature: 1, seed })))) as ChatCompletion[];
+    for (const r of sampled) {
+      const text = r.choices[0]!.message.content!;
+      expect(r.choices[0]!.finish_reason, text).toBe('stop');
+      expect(validate(JSON.parse(text)), `${text}: ${JSON.stringify(validate.errors)}`).toBe(true);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
