@@ -1,14 +1,18 @@
 /**
- * The CLI's usage and input errors, which it names before any browser starts: run from source
- * (tsx) in Node. What needs a browser is e2e/cli.spec.ts's.
+ * The CLI's usage and input errors, which it names before any browser starts. The first test
+ * runs the command as a process from source (tsx in Node): the exit statuses and stderr of the
+ * real entry point. The rest call the same `main` and `failureStatus` in this process, which
+ * is what the process runs between its arguments and its exit. What needs a browser is
+ * e2e/cli.spec.ts's.
  */
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { repoRoot, sharedModelsDir } from './browser.js';
+import { failureStatus, main } from './main.js';
 
-const main = resolve(repoRoot, 'src/cli/main.ts');
+const entry = resolve(repoRoot, 'src/cli/main.ts');
 const model = resolve(sharedModelsDir, 'stories260K.bin');
 const tokenizer = resolve(sharedModelsDir, 'tok512.bin');
 
@@ -18,44 +22,57 @@ interface Exit {
   stderr: string;
 }
 
-/** Two processes at a time: under CI's load (the browser tests beside these), nine at once starved each other past any timeout. */
-const RUNNING = 2;
-let running = 0;
-const queued: (() => void)[] = [];
+/** Runs `webgpu-tp ...args` as a process; resolves with its exit code and output, whatever the code. */
+function processCli(args: string[]): Promise<Exit> {
+  return promisify(execFile)(process.execPath, ['--import', 'tsx', entry, ...args], { timeout: 120_000 }).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
+  );
+}
 
-/** Runs `webgpu-tp ...args`; resolves with its exit code and output, whatever the code. */
+/** Runs `webgpu-tp ...args` in this process, its console output captured: one at a time. */
 async function cli(args: string[]): Promise<Exit> {
-  if (running >= RUNNING) await new Promise<void>((r) => queued.push(r));
-  running++;
+  const out: string[] = [];
+  const err: string[] = [];
+  const log = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(`${a.join(' ')}\n`));
+  const error = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void err.push(`${a.join(' ')}\n`));
   try {
-    return await promisify(execFile)(process.execPath, ['--import', 'tsx', main, ...args], { timeout: 120_000 }).then(
-      ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-      (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
-    );
+    const code = await main(args).catch(failureStatus);
+    return { code, stdout: out.join(''), stderr: err.join('') };
   } finally {
-    running--;
-    queued.shift()?.();
+    log.mockRestore();
+    error.mockRestore();
   }
+}
+
+/** `cli` on each argument list in turn. */
+async function each(argss: string[][]): Promise<Exit[]> {
+  const r: Exit[] = [];
+  for (const a of argss) r.push(await cli(a));
+  return r;
 }
 
 describe('webgpu-tp usage errors', () => {
   it('`--help` after a command prints the usage; an unknown option is a usage error, not a stack trace', async () => {
-    const [help, err] = await Promise.all([cli(['bench', 'allreduce', '--help']), cli(['generate', '--modle', model])]);
+    const [help, err, missing] = await Promise.all([
+      processCli(['bench', 'allreduce', '--help']), processCli(['generate', '--modle', model]), processCli(['generate', '--model', '/nonexistent/model.bin', '--tokenizer', tokenizer, '--no-cache']),
+    ]);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('webgpu-tp bench allreduce');
     expect(err.code).toBe(2);
     expect(err.stderr).toContain("Unknown option '--modle'");
     expect(err.stderr).toContain('Usage:');
     expect(err.stderr).not.toContain('    at ');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('error [INVALID_ARGUMENT]: model not found: /nonexistent/model.bin. Check the --model path');
+    expect(missing.stderr).not.toMatch(/\n\s+at /);
   });
 
   it('a missing model file or tokenizer is a typed error named before any browser starts, not a stack trace', async () => {
     const fail = (args: string[]) => cli(['generate', ...args, '--no-cache']);
-    const [missing, noTokenizer, badTokenizer] = await Promise.all([
-      fail(['--model', '/nonexistent/model.bin', '--tokenizer', tokenizer]),
-      fail(['--model', model]),
-      fail(['--model', model, '--tokenizer', '/nonexistent/tok.bin']),
-    ]);
+    const missing = await fail(['--model', '/nonexistent/model.bin', '--tokenizer', tokenizer]);
+    const noTokenizer = await fail(['--model', model]);
+    const badTokenizer = await fail(['--model', model, '--tokenizer', '/nonexistent/tok.bin']);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('error [INVALID_ARGUMENT]: model not found: /nonexistent/model.bin. Check the --model path');
     expect(missing.stderr).not.toMatch(/\n\s+at /);
@@ -75,9 +92,9 @@ describe('webgpu-tp usage errors', () => {
       [['bench', 'allreduce', '--workers', '2,x'], '--workers must be a whole number ≥ 2; got "x"'],
       [['bench', 'report', '--from', '/nonexistent/run.json'], 'bench report: no file /nonexistent/run.json'],
     ] as const;
-    const [missing, ...errors] = await Promise.all([
-      cli(['bench', 'generate', '--model', '/nonexistent/model.bin', '--tokenizer', tokenizer]),
-      ...cases.map(([args]) => cli([...args])),
+    const [missing, ...errors] = await each([
+      ['bench', 'generate', '--model', '/nonexistent/model.bin', '--tokenizer', tokenizer],
+      ...cases.map(([args]) => [...args]),
     ]);
     cases.forEach(([args, flag], i) => {
       const e = errors[i]!;
@@ -87,12 +104,12 @@ describe('webgpu-tp usage errors', () => {
     });
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('model not found: /nonexistent/model.bin');
-  }, 300_000);
+  });
 
   it('a --devices value that is no kind, count or list is a usage error naming what it takes', async () => {
-    const [generate, bench] = await Promise.all([
-      cli(['generate', '--model', model, '--tokenizer', tokenizer, '--devices', 'tpu']),
-      cli(['bench', 'generate', '--model', model, '--tokenizer', tokenizer, '--devices', 'cpu', '--devices', 'cpu,x']),
+    const [generate, bench] = await each([
+      ['generate', '--model', model, '--tokenizer', tokenizer, '--devices', 'tpu'],
+      ['bench', 'generate', '--model', model, '--tokenizer', tokenizer, '--devices', 'cpu', '--devices', 'cpu,x'],
     ]);
     for (const e of [generate, bench]) {
       expect(e.code).toBe(2);

@@ -3,6 +3,8 @@
  * `webgpu-tp`: the command line. Every command that computes runs the real engine in headless
  * Chromium through src/cli/browser.ts; only `synth` is plain Node.
  */
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { WebGpuTpError } from '../errors.js';
 import { checkKvCacheOption as checkKvCache, type KvCacheOption } from '../gpu/kernels/kv-format.js';
@@ -84,7 +86,8 @@ function list(flag: string, s: string | undefined, dflt: number[], min = 1): num
   return s === undefined ? dflt : s.split(',').map((x) => num(flag, x, { int: true, min }));
 }
 
-async function main(argv: string[]): Promise<number> {
+/** Runs `webgpu-tp ...argv`; resolves with the exit status, rejects with what `failureStatus` reports. */
+export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === 'help' || argv.includes('--help') || argv.includes('-h')) {
     console.log(USAGE);
@@ -267,13 +270,26 @@ function isArgError(e: unknown): boolean {
   return typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_');
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    if (e instanceof UsageError || isArgError(e)) console.error(`${(e as Error).message}\n\n${USAGE}`);
-    else if (e instanceof WebGpuTpError) console.error(`error [${e.code}]: ${e.message}`);
-    else if (e instanceof Error && !process.env.WEBGPU_TP_DEBUG) console.error(`error: ${e.message}\n(set WEBGPU_TP_DEBUG=1 for the stack)`);
-    else console.error(e);
-    process.exit(e instanceof UsageError || isArgError(e) ? 2 : 1);
-  },
-);
+/** Prints why `main` failed, in one line unless WEBGPU_TP_DEBUG is set; returns the exit status (2: usage). */
+export function failureStatus(e: unknown): number {
+  if (e instanceof UsageError || isArgError(e)) console.error(`${(e as Error).message}\n\n${USAGE}`);
+  else if (e instanceof WebGpuTpError) console.error(`error [${e.code}]: ${e.message}`);
+  else if (e instanceof Error && !process.env.WEBGPU_TP_DEBUG) console.error(`error: ${e.message}\n(set WEBGPU_TP_DEBUG=1 for the stack)`);
+  else console.error(e);
+  return e instanceof UsageError || isArgError(e) ? 2 : 1;
+}
+
+// Run as the command (also through npm's bin symlink), not when a test imports `main`.
+function isEntry(): boolean {
+  try {
+    return process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href;
+  } catch {
+    return false;
+  }
+}
+if (isEntry()) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (e: unknown) => process.exit(failureStatus(e)),
+  );
+}
