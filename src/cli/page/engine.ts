@@ -89,41 +89,43 @@ export async function timedConcurrent(
     const { engine } = await engineFor(o);
     const got = requests.map(() => [] as number[]);
     const counts = () => got.map((g) => g.length);
-    // A step's chunks reach every stream in the same turn of the event loop, so after a macrotask
-    // each stream holds its tokens of that step and none of the next (steps take ≥ milliseconds).
+    // A step's chunks reach every stream in the same turn of the event loop, and no stream's loop
+    // awaits anything else, so after a macrotask every stream holds the same steps' tokens.
     const afterStep = () => new Promise((r) => setTimeout(r, 0));
     let firsts = 0;
-    let start: { t: number; counts: number[] } | undefined;
-    let end: { t: number; counts?: number[]; stats?: Promise<EngineStats> } | undefined;
+    let start: Promise<{ t: number; counts: number[] }> | undefined;
+    let end: { t: number; stream: number; stats: Promise<EngineStats> } | undefined;
     let tLast = 0;
     await Promise.all(
       requests.map(async (r, i) => {
         for await (const c of engine.generate(r.prompt, { maxTokens: r.maxTokens, temperature: o.temperature, topP: o.topP, seed: o.seed, ignoreEos: o.ignoreEos })) {
           if (c.done) {
-            if (start && !end) {
-              end = { t: performance.now() };
-              end.stats = engine.stats();
-              await afterStep();
-              end.counts = counts();
-            }
+            if (start && !end) end = { t: performance.now(), stream: i, stats: engine.stats() };
             continue;
           }
           if (c.token < 0) continue;
           got[i]!.push(c.token);
           tLast = performance.now();
           if (got[i]!.length === 1 && ++firsts === requests.length) {
-            const t = performance.now();
-            await afterStep();
-            start = { t, counts: counts() };
-            await engine.resetStats();
+            const t = tLast;
+            start = afterStep().then(async () => {
+              const at = { t, counts: counts() };
+              await engine.resetStats();
+              return at;
+            });
           }
         }
       }),
     );
-    const until = end?.counts ? { t: end.t, counts: end.counts, stats: end.stats! } : { t: tLast, counts: counts(), stats: engine.stats() };
-    const decodeTokens = until.counts.reduce((n, c, i) => n + c - start!.counts[i]!, 0);
+    const from = await start!;
+    // Every stream decodes in every step of the window, so it holds as many steps' tokens as the
+    // stream that ended it: counting the others' tokens at that moment would race their chunks.
+    const decodeTokens = end
+      ? requests.length * (got[end.stream]!.length - from.counts[end.stream]!)
+      : counts().reduce((n, c, i) => n + c - from.counts[i]!, 0);
     return {
-      tokens: got, promptTokens: engine.encode(requests[0]?.prompt ?? '').length, decodeMs: until.t - start!.t, decodeTokens, stats: await until.stats,
+      tokens: got, promptTokens: engine.encode(requests[0]?.prompt ?? '').length, decodeMs: (end?.t ?? tLast) - from.t, decodeTokens,
+      stats: await (end?.stats ?? engine.stats()),
     };
   } catch (e) {
     return { error: serializeError(e) };
