@@ -133,6 +133,10 @@ const MODULES = [
     wat: '../src/cpu/qgemm.wat', out: '../src/cpu/qgemm-wasm.ts',
     names: { simd: 'CPU_QGEMM_WASM_BASE64', relaxed: 'CPU_QGEMM_RELAXED_WASM_BASE64' },
   },
+  {
+    wat: '../src/cli/page/dot-peak.wat', out: '../src/cli/page/dot-peak-wasm.ts',
+    names: { simd: 'DOT_PEAK_WASM_BASE64', relaxed: 'DOT_PEAK_RELAXED_WASM_BASE64' },
+  },
 ];
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -6,7 +6,7 @@
  */
 import { CpuKernels, type CpuWeightDtype, type CpuWeightLayout, type MatmulArgs } from '../src/cpu/kernels.js';
 import { CpuQuantKernels, QUANT_GROUP, type CpuQuantDtype } from '../src/cpu/quant.js';
-import { CpuQuantGemm, QGEMM_MIN_ROWS } from '../src/cpu/qgemm.js';
+import { CpuQuantGemm, QGEMM_MIN_ROWS, qgemmMinRows } from '../src/cpu/qgemm.js';
 import { ModelFormatError } from '../src/errors.js';
 import type { SliceView } from './slice-views.js';
 
@@ -95,7 +95,7 @@ export function cpuMatmul(
       return;
     }
     const q = { y: a.y, w: w.at, dtype: w.dtype, m: a.m, k: a.k, n: a.n, accumulate: a.accumulate, bias: a.bias };
-    const mq = qg && a.m >= QGEMM_MIN_ROWS ? qg : qk;
+    const mq = qg && a.m >= qgemmMinRows(qg, w.dtype, activations) ? qg : qk;
     if (activations === 'f32') {
       mq.matmul({ ...q, x: a.x, xStride: a.xStride });
       return;

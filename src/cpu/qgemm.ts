@@ -7,7 +7,7 @@
  */
 import { CPU_QGEMM_RELAXED_WASM_BASE64, CPU_QGEMM_WASM_BASE64 } from './qgemm-wasm.js';
 import type { CpuKernels, CpuKernelVariant } from './kernels.js';
-import { QUANT_GROUP, type QuantMatmulArgs } from './quant.js';
+import { QUANT_GROUP, type CpuQuantDtype, type QuantMatmulArgs } from './quant.js';
 import { InvalidArgumentError } from '../errors.js';
 
 interface QGemmExports {
@@ -16,6 +16,14 @@ interface QGemmExports {
 
 /** Rows from which `cpuMatmul` takes the quantised GEMM instead of the small-m kernels. */
 export const QGEMM_MIN_ROWS = 9;
+
+/**
+ * Rows from which the GEMM is the faster, by measurement: int8 through i16 pairs (Q8_0, or Q4_0
+ * without relaxed SIMD) loses at 9 rows (a third of its last four-row tile idle) and wins by 12.
+ */
+export function qgemmMinRows(g: CpuQuantGemm, dtype: CpuQuantDtype, activations: 'f32' | 'int8'): number {
+  return activations === 'int8' && g.mode(dtype, true) === 1 ? 12 : QGEMM_MIN_ROWS;
+}
 
 const compiled = new Map<CpuKernelVariant, WebAssembly.Module>();
 
@@ -52,13 +60,18 @@ export class CpuQuantGemm {
 
   /** y = x·wᵀ (+ bias), or y += it, x (m, k) f32 rows xStride floats apart (default k): `CpuQuantKernels.matmul`'s sums. */
   matmul(a: QuantMatmulArgs & { x: number; xStride?: number }): void {
-    this.run(a, a.x, a.xStride ?? a.k, 0);
+    this.run(a, a.x, a.xStride ?? a.k, this.mode(a.dtype, false));
   }
 
   /** y = xa·wᵀ (+ bias), or y += it, xa `CpuQuantKernels.quantize`'s m rows: `matmulA8`'s sums, bit for bit. */
   matmulA8(a: QuantMatmulArgs & { xa: number }): void {
-    // Q4_0's nibbles take relaxed SIMD's i8 × i7 dot where the build has it (mode 2), else i16 pairs.
-    this.run(a, a.xa, a.k, this.relaxed && a.dtype === 'q4_0' ? 2 : 1);
+    this.run(a, a.xa, a.k, this.mode(a.dtype, true));
+  }
+
+  /** qgemm.wat's mode: 0 weight-only; int8 through i16 pairs (1), or Q4_0's nibbles by relaxed SIMD's i8 × i7 dot where the build has it (2). */
+  mode(dtype: CpuQuantDtype, int8: boolean): 0 | 1 | 2 {
+    if (!int8) return 0;
+    return this.relaxed && dtype === 'q4_0' ? 2 : 1;
   }
 
   private run(a: QuantMatmulArgs, x: number, xStride: number, mode: number): void {
