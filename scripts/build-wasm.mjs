@@ -14,6 +14,7 @@
 // - `(IDOT a b c d)`: the products a·b and c·d of int8 lanes (b's and d's each 0..63), summed into
 //   i32x4 lanes: relaxed SIMD's i8 × i7 dot (i16 pair sums, exact for such b and d) in the relaxed
 //   variant, i16 dot products in the plain one; the lanes' total is the same.
+// - `;;@relaxed-only` … `;;@end-relaxed`: the lines between, in the relaxed variant only.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,6 +83,7 @@ const DTYPES = {
 /** The WAT of `variant` ('simd' or 'relaxed') with the macros above expanded. */
 export function expandWat(source, variant = 'simd') {
   const each = /;;@each-dtype\n([\s\S]*?);;@end\n/g;
+  source = source.replace(/;;@relaxed-only\n([\s\S]*?);;@end-relaxed\n/g, (_, body) => (variant === 'relaxed' ? body : ''));
   let s = source.replace(each, (_, body) => Object.entries(DTYPES).map(([dt, d]) => {
     let b = body.replaceAll('@DT@', dt).replaceAll('@WB8@', String(d.WB8)).replaceAll('@WB1@', String(d.WB1));
     b = expandCalls(b, 'WLOAD8', ([lo, hi, ptr]) => d.load8(lo, hi, ptr));
@@ -126,6 +128,14 @@ const MODULES = [
   {
     wat: '../src/cli/page/fma-peak.wat', out: '../src/cli/page/fma-peak-wasm.ts',
     names: { simd: 'FMA_PEAK_WASM_BASE64', relaxed: 'FMA_PEAK_RELAXED_WASM_BASE64' },
+  },
+  {
+    wat: '../src/cpu/qgemm.wat', out: '../src/cpu/qgemm-wasm.ts',
+    names: { simd: 'CPU_QGEMM_WASM_BASE64', relaxed: 'CPU_QGEMM_RELAXED_WASM_BASE64' },
+  },
+  {
+    wat: '../src/cli/page/dot-peak.wat', out: '../src/cli/page/dot-peak-wasm.ts',
+    names: { simd: 'DOT_PEAK_WASM_BASE64', relaxed: 'DOT_PEAK_RELAXED_WASM_BASE64' },
   },
 ];
 

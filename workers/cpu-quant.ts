@@ -6,6 +6,7 @@
  */
 import { CpuKernels, type CpuWeightDtype, type CpuWeightLayout, type MatmulArgs } from '../src/cpu/kernels.js';
 import { CpuQuantKernels, QUANT_GROUP, type CpuQuantDtype } from '../src/cpu/quant.js';
+import { CpuQuantGemm, QGEMM_MIN_ROWS, qgemmMinRows } from '../src/cpu/qgemm.js';
 import { ModelFormatError } from '../src/errors.js';
 import type { SliceView } from './slice-views.js';
 
@@ -85,6 +86,8 @@ export function cpuMatmul(
   dense: (a: MatmulArgs) => void = (a) => kn.matmul(a),
 ): CpuMatmul {
   const xa = activations === 'int8' ? kn.alloc(CpuQuantKernels.activationBytes(maxM, maxK)) : 0;
+  // Prefill chunks and batches of many rows take the quantised GEMM (its scratch allocated here).
+  const qg = maxM >= QGEMM_MIN_ROWS ? CpuQuantGemm.create(kn, maxM, maxK) : undefined;
   return (a) => {
     const { w } = a;
     if (!isQuant(w.dtype)) {
@@ -92,12 +95,13 @@ export function cpuMatmul(
       return;
     }
     const q = { y: a.y, w: w.at, dtype: w.dtype, m: a.m, k: a.k, n: a.n, accumulate: a.accumulate, bias: a.bias };
+    const mq = qg && a.m >= qgemmMinRows(qg, w.dtype, activations) ? qg : qk;
     if (activations === 'f32') {
-      qk.matmul({ ...q, x: a.x, xStride: a.xStride });
+      mq.matmul({ ...q, x: a.x, xStride: a.xStride });
       return;
     }
     qk.quantize(xa, a.x, a.m, a.k, a.xStride ?? a.k);
-    qk.matmulA8({ ...q, xa });
+    mq.matmulA8({ ...q, xa });
   };
 }
 

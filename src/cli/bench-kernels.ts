@@ -2,7 +2,7 @@
  * `webgpu-tp bench kernels`: times the matmul kernels, a plain-JS matmul and tfjs-webgpu's
  * `tf.matMul` on the same page, the readback helper against the plain mapAsync path, and the CPU
  * ranks' matmuls at TP 1 and 2 beside a WebAssembly read of the same bytes, the CPU GEMM beside one
- * core's measured 128-bit FMA peak, in
+ * core's measured 128-bit FMA peak, the quantised kernels beside its integer dot peaks, in
  * headless Chromium (`--enable-webgpu-developer-features` for full-precision timestamps).
  */
 import { openHarness } from './browser.js';
@@ -73,6 +73,34 @@ export interface CpuGemmFigures {
   rows: CpuGemmRow[];
 }
 
+/** A Q8_0/Q4_0 matmul on one thread: the small-m kernels at m 1 and m, and the quantised GEMM at m. */
+export interface CpuQuantGemmRow {
+  /** The stories110M TP 2 shard it has the shape of. */
+  matrix: string;
+  dtype: 'q8_0' | 'q4_0';
+  activations: 'f32' | 'int8';
+  m: number;
+  k: number;
+  n: number;
+  /** GOPS: 2·m·k·n over the median time (a multiply-add is 2 ops, integer or float). */
+  small_m1_gops: number;
+  small_gops: number;
+  gemm_gops: number;
+  /** The peak the GEMM's inner loop is bound by: 'fma' (weight-only), 'dot_i16' (int8 via i16 pairs) or 'dot_i8' (Q4_0 × int8, relaxed). */
+  peak: 'fma' | 'dot_i16' | 'dot_i8';
+  /** gemm_gops over that peak. */
+  vs_peak: number;
+}
+
+export interface CpuQuantGemmFigures {
+  /** One core's peaks in the kernels' build, GOPS: f32x4 multiply-adds, and dot-then-add chains (dot-peak.wat). */
+  fma_gflops: number;
+  dot_i16_gops: number;
+  /** Absent without relaxed SIMD. */
+  dot_i8_gops?: number;
+  rows: CpuQuantGemmRow[];
+}
+
 export interface KernelBenchReport {
   adapter: { vendor: string; architecture: string };
   /** Kernel variants this adapter uses, and the timings that chose them. */
@@ -91,6 +119,8 @@ export interface KernelBenchReport {
   cpu?: CpuMatmulRow[];
   /** The CPU GEMM for prefill beside one core's FMA peak (absent before it existed). */
   cpu_gemm?: CpuGemmFigures;
+  /** The quantised kernels on CPU ranks (small-m and GEMM) beside one core's measured peaks (absent before it existed). */
+  cpu_qgemm?: CpuQuantGemmFigures;
   /** Submit → data of 8 KB after a tiny dispatch, through the readback helper (median ms). */
   readback_ms: number;
   readback: {
@@ -138,13 +168,17 @@ export async function benchKernels(opts: KernelBenchOptions = {}): Promise<Kerne
       tp: {
         kernels: { bench(o: { smoke: boolean; quick: boolean }): Promise<KernelBenchReport> };
         shards: { bench(smoke: boolean): Promise<ShardBenchRow[]> };
-        cpu: { benchMatmuls(smoke: boolean): Promise<CpuMatmulRow[]>; benchGemm(smoke: boolean): Promise<CpuGemmFigures> };
+        cpu: {
+          benchMatmuls(smoke: boolean): Promise<CpuMatmulRow[]>; benchGemm(smoke: boolean): Promise<CpuGemmFigures>;
+          benchQuantGemm(smoke: boolean): Promise<CpuQuantGemmFigures>;
+        };
       };
     };
     const report = await h.page.evaluate((x) => (window as unknown as Page).tp.kernels.bench(x), o);
     report.shards = await h.page.evaluate((smoke) => (window as unknown as Page).tp.shards.bench(smoke), o.smoke);
     report.cpu = await h.page.evaluate((smoke) => (window as unknown as Page).tp.cpu.benchMatmuls(smoke), o.smoke);
     report.cpu_gemm = await h.page.evaluate((smoke) => (window as unknown as Page).tp.cpu.benchGemm(smoke), o.smoke);
+    report.cpu_qgemm = await h.page.evaluate((smoke) => (window as unknown as Page).tp.cpu.benchQuantGemm(smoke), o.smoke);
     return report;
   } catch (e) {
     const tail = h.console.slice(-20).join('\n');

@@ -6,7 +6,8 @@
  */
 import { Ranks } from './collective.js';
 import type { CpuBenchRequest } from './cpu-bench.worker.js';
-import type { CpuGemmFigures, CpuGemmRow, CpuMatmulRow } from '../bench-kernels.js';
+import type { CpuGemmFigures, CpuGemmRow, CpuMatmulRow, CpuQuantGemmFigures, CpuQuantGemmRow } from '../bench-kernels.js';
+import { relaxedSimdAvailable } from '../../cpu/kernels.js';
 import { gbs, type ReadSamples } from '../read-figures.js';
 import { median } from './median.js';
 
@@ -170,43 +171,43 @@ async function medianMs(t: Threads, samples: number): Promise<number> {
   return median(ms);
 }
 
+/** GOPS (or GFLOP/s) of one thread's job doing `ops` operations a run. */
+async function rateOf(req: CpuBenchRequest, ops: number, samples: number): Promise<number> {
+  const t = new Threads(1);
+  try {
+    await t.setup(() => req);
+    return ops / (await medianMs(t, samples)) / 1e6;
+  } finally {
+    t.close();
+  }
+}
+
+/** stories110M's sizes (dim d, hidden h), samples, prefill's chunk of rows and peak turns; `smoke`: tiny ones. */
+const gemmSizes = (smoke: boolean) => ({
+  d: smoke ? 64 : 768, h: smoke ? 128 : 2048, samples: smoke ? 1 : 5, m: smoke ? 16 : 64, turns: smoke ? 1000 : PEAK_TURNS,
+});
+
+/** stories110M's TP 2 shard shapes (dim d, hidden h): column-split wqkv and w13, row-split wo and w2. */
+const tp2Shapes = (d: number, h: number) => [
+  { matrix: 'wqkv', k: d, n: (3 * d) / 2 },
+  { matrix: 'wo', k: d / 2, n: d },
+  { matrix: 'w13', k: d, n: h },
+  { matrix: 'w2', k: h / 2, n: d },
+];
+
 /**
  * One core's 128-bit FMA peak (fma-peak.wat) and, on one thread, the CPU GEMM (src/cpu/gemm.ts)
  * beside the kernels' small-m matmul on stories110M's TP 2 shard shapes (dim 768, hidden 2048)
  * for prefill's chunk of 64 rows, f32 and f16 weights. `smoke`: tiny shapes, one sample.
  */
 export async function benchGemm(smoke: boolean): Promise<CpuGemmFigures> {
-  const d = smoke ? 64 : 768;
-  const h = smoke ? 128 : 2048;
-  const samples = smoke ? 1 : 5;
-  const m = smoke ? 16 : 64;
-  const peakThread = new Threads(1);
-  let peak: number;
-  try {
-    await peakThread.setup(() => ({ kind: 'peak', turns: smoke ? 1000 : PEAK_TURNS }));
-    peak = (80 * (smoke ? 1000 : PEAK_TURNS)) / (await medianMs(peakThread, samples)) / 1e6;
-  } finally {
-    peakThread.close();
-  }
-  const shapes = [
-    { matrix: 'wqkv', k: d, n: (3 * d) / 2 },
-    { matrix: 'wo', k: d / 2, n: d },
-    { matrix: 'w13', k: d, n: h },
-    { matrix: 'w2', k: h / 2, n: d },
-  ];
+  const { d, h, samples, m, turns } = gemmSizes(smoke);
+  const peak = await rateOf({ kind: 'peak', turns }, 80 * turns, samples);
   const rows: CpuGemmRow[] = [];
   for (const dtype of ['f32', 'f16'] as const) {
-    for (const c of shapes) {
+    for (const c of tp2Shapes(d, h)) {
       const gflops: Record<'gemm' | 'matmul', number> = { gemm: 0, matmul: 0 };
-      for (const via of ['gemm', 'matmul'] as const) {
-        const t = new Threads(1);
-        try {
-          await t.setup(() => ({ kind: 'tiled', via, dtype, m, k: c.k, n: c.n }));
-          gflops[via] = (2 * m * c.k * c.n) / (await medianMs(t, samples)) / 1e6;
-        } finally {
-          t.close();
-        }
-      }
+      for (const via of ['gemm', 'matmul'] as const) gflops[via] = await rateOf({ kind: 'tiled', via, dtype, m, k: c.k, n: c.n }, 2 * m * c.k * c.n, samples);
       rows.push({
         matrix: c.matrix, dtype, m, k: c.k, n: c.n, gemm_gflops: +gflops.gemm.toFixed(2), matmul_gflops: +gflops.matmul.toFixed(2),
         vs_peak: +(gflops.gemm / peak).toFixed(3),
@@ -214,4 +215,34 @@ export async function benchGemm(smoke: boolean): Promise<CpuGemmFigures> {
     }
   }
   return { peak_gflops: +peak.toFixed(2), rows };
+}
+
+/**
+ * One core's FMA and integer dot peaks (fma-peak.wat, dot-peak.wat) and, on one thread, the
+ * Q8_0/Q4_0 kernels on stories110M's TP 2 shard shapes: the small-m kernels (src/cpu/quant.ts) at
+ * m 1 (decode) and at prefill's chunk of 64 rows, and the quantised GEMM (src/cpu/qgemm.ts) at 64,
+ * with int8 activations and weight-only. `smoke`: tiny shapes, one sample.
+ */
+export async function benchQuantGemm(smoke: boolean): Promise<CpuQuantGemmFigures> {
+  const { d, h, samples, m, turns } = gemmSizes(smoke);
+  const relaxed = relaxedSimdAvailable();
+  const peaks = {
+    fma: await rateOf({ kind: 'peak', turns }, 80 * turns, samples),
+    dot_i16: await rateOf({ kind: 'dotPeak', op: 'i16', turns }, 160 * turns, samples),
+    dot_i8: relaxed ? await rateOf({ kind: 'dotPeak', op: 'i8', turns }, 320 * turns, samples) : undefined,
+  };
+  const rows: CpuQuantGemmRow[] = [];
+  for (const dtype of ['q8_0', 'q4_0'] as const) {
+    for (const activations of ['int8', 'f32'] as const) {
+      for (const c of tp2Shapes(d, h)) {
+        const gops = async (via: 'gemm' | 'small', rowsOf: number): Promise<number> =>
+          +(await rateOf({ kind: 'quant', via, dtype, activations, m: rowsOf, k: c.k, n: c.n }, 2 * rowsOf * c.k * c.n, samples)).toFixed(2);
+        const peak = activations === 'f32' ? 'fma' : dtype === 'q4_0' && relaxed ? 'dot_i8' : 'dot_i16';
+        const row = { matrix: c.matrix, dtype, activations, m, k: c.k, n: c.n, small_m1_gops: await gops('small', 1), small_gops: await gops('small', m), gemm_gops: await gops('gemm', m) };
+        rows.push({ ...row, peak, vs_peak: +(row.gemm_gops / peaks[peak]!).toFixed(3) });
+      }
+    }
+  }
+  const r = (v: number) => +v.toFixed(2);
+  return { fma_gflops: r(peaks.fma), dot_i16_gops: r(peaks.dot_i16), ...(peaks.dot_i8 !== undefined && { dot_i8_gops: r(peaks.dot_i8) }), rows };
 }

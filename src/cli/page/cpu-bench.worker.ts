@@ -8,6 +8,11 @@ import { CpuKernels, relaxedSimdAvailable, type CpuWeightDtype } from '../../cpu
 import { CpuGemm } from '../../cpu/gemm.js';
 import { WASM_READ_BASE64 } from './wasm-read-wasm.js';
 import { FMA_PEAK_RELAXED_WASM_BASE64, FMA_PEAK_WASM_BASE64 } from './fma-peak-wasm.js';
+import { DOT_PEAK_RELAXED_WASM_BASE64, DOT_PEAK_WASM_BASE64 } from './dot-peak-wasm.js';
+import { CpuQuantKernels, type CpuQuantDtype } from '../../cpu/quant.js';
+import { CpuQuantGemm } from '../../cpu/qgemm.js';
+import { quantizeQ8 } from '../../model/reference-q8.js';
+import { quantizeQ4 } from '../../model/reference-q4.js';
 
 export type CpuBenchRequest =
   | { kind: 'matmul'; m: number; k: number; n: number }
@@ -15,6 +20,10 @@ export type CpuBenchRequest =
   | { kind: 'tiled'; via: 'gemm' | 'matmul'; dtype: CpuWeightDtype; m: number; k: number; n: number }
   /** `turns` turns of the FMA peak loop (fma-peak.wat, in the kernels' default build). */
   | { kind: 'peak'; turns: number }
+  /** `turns` turns of an integer dot peak loop (dot-peak.wat): i16 dots, or relaxed i8 × i7 ones (relaxed build only). */
+  | { kind: 'dotPeak'; op: 'i16' | 'i8'; turns: number }
+  /** A Q8_0/Q4_0 matmul through `via` (the quantised GEMM or the small-m kernels), weight-only or on int8 rows. */
+  | { kind: 'quant'; via: 'gemm' | 'small'; dtype: CpuQuantDtype; activations: 'f32' | 'int8'; m: number; k: number; n: number }
   | { kind: 'read'; memory: WebAssembly.Memory; at: number; bytes: number }
   /** `arrived` is a shared counter: each thread adds one and spins until all `threads` have. */
   | { kind: 'run'; reps: number; arrived: Int32Array; threads: number };
@@ -58,6 +67,37 @@ function peakJob(turns: number): () => void {
   };
 }
 
+function dotPeakJob(op: 'i16' | 'i8', turns: number): () => void {
+  const base64 = relaxedSimdAvailable() ? DOT_PEAK_RELAXED_WASM_BASE64 : DOT_PEAK_WASM_BASE64;
+  const ex = new WebAssembly.Instance(new WebAssembly.Module(Uint8Array.from(atob(base64), (c) => c.charCodeAt(0))), {}).exports;
+  const peak = (op === 'i16' ? ex.dotI16 : ex.dotI8) as ((turns: number, seed: number) => number) | undefined;
+  if (!peak) throw new Error('cpu-bench worker: the i8 dot peak needs relaxed SIMD');
+  return () => {
+    sink += peak(turns, 1);
+  };
+}
+
+function quantJob(r: Extract<CpuBenchRequest, { kind: 'quant' }>): () => void {
+  const { m, k, n, dtype } = r;
+  const kn = CpuKernels.create();
+  const qk = CpuQuantKernels.create(kn);
+  const g = CpuQuantGemm.create(kn, m, k);
+  // Seeded values in [-0.5, 0.5), quantised as a GGUF file holds them.
+  const v = Float32Array.from({ length: n * k }, (_, i) => ((i * 2654435761) >>> 0) / 2 ** 32 - 0.5);
+  const t = dtype === 'q8_0' ? quantizeQ8(v, n * k, 32) : quantizeQ4(v, n * k);
+  const w = kn.alloc(CpuQuantKernels.tiledBytes(n, k, dtype));
+  qk.tile(w, [t], k, dtype);
+  const x = kn.alloc(m * k * 4);
+  const xv = kn.f32(x, m * k);
+  for (let i = 0; i < xv.length; i++) xv[i] = ((i * 40503) % 1000) / 500 - 1;
+  const xa = kn.alloc(CpuQuantKernels.activationBytes(m, k));
+  qk.quantize(xa, x, m, k);
+  const a = { y: kn.alloc(m * n * 4), w, dtype, m, k, n };
+  const mm = r.via === 'gemm' ? g : qk;
+  // int8: the rows are quantised once; the matmul alone is timed.
+  return r.activations === 'int8' ? () => mm.matmulA8({ ...a, xa }) : () => mm.matmul({ ...a, x });
+}
+
 function readJob(memory: WebAssembly.Memory, at: number, bytes: number): () => void {
   const bin = Uint8Array.from(atob(WASM_READ_BASE64), (c) => c.charCodeAt(0));
   const inst = new WebAssembly.Instance(new WebAssembly.Module(bin), { env: { memory } });
@@ -93,6 +133,12 @@ function handle(m: CpuBenchRequest): unknown {
       return null;
     case 'peak':
       job = peakJob(m.turns);
+      return null;
+    case 'dotPeak':
+      job = dotPeakJob(m.op, m.turns);
+      return null;
+    case 'quant':
+      job = quantJob(m);
       return null;
     case 'run':
       return run(m.reps, m.arrived, m.threads);
