@@ -1,8 +1,8 @@
 /**
  * GGUF test files whose matrices each take their own type, as llama-quantize's *_M mixes do
- * (Q4_K_M: Q4_K with Q6_K for the embedding, attn_v and some ffn_down), written with the test
- * quantiser (kquant-quantize.ts), and the synthetic model they are made of: a Llama whose
- * every row is whole super-blocks of 256.
+ * (Q4_K_M: Q4_K with Q6_K for the embedding, attn_v and some ffn_down), written by ggml's
+ * reference quantisation (src/model/formats/gguf-kquants-write.ts), and the synthetic model they
+ * are made of: a Llama whose every row is whole super-blocks of 256.
  */
 import type { ModelConfig } from '../../src/model/config.js';
 import type { ReferenceModel } from '../../src/model/reference.js';
@@ -12,7 +12,7 @@ import { ggufName } from '../../src/model/formats/gguf.js';
 import { ggufHeader, ggufMetadata, ggufTensorPlan, referenceTensor } from '../../src/model/formats/gguf-write.js';
 import type { Tokenizer } from '../../src/model/tokenizer/tokenizer.js';
 import { randomWeights } from './hf-testing.js';
-import { quantizeAny } from './kquant-quantize.js';
+import { quantizeAny } from '../../src/model/formats/gguf-kquants-write.js';
 
 /** A tiny Llama with a tied embedding: dim 512 and hidden 512 are two super-blocks; head size 64. */
 export const KQUANT_CONFIG: ModelConfig = {
