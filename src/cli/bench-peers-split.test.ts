@@ -3,6 +3,7 @@ import { makePlan } from '../parallel/plan.js';
 import { llama2cConfig, SYNTH_SHAPES } from '../model/synth.js';
 import { llama2cTensorTable } from '../model/formats/llama2c.js';
 import { wholeBlockSplit } from './bench-peers-split.js';
+import { plannedConfigs } from './bench-peers.js';
 
 describe('bench peers\' TP split', () => {
   const c110 = llama2cConfig(SYNTH_SHAPES.stories110M);
@@ -26,5 +27,12 @@ describe('bench peers\' TP split', () => {
     const plan = makePlan(c110, { tensorParallel: 2, fractions: wholeBlockSplit(c110, 'q4_k_m', 2) }, tensors);
     expect(plan.ranks.map((r) => r.heads)).toEqual([[0, 8], [8, 12]]);
     expect(plan.ranks.map((r) => r.hidden[0] % 256)).toEqual([0, 0]);
+  });
+
+  it('names the uneven rows by their heads per rank and passes the split to the engine', () => {
+    const ours = plannedConfigs('q4_k_m', 64, c110).filter((p) => p.config.engine === 'webgpu-tp');
+    expect(ours.map((p) => p.config.config)).toEqual(['gpu tp1', 'gpu tp2 8:4', 'cpu tp1', 'cpu tp2 8:4']);
+    expect(ours.map((p) => p.spec({ gguf: 'm.gguf' }))[3]).toEqual({ engine: 'ours', model: 'm.gguf', tp: 2, devices: 'cpu', split: [8 / 12, 4 / 12] });
+    expect(plannedConfigs('q4_0', 64, c110).filter((p) => p.config.engine === 'webgpu-tp').map((p) => p.config.config)).toEqual(['gpu tp1 int8', 'gpu tp2 int8', 'cpu tp1 int8', 'cpu tp2 int8']);
   });
 });
