@@ -7,12 +7,9 @@
 import type { ModelConfig } from '../../src/model/config.js';
 import type { ReferenceModel } from '../../src/model/reference.js';
 import type { GgmlType } from '../../src/model/formats/gguf-blocks.js';
-import { GGML_BLOCK, ggmlBytes } from '../../src/model/formats/gguf-blocks.js';
-import { ggufName } from '../../src/model/formats/gguf.js';
-import { ggufHeader, ggufMetadata, ggufTensorPlan, referenceTensor } from '../../src/model/formats/gguf-write.js';
+import { encodeGguf } from '../../src/model/formats/gguf-write.js';
 import type { Tokenizer } from '../../src/model/tokenizer/tokenizer.js';
 import { randomWeights } from './hf-testing.js';
-import { quantizeAny } from '../../src/model/formats/gguf-kquants-write.js';
 
 /** A tiny Llama with a tied embedding: dim 512 and hidden 512 are two super-blocks; head size 64. */
 export const KQUANT_CONFIG: ModelConfig = {
@@ -49,23 +46,8 @@ export const q4kmMix: TypeOf = (name) => {
 
 /**
  * `model` as a GGUF file with each matrix in `typeOf(name)` and the norms in F32; a matrix whose
- * rows are not whole blocks of its type falls back to F16, as llama-quantize's does.
+ * rows are not whole blocks of its type falls back to F16 (encodeGguf's `typeOf`).
  */
 export function encodeTypedGguf(model: ReferenceModel, typeOf: TypeOf, tokenizer?: Tokenizer): Uint8Array {
-  const c = model.config;
-  const plan = ggufTensorPlan(c, 'f32').map((t) => {
-    const vector = t.shape[0] === 1 || t.shape[1] === 1;
-    const want = typeOf(t.name);
-    const type: GgmlType = vector ? 'F32' : t.shape[1] % GGML_BLOCK[want].values === 0 ? want : 'F16';
-    return { ...t, type, values: referenceTensor(model, t.name) };
-  });
-  const tensors = plan.map((t) => {
-    const [rows, cols] = t.shape;
-    return { name: ggufName(t.name), dims: rows === 1 || cols === 1 ? [rows * cols] : [cols, rows], type: t.type, byteLength: ggmlBytes(t.type, rows * cols) };
-  });
-  const { header, offsets, fileSize } = ggufHeader(ggufMetadata(c, 'f32', tokenizer), tensors);
-  const out = new Uint8Array(fileSize);
-  out.set(header);
-  plan.forEach((t, i) => out.set(quantizeAny(t.type, t.values), offsets[i]));
-  return out;
+  return encodeGguf(model, 'f32', tokenizer, typeOf);
 }

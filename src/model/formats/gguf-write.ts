@@ -16,7 +16,7 @@ import type { ModelConfig } from '../config.js';
 import type { ReferenceModel } from '../reference.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
 import { ggufTokenizerMetadata } from '../tokenizer/gguf-tokenizer.js';
-import { GGML_TYPE_ID, ggmlBytes, type GgmlType } from './gguf-blocks.js';
+import { GGML_BLOCK, GGML_TYPE_ID, ggmlBytes, type GgmlType } from './gguf-blocks.js';
 import { quantizeAny } from './gguf-kquants-write.js';
 import { ggufMixType, isGgufMix, MIX_FILE_TYPE, GGUF_MIXES, type GgufMix } from './gguf-mix.js';
 import { ggufName, ROPE_FREQS } from './gguf.js';
@@ -220,10 +220,19 @@ export function referenceTensor(m: ReferenceModel, name: string): Float32Array {
   return all.subarray(Number(l) * per, (Number(l) + 1) * per);
 }
 
-/** A whole model as one GGUF file in memory (tests; stories260K-sized models). */
-export function encodeGguf(model: ReferenceModel, quant: GgufQuant, tokenizer?: Tokenizer | GgufKv): Uint8Array {
+/**
+ * A whole model as one GGUF file in memory (tests; stories260K-sized models). `typeOf`, given,
+ * picks each matrix's type by its plan name instead of `quant` (whose file_type the file keeps),
+ * F16 where its rows are not whole blocks of that type.
+ */
+export function encodeGguf(model: ReferenceModel, quant: GgufQuant, tokenizer?: Tokenizer | GgufKv, typeOf?: (name: string) => GgmlType): Uint8Array {
   const c = model.config;
-  const plan = ggufTensorPlan(c, quant).map((t) => ({ ...t, values: referenceTensor(model, t.name), name: ggufName(t.name) }));
+  const plan = ggufTensorPlan(c, quant).map((t) => {
+    const vector = t.shape[0] === 1 || t.shape[1] === 1;
+    const want = typeOf && !vector ? typeOf(t.name) : t.type;
+    const type: GgmlType = t.shape[1] % GGML_BLOCK[want].values === 0 ? want : 'F16';
+    return { ...t, type, values: referenceTensor(model, t.name), name: ggufName(t.name) };
+  });
   // The converter writes the divisors first, before the model's own tensors.
   if (c.ropeScaling?.type === 'factors') plan.unshift({ name: ROPE_FREQS, shape: [1, c.headSize / 2], type: 'F32', values: Float32Array.from(c.ropeScaling.factors) });
   const tensors = plan.map((t) => {
