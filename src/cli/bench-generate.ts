@@ -37,7 +37,8 @@ export interface BenchGenerateOptions {
   /** Required unless the model is a GGUF. */
   tokenizer?: string;
   /**
-   * Quantisations to compare (`f32`, `f16`, `q8_0`, `q4_0`), each a synth GGUF of `shape`;
+   * Quantisations to compare (GGUF_QUANTS: `f32`, `f16`, `q8_0`, `q4_0`, and llama-quantize's
+   * mixes `q4_k_m`, `q5_k_m`, `q6_k`), each a synth GGUF of `shape`;
    * `QUANT+int8` runs that GGUF with int8 activations (engine int8Activations: W4A8 / W8A8).
    */
   quant?: string[];

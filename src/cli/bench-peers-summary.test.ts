@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { budgetNote, decodeRate, firstMismatch, formatPeersTable, ratioToBestPeer, summarize, type ConfigRuns, type PeerConfig } from './bench-peers-summary.js';
+import { budgetNote, decodeRate, firstMismatch, formatPeersTable, issue25Targets, ratioToBestPeer, summarize, type ConfigRuns, type PeerConfig } from './bench-peers-summary.js';
 import type { PeerRun } from './page/peers-types.js';
 
 const cfg = (engine: PeerConfig['engine'], config: string): PeerConfig => ({ engine, config, quant: 'f32', threads: null, tp: 1, devices: 'gpu' });
@@ -59,5 +59,38 @@ describe('bench peers summary', () => {
     // a cut run still differs where it differs
     const wrong = { ...slow, check: { ...slow.check!, tokens: [1, 2, 9, 4] } };
     expect(summarize('m', [ref, wrong], ref, o)[1]).toMatchObject({ tokens_match: false, first_mismatch: { position: 2, ours: 3, peer: 9 } });
+  });
+
+  it('gives #25\'s targets for Q4_K_M: ours vs wllama with 2 threads round by round, and vs Q4_0 per device kind and TP; a refused row is reported, not rated', () => {
+    const at = (c: PeerConfig, quant: string, devices: PeerConfig['devices'], tp: number | null): PeerConfig => ({ ...c, quant, devices, tp });
+    const o = { warmup: 2, compared: 3, promptTokens: 10 };
+    const km: ConfigRuns[] = [
+      { config: at(cfg('webgpu-tp', 'gpu tp1'), 'q4_k_m', 'gpu', 1), check: run([1, 2, 3], 1), rounds: [run([], 10), run([], 20)] },
+      { config: at(cfg('webgpu-tp', 'cpu tp1'), 'q4_k_m', 'cpu', 1), error: '[MODEL_FORMAT] CPU ranks do not run GGUF K-quant weights', rounds: [] },
+      { config: at(cfg('wllama', 'wasm 2t'), 'q4_k_m', 'wasm', null), check: run([1, 2, 3], 1), rounds: [run([], 40), run([], 40)] },
+      // faster, but not the target's peer
+      { config: at(cfg('wllama', 'webgpu'), 'q4_k_m', 'webgpu', null), check: run([1, 2, 3], 1), rounds: [run([], 1), run([], 1)] },
+    ];
+    const q4: ConfigRuns[] = [
+      { config: at(cfg('webgpu-tp', 'gpu tp1 int8'), 'q4_0', 'gpu', 1), check: run([1, 2, 3], 1), rounds: [run([], 8), run([], 8)] },
+      { config: at(cfg('webgpu-tp', 'cpu tp1 int8'), 'q4_0', 'cpu', 1), check: run([1, 2, 3], 1), rounds: [run([], 5), run([], 5)] },
+      { config: at(cfg('webgpu-tp', 'gpu tp2 int8'), 'q4_0', 'gpu', 2), check: run([1, 2, 3], 1), rounds: [run([], 5), run([], 5)] },
+    ];
+    const rows = [...summarize('m', q4, q4[0], o), ...summarize('m', km, km[0], o)];
+    const t = issue25Targets('m', km, 2, rows);
+    // ours: gpu tp1 at 100 and 50 tok/s (median 75); wllama 2t at 25: rounds 4 and 2
+    expect(t[0]).toMatchObject({ name: '#25: m/q4_k_m, ours vs wllama wasm 2t', target: 3, ratio: 3, met: true });
+    expect(t[0]!.detail).toBe('ours 75.0 tok/s (gpu tp1) / wllama 25.0 tok/s, rounds 4.00, 2.00');
+    // gpu tp1: 75 / 125; cpu tp1 refused the file; gpu tp2 has no Q4_K_M row
+    expect(t.slice(1).map((x) => [x.name, x.ratio === null ? null : Number(x.ratio.toFixed(3)), x.met])).toEqual([
+      ['#25: m, q4_k_m vs q4_0 on gpu tp1', 0.6, false], ['#25: m, q4_k_m vs q4_0 on cpu tp1', null, null],
+    ]);
+    expect(t[2]!.detail).toBe('not measured: [MODEL_FORMAT] CPU ranks do not run GGUF K-quant weights');
+    const table = formatPeersTable({ results: rows, ratios: {}, targets: t });
+    expect(table).toContain('#25: m/q4_k_m, ours vs wllama wasm 2t: 3.00× (target ≥ 3×, met): ours 75.0 tok/s');
+    expect(table).toContain('#25: m, q4_k_m vs q4_0 on cpu tp1: — (target ≥ 0.8×): not measured');
+    expect(table).toContain('failed: [MODEL_FORMAT] CPU ranks do not run');
+    // without wllama 2t, the first target says so
+    expect(issue25Targets('m', [km[0]!, { ...km[2]!, error: 'no SharedArrayBuffer', rounds: [] }], 2, rows)[0]).toMatchObject({ ratio: null, met: null, detail: 'not measured: wllama wasm 2t failed (no SharedArrayBuffer)' });
   });
 });

@@ -55,9 +55,24 @@ export interface PeerRatio {
   rounds: number[];
 }
 
+/** A ratio an issue sets a target for, and what this run measured of it. */
+export interface PeerTarget {
+  /** e.g. `#25: Q4_K_M vs wllama wasm 2t`. */
+  name: string;
+  /** The ratio to reach (at least). */
+  target: number;
+  /** null: not measured (`detail` says why). */
+  ratio: number | null;
+  met: boolean | null;
+  /** What was compared (configurations, tok/s, rounds), or why nothing was. */
+  detail: string;
+}
+
 export interface PeersReport {
   results: PeerResult[];
   ratios: Record<string, PeerRatio>;
+  /** The issues' targets among this run's ratios (#25's K-quant ones when q4_k_m ran). */
+  targets?: PeerTarget[];
 }
 
 /** What one configuration gave: its load, its checked run, and its timed rounds. */
@@ -144,14 +159,14 @@ export function summarize(model: string, runs: ConfigRuns[], reference: ConfigRu
  * Our best configuration against the best peer (each by median round), as the median of their
  * ratios round by round: a slow spell of the machine hits both within a round.
  */
-export function ratioToBestPeer(runs: ConfigRuns[], warmup: number): PeerRatio | undefined {
+export function ratioToBestPeer(runs: ConfigRuns[], warmup: number, peers: (c: PeerConfig) => boolean = (c) => c.engine !== 'webgpu-tp'): PeerRatio | undefined {
   const rated = runs
     .filter((r) => !r.error && r.rounds.length)
     .map((r) => ({ r, rounds: r.rounds.map((x) => decodeRate(x, warmup)) }))
     .map((x) => ({ ...x, rate: median(x.rounds) }));
-  const best = (engines: (e: PeerEngine) => boolean) => rated.filter((x) => engines(x.r.config.engine)).sort((a, b) => b.rate - a.rate)[0];
-  const ours = best((e) => e === 'webgpu-tp');
-  const peer = best((e) => e !== 'webgpu-tp');
+  const best = (pick: (c: PeerConfig) => boolean) => rated.filter((x) => pick(x.r.config)).sort((a, b) => b.rate - a.rate)[0];
+  const ours = best((c) => c.engine === 'webgpu-tp');
+  const peer = best((c) => c.engine !== 'webgpu-tp' && peers(c));
   if (!ours || !peer) return undefined;
   const n = Math.min(ours.rounds.length, peer.rounds.length);
   const rounds = Array.from({ length: n }, (_, i) => ours.rounds[i]! / peer.rounds[i]!);
@@ -159,6 +174,36 @@ export function ratioToBestPeer(runs: ConfigRuns[], warmup: number): PeerRatio |
     ours: ours.rate, ours_config: ours.r.config.config, best_peer: peer.rate, best_peer_config: `${peer.r.config.engine} ${peer.r.config.config}`,
     ratio: median(rounds), rounds,
   };
+}
+
+const target = (name: string, min: number, ratio: number | null, detail: string): PeerTarget => ({ name, target: min, ratio, met: ratio === null ? null : ratio >= min, detail });
+
+/**
+ * #25's targets for a Q4_K_M run (`runs`, its configurations): our best configuration against
+ * wllama with 2 threads on the same file (≥ 3×, round by round), and, where the run's result
+ * `rows` have Q4_0 too, Q4_K_M's decode rate over Q4_0's at each of our device kinds and TP
+ * degrees (≥ 0.8×; the issue's target is CPU ranks'). The two quantisations run one after the
+ * other, not interleaved.
+ */
+export function issue25Targets(model: string, runs: ConfigRuns[], warmup: number, rows: readonly PeerResult[]): PeerTarget[] {
+  const wllama2 = (c: PeerConfig) => c.engine === 'wllama' && c.config === 'wasm 2t';
+  const r = ratioToBestPeer(runs, warmup, wllama2);
+  const failed = runs.find((x) => wllama2(x.config))?.error;
+  const out = [target(`#25: ${model}/q4_k_m, ours vs wllama wasm 2t`, 3, r?.ratio ?? null, r
+    ? `ours ${r.ours.toFixed(1)} tok/s (${r.ours_config}) / wllama ${r.best_peer.toFixed(1)} tok/s, rounds ${r.rounds.map((x) => x.toFixed(2)).join(', ')}`
+    : `not measured: ${failed ? `wllama wasm 2t failed (${failed.slice(0, 120)})` : 'no row of ours or of wllama wasm 2t ran'}`)];
+  const ours = (quant: string) => rows.filter((x) => x.engine === 'webgpu-tp' && x.model === model && x.quant === quant);
+  for (const k of ours('q4_k_m')) {
+    const base = ours('q4_0').find((x) => x.devices === k.devices && x.tp === k.tp);
+    if (!base) continue;
+    const name = `#25: ${model}, q4_k_m vs q4_0 on ${k.devices} tp${k.tp}`;
+    const rate = k.decode_tokens_per_s;
+    const why = k.error ?? base.error;
+    out.push(rate !== null && base.decode_tokens_per_s
+      ? target(name, 0.8, rate / base.decode_tokens_per_s, `${rate.toFixed(1)} tok/s (${k.config}) / ${base.decode_tokens_per_s.toFixed(1)} tok/s (${base.config}), medians of separate runs`)
+      : target(name, 0.8, null, `not measured: ${(why ?? 'no run').slice(0, 160)}`));
+  }
+  return out;
 }
 
 const fmt = (v: number | null, digits = 1) => (v === null ? '—' : v.toFixed(digits));
@@ -174,5 +219,6 @@ export function formatPeersTable(r: PeersReport): string {
   const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
   const ratios = Object.entries(r.ratios).map(([k, v]) =>
     `${k}: ours ${v.ours.toFixed(1)} tok/s (${v.ours_config}) / best peer ${v.best_peer.toFixed(1)} tok/s (${v.best_peer_config}) = ${v.ratio.toFixed(2)}× (rounds ${v.rounds.map((x) => x.toFixed(2)).join(', ')})`);
-  return [line(head), ...rows.map(line), '', ...ratios].join('\n');
+  const targets = (r.targets ?? []).map((t) => `${t.name}: ${t.ratio === null ? '—' : `${t.ratio.toFixed(2)}×`} (target ≥ ${t.target}×${t.met === null ? '' : t.met ? ', met' : ', missed'}): ${t.detail}`);
+  return [line(head), ...rows.map(line), '', ...ratios, ...(targets.length ? ['', ...targets] : [])].join('\n');
 }

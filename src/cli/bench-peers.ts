@@ -4,7 +4,8 @@
  * GGUF files) and onnxruntime-web (an ONNX export of the same f32 weights). Every configuration
  * gets its own browser context, loads once, and decodes greedily from the same prompt ids with
  * EOS ignored; rounds are interleaved (A B A B) and our ratio to the best peer is taken round by
- * round.
+ * round. The K-quant mixes (q4_k_m, q5_k_m, q6_k) run the same file in both; a configuration
+ * that refuses a file (CPU ranks without K-quant kernels) is a failed row like any other.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
@@ -17,21 +18,26 @@ import { appDir, launchChromium, serveStatic, type LaunchedBrowser, type StaticS
 import { synthCommand } from './synth.js';
 import { InvalidArgumentError, type SerializedError } from '../errors.js';
 import { GGUF_QUANTS, type GgufQuant } from '../model/formats/gguf-write.js';
+import { GGUF_MIXES } from '../model/formats/gguf-mix.js';
+import type { ModelConfig } from '../model/config.js';
+import { wholeBlockSplit } from './bench-peers-split.js';
 import { loadLlama2c } from '../model/formats/llama2c.js';
 import { llama2cConfig, SYNTH_SHAPES, synthTokenizerBytes, type SynthShape } from '../model/synth.js';
 import { Tokenizer } from '../model/tokenizer/tokenizer.js';
 import { exportOnnx } from '../export/onnx.js';
 import type { PeerLoaded, PeerRun, PeerRunRequest, PeerSpec } from './page/peers-types.js';
-import { formatPeersTable, ratioToBestPeer, summarize, type ConfigRuns, type PeerConfig, type PeersReport } from './bench-peers-summary.js';
+import { formatPeersTable, issue25Targets, ratioToBestPeer, summarize, type ConfigRuns, type PeerConfig, type PeersReport } from './bench-peers-summary.js';
 
 export const PEERS_PAGE = '/src/cli/page/peers.html';
 /** The fewest timed tokens a run the budget stops early still gives. */
 export const MIN_TIMED = 4;
+/** What both sides read: the GGUFs (ONNX: f32 only). */
+export const PEER_QUANTS: readonly GgufQuant[] = ['f32', 'q8_0', 'q4_0', ...GGUF_MIXES];
 const PROMPT = 'Once upon a time, there was a little girl who loved to play in the park with her friends.';
 
 export interface BenchPeersOptions {
   shape: SynthShape;
-  /** GGUF quantisations (default f32, q8_0, q4_0); ONNX runs f32 only. */
+  /** GGUF quantisations (PEER_QUANTS; default f32, q8_0, q4_0); ONNX runs f32 only. */
   quant?: GgufQuant[];
   /** Timed decode tokens per run (default 32), after `warmup` (default 4). */
   tokens?: number;
@@ -61,15 +67,23 @@ type PageWindow = { tpPeers: { load(s: PeerSpec): Promise<PeerLoaded | { error: 
 interface Planned { config: PeerConfig; spec: (files: ModelFiles) => PeerSpec }
 interface ModelFiles { gguf: string; onnx?: string }
 
-/** Every configuration of one quantisation; ours at GPU TP 1 first (the tokens everyone is compared with). */
-export function plannedConfigs(quant: GgufQuant, ctx: number): Planned[] {
+/**
+ * Every configuration of one quantisation of a model; ours at GPU TP 1 first (the tokens everyone
+ * is compared with). Our TP 2 rows split the heads unevenly where an even split would cut a block
+ * of wo (`wholeBlockSplit`), and their config names the heads per rank (`gpu tp2 8:4`).
+ */
+export function plannedConfigs(quant: GgufQuant, ctx: number, model: ModelConfig): Planned[] {
   const quantised = quant === 'q8_0' || quant === 'q4_0';
-  const ours = (devices: 'gpu' | 'cpu', tp: number): Planned => ({
-    config: { engine: 'webgpu-tp', config: `${devices} tp${tp}${quantised ? ' int8' : ''}`, quant, threads: null, tp, devices },
-    // llama.cpp quantises activations for Q8_0/Q4_0 matrices, so ours runs its int8-activation mode there
-    // the kind is pinned: under auto a fallback adapter gets CPU ranks, and the GPU row would be a second CPU one
-    spec: (f) => ({ engine: 'ours', model: f.gguf, tp, devices, ...(quantised && { int8Activations: true }) }),
-  });
+  const ours = (devices: 'gpu' | 'cpu', tp: number): Planned => {
+    const split = wholeBlockSplit(model, quant, tp);
+    const heads = split ? ` ${split.map((s) => Math.round(s * model.nHeads)).join(':')}` : '';
+    return {
+      config: { engine: 'webgpu-tp', config: `${devices} tp${tp}${heads}${quantised ? ' int8' : ''}`, quant, threads: null, tp, devices },
+      // llama.cpp quantises activations for Q8_0/Q4_0 matrices, so ours runs its int8-activation mode there
+      // the kind is pinned: under auto a fallback adapter gets CPU ranks, and the GPU row would be a second CPU one
+      spec: (f) => ({ engine: 'ours', model: f.gguf, tp, devices, ...(quantised && { int8Activations: true }), ...(split && { split }) }),
+    };
+  };
   const wllama = (threads: number, gpu: boolean): Planned => ({
     config: { engine: 'wllama', config: gpu ? 'webgpu' : `wasm ${threads}t`, quant, threads, tp: null, devices: gpu ? 'webgpu' : 'wasm' },
     spec: (f) => ({ engine: 'wllama', model: f.gguf, threads, gpu, ctx }),
@@ -132,8 +146,8 @@ interface Slot { runs: ConfigRuns; page?: Page }
 
 export async function benchPeers(o: BenchPeersOptions): Promise<PeersReport> {
   const quants = o.quant ?? ['f32', 'q8_0', 'q4_0'];
-  const bad = quants.filter((q) => !['f32', 'q8_0', 'q4_0'].includes(q));
-  if (bad.length) throw new InvalidArgumentError(`bench peers --quant takes f32, q8_0, q4_0 (got ${bad.join(', ')}; ${GGUF_QUANTS.join(', ')} exist as GGUF)`);
+  const bad = quants.filter((q) => !PEER_QUANTS.includes(q));
+  if (bad.length) throw new InvalidArgumentError(`bench peers --quant takes ${PEER_QUANTS.join(', ')} (got ${bad.join(', ')}; ${GGUF_QUANTS.join(', ')} exist as GGUF)`);
   const tokens = o.tokens ?? 32;
   const warmup = o.warmup ?? 4;
   const rounds = Math.max(1, o.rounds ?? 3);
@@ -150,6 +164,7 @@ export async function benchPeers(o: BenchPeersOptions): Promise<PeersReport> {
   const files = await synthFiles(o.shape, quants, dir, log);
   const model = `${o.shape}-synth`;
   const report: PeersReport = { results: [], ratios: {} };
+  let q4km: ConfigRuns[] | undefined;
   const server: StaticServer = await serveStatic({ root: appDir, mounts: { ...peerAssetDirs(), '/files/': dir } });
   let browser: LaunchedBrowser | undefined;
   try {
@@ -158,7 +173,7 @@ export async function benchPeers(o: BenchPeersOptions): Promise<PeersReport> {
       const f = files[quant]!;
       const served: ModelFiles = { gguf: `/files/${encodeURIComponent(f.gguf.slice(dir.length + 1))}`, ...(f.onnx && { onnx: `/files/${encodeURIComponent(f.onnx.slice(dir.length + 1))}` }) };
       const slots: Slot[] = [];
-      const planned = plannedConfigs(quant, Math.min(config.seqLen, 2 * maxTokens + prompt.length));
+      const planned = plannedConfigs(quant, Math.min(config.seqLen, 2 * maxTokens + prompt.length), config);
       for (const p of planned.filter((x) => !o.skip?.includes(`${x.config.engine} ${x.config.config}`))) {
         const slot: Slot = { runs: { config: p.config, rounds: [] } };
         slots.push(slot);
@@ -203,7 +218,9 @@ export async function benchPeers(o: BenchPeersOptions): Promise<PeersReport> {
       report.results.push(...summarize(model, runs, runs[0], { warmup, compared, promptTokens: prompt.length, full: { tokens, rounds, budgetS } }));
       const ratio = ratioToBestPeer(runs, warmup);
       if (ratio) report.ratios[`${model}/${quant}`] = ratio;
+      if (quant === 'q4_k_m') q4km = runs;
     }
+    if (q4km) report.targets = issue25Targets(model, q4km, warmup, report.results);
   } finally {
     await browser?.close().catch(() => {});
     await server.close();
@@ -229,7 +246,7 @@ async function runOnce(page: Page, r: PeerRunRequest): Promise<PeerRun | { error
   }
 }
 
-const USAGE = 'bench peers [--shape stories110M] [--quant f32,q8_0,q4_0] [--rounds 3] [--tokens 32] [--warmup 4] [--budget 6] [--skip "onnxruntime-web webgpu,..."] [--synth-dir DIR] [--json]';
+const USAGE = 'bench peers [--shape stories110M] [--quant f32,q8_0,q4_0,q4_k_m,q5_k_m,q6_k] [--rounds 3] [--tokens 32] [--warmup 4] [--budget 6] [--skip "onnxruntime-web webgpu,..."] [--synth-dir DIR] [--json]';
 
 /**
  * The command: its own flags, the report as JSON on stdout with --json (the table then on

@@ -33,8 +33,8 @@ Usage:
       --tokenizer: tokenizer.bin or tokenizer.json (default: the GGUF's own, or tokenizer.json beside an HF model)
       --chat: the prompt is one user message, rendered by the model's chat template
   webgpu-tp synth --shape stories260K|stories15M|stories42M|stories110M [--seed S] [--quant q8_0] --out DIR
-  webgpu-tp synth --format gguf --shape ... [--seed S] --quant f32,f16,q8_0,q4_0 --out DIR
-                     (one Llama GGUF per quant, the tokenizer inside)
+  webgpu-tp synth --format gguf --shape ... [--seed S] --quant f32,f16,q8_0,q4_0,q4_k_m,q5_k_m,q6_k --out DIR
+                     (one Llama GGUF per quant, the tokenizer inside; q4_k_m, q5_k_m, q6_k: llama-quantize's mixes)
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--transport sab|tab] [--json]
                      (--transport tab: one rank per tab over BroadcastChannel, beside SAB)
   webgpu-tp bench kernels [--json]   (GPU kernels; CPU-rank matmuls at TP 1 and 2 beside a read of their bytes)
@@ -42,12 +42,13 @@ Usage:
                      (--devices as for generate, once per configuration to compare: --devices cpu --devices gpu
                       measures both at each --tp degree, a list at its own; with CPU ranks, the memory roofline too:
                       roofline_tokens_per_s = weight bytes / the two-thread WebAssembly read of as many bytes)
-  webgpu-tp bench generate --quant f32,f16,q8_0,q4_0,q4_0+int8 [--shape stories110M] [--tp 1] ...
+  webgpu-tp bench generate --quant f32,f16,q8_0,q4_0,q4_0+int8,q4_k_m,q5_k_m,q6_k [--shape stories110M] [--tp 1] ...
                      (one synth GGUF per quant; decode tok/s of each against f32;
                       QUANT+int8 runs that GGUF with int8 activations, W4A8 / W8A8)
-  webgpu-tp bench peers [--shape stories110M] [--quant f32,q8_0,q4_0] [--rounds 3] [--tokens 32] [--warmup 4] [--skip "ENGINE CONFIG,..."] [--json]
+  webgpu-tp bench peers [--shape stories110M] [--quant f32,q8_0,q4_0,q4_k_m,q5_k_m,q6_k] [--rounds 3] [--tokens 32] [--warmup 4] [--skip "ENGINE CONFIG,..."] [--json]
                      (wllama and onnxruntime-web beside us on the same synth model and prompt ids, one
-                      context each, interleaved rounds; our decode ratio to the best peer per quant)
+                      context each, interleaved rounds; our decode ratio to the best peer per quant;
+                      with q4_k_m, #25's targets: vs wllama wasm 2t, and vs q4_0 where both ran)
   webgpu-tp bench grammar --model PATH --tokenizer PATH [--devices cpu|gpu] [--tp N] [--max-tokens N] [--rounds N] [--json]
                      (structured output's cost: decode tok/s under a JSON schema over plain, interleaved
                       rounds, and the grammar mask's own ms per token)

@@ -46,10 +46,28 @@ describe('synthCommand', () => {
     expect(tok.encode('the quick brown fox', true, false)).toEqual(bins.encode('the quick brown fox', true, false));
   });
 
+  it('--quant q4_k_m writes llama-quantize\'s mix, with its fallbacks where 256 does not divide a row', async () => {
+    const out = join(dir, 'models');
+    const { gguf } = await synthCommand({ shape: 'stories260K', seed: 1, out, format: 'gguf', quant: ['q4_k_m', 'f32'] });
+    const km = await loadGgufDequantized(readFileSync(gguf!.q4_k_m!));
+    const f32 = await loadGgufDequantized(readFileSync(gguf!.f32!));
+    expect(km.layout.metadata['general.file_type']).toBe(15);
+    // rows of 64 and 172: Q4_K falls back to Q5_0, the tied embedding's Q6_K to Q8_0, rows of 172 to F16
+    const dtype = (n: string) => km.layout.tensors.find((t) => t.name === n)!.dtype;
+    expect(['tok_embeddings', 'layers.0.attention.wq', 'layers.0.feed_forward.w2', 'layers.0.attention_norm'].map(dtype)).toEqual(['q8_0', 'q8_m', 'f16', 'f32']);
+    const w = f32.model.weights.wq;
+    const d = km.model.weights.wq;
+    // 5-bit codes over each block's [-amax, amax]: within amax/16
+    for (let b = 0; b < w.length / 32; b++) {
+      const amax = Math.max(...w.subarray(b * 32, b * 32 + 32).map(Math.abs));
+      for (let i = b * 32; i < b * 32 + 32; i++) expect(Math.abs(d[i]! - w[i]!)).toBeLessThanOrEqual(amax / 16 + 1e-3 * amax);
+    }
+  });
+
   it('rejects unknown shapes and bad seeds', async () => {
     await expect(synthCommand({ shape: 'stories1B' as 'stories15M', seed: 1, out: dir })).rejects.toThrow(InvalidArgumentError);
     await expect(synthCommand({ shape: 'stories15M', seed: 0.5, out: dir })).rejects.toThrow(/--seed must be an integer/);
-    await expect(synthCommand({ shape: 'stories15M', seed: 1, out: dir, format: 'gguf', quant: ['q4_k'] })).rejects.toThrow(/takes f32, f16, q8_0, q4_0 \(got q4_k\)/);
+    await expect(synthCommand({ shape: 'stories15M', seed: 1, out: dir, format: 'gguf', quant: ['q4_k'] })).rejects.toThrow(/takes f32, f16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k \(got q4_k\)/);
     await expect(synthCommand({ shape: 'stories15M', seed: 1, out: dir, format: 'onnx' })).rejects.toThrow(InvalidArgumentError);
   });
 });

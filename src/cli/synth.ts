@@ -2,8 +2,9 @@
  * `webgpu-tp synth --shape stories260K|stories15M|stories42M|stories110M [--seed S] --out DIR`: writes a
  * seeded random-weight checkpoint of a real shape and a matching vocab-32000 tokenizer.
  * `--quant q8_0` also writes its llama2.c version 2 (runq.c Q8_0) form, `<shape>-synth-q8_0.bin`.
- * `--format gguf --quant f32,f16,q8_0,q4_0` writes the same weights as Llama GGUF files instead,
- * one per quant, `<shape>-synth-<quant>.gguf`, each carrying the tokenizer.
+ * `--format gguf --quant f32,f16,q8_0,q4_0,q4_k_m,q5_k_m,q6_k` writes the same weights as Llama
+ * GGUF files instead, one per quant, `<shape>-synth-<quant>.gguf`, each carrying the tokenizer;
+ * the K-quant ones are llama-quantize's mixes by ggml's reference quantisation (gguf-mix.ts).
  */
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';

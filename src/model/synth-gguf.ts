@@ -1,11 +1,12 @@
 /**
  * Synthetic GGUF checkpoints: the synth model's weights (the same seeded streams as synth.ts)
- * and its tokenizer, as a Llama GGUF with matrices in F32, F16, Q8_0 or Q4_0 (gguf-write.ts).
+ * and its tokenizer, as a Llama GGUF with matrices in F32, F16, Q8_0, Q4_0 or a K-quant mix (gguf-write.ts).
  * Node only; each tensor is generated, quantised and written a chunk of whole rows at a time.
  */
 import { open } from 'node:fs/promises';
 import type { ModelConfig } from './config.js';
-import { ggmlBytes, quantize } from './formats/gguf-blocks.js';
+import { ggmlBytes } from './formats/gguf-blocks.js';
+import { quantizeAny } from './formats/gguf-kquants-write.js';
 import { ggufName } from './formats/gguf.js';
 import { ggufHeader, ggufMetadata, ggufTensorPlan, type GgufQuant } from './formats/gguf-write.js';
 import { synthTensorFiller, synthTokenizerBytes, writeAll } from './synth.js';
@@ -34,7 +35,7 @@ export async function writeSynthGguf(config: ModelConfig, seed: number, quant: G
       for (let r = 0; r < rows; r += chunkRows) {
         const part = buf.subarray(0, Math.min(chunkRows, rows - r) * cols);
         fill(part);
-        await writeAll(fh, quantize(t.type, part));
+        await writeAll(fh, quantizeAny(t.type, part));
       }
       written = offsets[i]! + infos[i]!.byteLength;
     }

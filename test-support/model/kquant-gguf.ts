@@ -1,18 +1,15 @@
 /**
  * GGUF test files whose matrices each take their own type, as llama-quantize's *_M mixes do
- * (Q4_K_M: Q4_K with Q6_K for the embedding, attn_v and some ffn_down), written with the test
- * quantiser (kquant-quantize.ts), and the synthetic model they are made of: a Llama whose
- * every row is whole super-blocks of 256.
+ * (Q4_K_M: Q4_K with Q6_K for the embedding, attn_v and some ffn_down), written by ggml's
+ * reference quantisation (src/model/formats/gguf-kquants-write.ts), and the synthetic model they
+ * are made of: a Llama whose every row is whole super-blocks of 256.
  */
 import type { ModelConfig } from '../../src/model/config.js';
 import type { ReferenceModel } from '../../src/model/reference.js';
 import type { GgmlType } from '../../src/model/formats/gguf-blocks.js';
-import { GGML_BLOCK, ggmlBytes } from '../../src/model/formats/gguf-blocks.js';
-import { ggufName } from '../../src/model/formats/gguf.js';
-import { ggufHeader, ggufMetadata, ggufTensorPlan, referenceTensor } from '../../src/model/formats/gguf-write.js';
+import { encodeGguf } from '../../src/model/formats/gguf-write.js';
 import type { Tokenizer } from '../../src/model/tokenizer/tokenizer.js';
 import { randomWeights } from './hf-testing.js';
-import { quantizeAny } from './kquant-quantize.js';
 
 /** A tiny Llama with a tied embedding: dim 512 and hidden 512 are two super-blocks; head size 64. */
 export const KQUANT_CONFIG: ModelConfig = {
@@ -22,8 +19,8 @@ export const KQUANT_CONFIG: ModelConfig = {
 
 /**
  * Random weights (hf-testing.ts's), scaled up so that greedy decoding neither repeats one token
- * nor returns to BOS: seed 5 at scale 4, stored as `q4kmMix`, gives 31 distinct tokens in 32
- * steps, each ahead of the runner-up by at least 0.4% of its logit.
+ * nor returns to BOS: seed 5 at scale 4, stored as `q4kmMix`, gives 30 distinct tokens in 32
+ * steps, each ahead of the runner-up by at least 0.17% of its logit.
  */
 export function kquantModel(config: ModelConfig = KQUANT_CONFIG, seed = 5, scale = 4): ReferenceModel {
   return { config, weights: randomWeights(config, seed, scale) };
@@ -49,23 +46,8 @@ export const q4kmMix: TypeOf = (name) => {
 
 /**
  * `model` as a GGUF file with each matrix in `typeOf(name)` and the norms in F32; a matrix whose
- * rows are not whole blocks of its type falls back to F16, as llama-quantize's does.
+ * rows are not whole blocks of its type falls back to F16 (encodeGguf's `typeOf`).
  */
 export function encodeTypedGguf(model: ReferenceModel, typeOf: TypeOf, tokenizer?: Tokenizer): Uint8Array {
-  const c = model.config;
-  const plan = ggufTensorPlan(c, 'f32').map((t) => {
-    const vector = t.shape[0] === 1 || t.shape[1] === 1;
-    const want = typeOf(t.name);
-    const type: GgmlType = vector ? 'F32' : t.shape[1] % GGML_BLOCK[want].values === 0 ? want : 'F16';
-    return { ...t, type, values: referenceTensor(model, t.name) };
-  });
-  const tensors = plan.map((t) => {
-    const [rows, cols] = t.shape;
-    return { name: ggufName(t.name), dims: rows === 1 || cols === 1 ? [rows * cols] : [cols, rows], type: t.type, byteLength: ggmlBytes(t.type, rows * cols) };
-  });
-  const { header, offsets, fileSize } = ggufHeader(ggufMetadata(c, 'f32', tokenizer), tensors);
-  const out = new Uint8Array(fileSize);
-  out.set(header);
-  plan.forEach((t, i) => out.set(quantizeAny(t.type, t.values), offsets[i]));
-  return out;
+  return encodeGguf(model, 'f32', tokenizer, typeOf);
 }

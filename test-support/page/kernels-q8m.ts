@@ -11,7 +11,7 @@ import { createQuantMatrix, destroyQuantMatrix, writeQuantRows } from '../../src
 import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, runMatmulCase, withCtx, type Check } from './kernels.js';
 import { randn, rng } from '../../src/cli/page/gpu.js';
 import { testQuantEmbed } from './kernels-q8.js';
-import { quantizeAny } from '../model/kquant-quantize.js';
+import { quantizeAny } from '../../src/model/formats/gguf-kquants-write.js';
 
 export interface Q8mMatmulCase {
   type: AffineType;

@@ -7,7 +7,7 @@ import { timedTokens } from './peers-runner.js';
 export async function loadOurs(spec: Extract<PeerSpec, { engine: 'ours' }>): Promise<PeerRunner & PeerLoaded> {
   const t0 = performance.now();
   const engine: Engine = await createEngine({
-    model: spec.model, tensorParallel: spec.tp, devices: spec.devices, int8Activations: spec.int8Activations,
+    model: spec.model, tensorParallel: spec.tp, devices: spec.devices, int8Activations: spec.int8Activations, split: spec.split,
     // every configuration loads from the server: no shard cache on either side
     cache: false, maxBatch: 1, timeoutMs: 600_000,
   });

@@ -6,7 +6,7 @@ import type { DevicesOption } from '../../engine/placement.js';
 
 /** One engine configuration, loaded once in its own browser context. */
 export type PeerSpec =
-  | { engine: 'ours'; model: string; tp: number; devices?: DevicesOption; int8Activations?: boolean }
+  | { engine: 'ours'; model: string; tp: number; devices?: DevicesOption; int8Activations?: boolean; split?: number[] }
   | { engine: 'wllama'; model: string; threads: number; gpu: boolean; ctx: number }
   | { engine: 'onnxruntime-web'; model: string; threads: number; ep: 'wasm' | 'webgpu' };
 

@@ -139,7 +139,7 @@ function roundAway(v: number): number {
  * quantise; the file holds d rounded to f16, as ggml does.
  */
 export function quantize(type: GgmlType, x: Float32Array): Uint8Array {
-  if (isAffineType(type)) throw new RangeError(`${type} is not written here (test-support/model/kquant-quantize.ts writes it for tests)`);
+  if (isAffineType(type)) throw new RangeError(`${type} is not written here (gguf-kquants-write.ts writes it)`);
   const out = new Uint8Array(ggmlBytes(type, x.length));
   const view = new DataView(out.buffer);
   if (type === 'F32') {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../mulberry32.js';
 import { f32ToF16 } from './gguf-blocks.js';
 import { AFFINE_BLOCK, AFFINE_GROUP, AFFINE_TYPES, dequantizeAffine, splitAffineBlocks, type AffineType } from './gguf-kquants.js';
-import { quantizeAny } from '../../../test-support/model/kquant-quantize.js';
+import { quantizeAny } from './gguf-kquants-write.js';
 
 /** Random block bytes with every f16 field a finite number: any such block is a valid encoding. */
 function randomBlocks(type: AffineType, blocks: number, seed: number): Uint8Array {
@@ -82,7 +82,7 @@ describe('GGUF K-quants and Q4_1 / Q5_0 / Q5_1: the oracle (ggml\'s dequantize_r
     }
   });
 
-  it('the test quantiser writes valid blocks that hold their values to within a step', () => {
+  it('the writer\'s quantiser writes valid blocks that hold their values to within a step', () => {
     const rand = mulberry32(9);
     const x = Float32Array.from({ length: 1024 }, () => (rand() - 0.5) * 0.2);
     for (const type of AFFINE_TYPES) {

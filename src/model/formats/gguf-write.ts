@@ -1,6 +1,7 @@
 /**
  * Writes Llama, Qwen2 and Qwen3 GGUF files (tests, `synth --format gguf`): llama.cpp's names and
  * metadata keys, tensors in F32, F16, Q8_0 or Q4_0 by ggml's quantisation rules (gguf-blocks.ts),
+ * or in llama-quantize's Q4_K_M, Q5_K_M and Q6_K mixes (gguf-mix.ts, gguf-kquants-write.ts),
  * a SentencePiece tokenizer from llama2.c's or any `tokenizer.ggml.*` keys (`ggufBpeKv`).
  * A config with q/k/v biases is written as `qwen2` and one with per-head q/k norms as `qwen3`
  * (rotate_half rows, as their converter keeps them), one with neither as `llama` (interleaved
@@ -15,17 +16,21 @@ import type { ModelConfig } from '../config.js';
 import type { ReferenceModel } from '../reference.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
 import { ggufTokenizerMetadata } from '../tokenizer/gguf-tokenizer.js';
-import { GGML_TYPE_ID, ggmlBytes, quantize, type GgmlType } from './gguf-blocks.js';
+import { GGML_BLOCK, GGML_TYPE_ID, ggmlBytes, type GgmlType } from './gguf-blocks.js';
+import { quantizeAny } from './gguf-kquants-write.js';
+import { ggufMixType, isGgufMix, MIX_FILE_TYPE, GGUF_MIXES, type GgufMix } from './gguf-mix.js';
 import { ggufName, ROPE_FREQS } from './gguf.js';
 import { expectedShapes } from './hf.js';
 
-/** What `synth --format gguf --quant` and the tests write the matrices as. */
-export type GgufQuant = 'f32' | 'f16' | 'q8_0' | 'q4_0';
-export const GGUF_QUANTS: readonly GgufQuant[] = ['f32', 'f16', 'q8_0', 'q4_0'];
+/** One type for every matrix. */
+type GgufPlain = 'f32' | 'f16' | 'q8_0' | 'q4_0';
+/** What `synth --format gguf --quant` and the tests write the matrices as: one type, or a K-quant mix. */
+export type GgufQuant = GgufPlain | GgufMix;
+export const GGUF_QUANTS: readonly GgufQuant[] = ['f32', 'f16', 'q8_0', 'q4_0', ...GGUF_MIXES];
 
-const QUANT_TYPE: Readonly<Record<GgufQuant, GgmlType>> = { f32: 'F32', f16: 'F16', q8_0: 'Q8_0', q4_0: 'Q4_0' };
+const QUANT_TYPE: Readonly<Record<GgufPlain, GgmlType>> = { f32: 'F32', f16: 'F16', q8_0: 'Q8_0', q4_0: 'Q4_0' };
 /** general.file_type (llama_ftype) of a file written with each quant. */
-const FILE_TYPE: Readonly<Record<GgufQuant, number>> = { f32: 0, f16: 1, q4_0: 2, q8_0: 7 };
+const FILE_TYPE: Readonly<Record<GgufQuant, number>> = { f32: 0, f16: 1, q4_0: 2, q8_0: 7, ...MIX_FILE_TYPE };
 const ALIGNMENT = 32;
 
 export type GgufKv = Record<string, { value: MetadataValue; type: GGUFValueType; subType?: GGUFValueType }>;
@@ -42,7 +47,7 @@ export interface GgufTensorOut {
  * The type a tensor is written as: norms stay F32 (as llama.cpp keeps them); a matrix whose
  * rows do not split into blocks of 32 falls back to F16, as llama-quantize does.
  */
-export function ggufTensorType(quant: GgufQuant, shape: readonly [number, number]): GgmlType {
+export function ggufTensorType(quant: GgufPlain, shape: readonly [number, number]): GgmlType {
   const type = QUANT_TYPE[quant];
   if (shape[0] === 1 || shape[1] === 1) return 'F32';
   if ((type === 'Q8_0' || type === 'Q4_0') && shape[1] % 32 !== 0) return 'F16';
@@ -62,7 +67,7 @@ export function ggufTensorPlan(c: ModelConfig, quant: GgufQuant): { name: string
   if (!c.sharedClassifier) names.push('output');
   return names.map((name) => {
     const shape = shapes.get(name)!;
-    return { name, shape, type: ggufTensorType(quant, shape) };
+    return { name, shape, type: isGgufMix(quant) ? ggufMixType(quant, name, shape, c) : ggufTensorType(quant, shape) };
   });
 }
 
@@ -215,10 +220,19 @@ export function referenceTensor(m: ReferenceModel, name: string): Float32Array {
   return all.subarray(Number(l) * per, (Number(l) + 1) * per);
 }
 
-/** A whole model as one GGUF file in memory (tests; stories260K-sized models). */
-export function encodeGguf(model: ReferenceModel, quant: GgufQuant, tokenizer?: Tokenizer | GgufKv): Uint8Array {
+/**
+ * A whole model as one GGUF file in memory (tests; stories260K-sized models). `typeOf`, given,
+ * picks each matrix's type by its plan name instead of `quant` (whose file_type the file keeps),
+ * F16 where its rows are not whole blocks of that type.
+ */
+export function encodeGguf(model: ReferenceModel, quant: GgufQuant, tokenizer?: Tokenizer | GgufKv, typeOf?: (name: string) => GgmlType): Uint8Array {
   const c = model.config;
-  const plan = ggufTensorPlan(c, quant).map((t) => ({ ...t, values: referenceTensor(model, t.name), name: ggufName(t.name) }));
+  const plan = ggufTensorPlan(c, quant).map((t) => {
+    const vector = t.shape[0] === 1 || t.shape[1] === 1;
+    const want = typeOf && !vector ? typeOf(t.name) : t.type;
+    const type: GgmlType = t.shape[1] % GGML_BLOCK[want].values === 0 ? want : 'F16';
+    return { ...t, type, values: referenceTensor(model, t.name), name: ggufName(t.name) };
+  });
   // The converter writes the divisors first, before the model's own tensors.
   if (c.ropeScaling?.type === 'factors') plan.unshift({ name: ROPE_FREQS, shape: [1, c.headSize / 2], type: 'F32', values: Float32Array.from(c.ropeScaling.factors) });
   const tensors = plan.map((t) => {
@@ -228,6 +242,6 @@ export function encodeGguf(model: ReferenceModel, quant: GgufQuant, tokenizer?: 
   const { header, offsets, fileSize } = ggufHeader(ggufMetadata(c, quant, tokenizer), tensors);
   const out = new Uint8Array(fileSize);
   out.set(header);
-  plan.forEach((t, i) => out.set(quantize(t.type, t.values), offsets[i]));
+  plan.forEach((t, i) => out.set(quantizeAny(t.type, t.values), offsets[i]));
   return out;
 }
