@@ -213,6 +213,26 @@ describe('Scheduler over the CPU oracle', () => {
     expect(Math.max(...slotsPerStep)).toBe(3);
   });
 
+  it('gives the same tokens and logprobs when the backend reuses its logits rows every step (valid until the next step)', async () => {
+    const m = loadLlama2c(readArrayBuffer(resolve(modelsDir, 'stories260K.bin')));
+    const backend = new ReferenceBackend({ config: m.config, weights: m.weights }, { maxSlots: 2, maxRows: 8 });
+    const rowsOut: Float32Array[] = [];
+    const step = backend.step.bind(backend);
+    backend.step = async (rows, logitsFor) => (await step(rows, logitsFor)).map((l, j) => {
+      const out = (rowsOut[j] ??= new Float32Array(l.length));
+      out.set(l);
+      return out;
+    });
+    const reused = assembleEngine(m.config, 1, backend, tokenizer, async () => [], async () => {});
+    const opts = [{ temperature: 0, topLogprobs: 2 }, { temperature: 1, seed: 7, topP: 0.9, topLogprobs: 2 }];
+    const run = async (e: Engine, p: string, i: number) =>
+      (await collect(e.generate(p, { maxTokens: 12, ...opts[i] }))).filter((c) => !c.done).map((c) => [c.token, c.logprobs]);
+    const together = await Promise.all(['Lily and Ben', 'The cat sat'].map((p, i) => run(reused, p, i)));
+    const alone = [await run(makeEngine(), 'Lily and Ben', 0), await run(makeEngine(), 'The cat sat', 1)];
+    expect(together).toEqual(alone);
+    expect(rowsOut).toHaveLength(2);
+  });
+
   it('never splits a UTF-8 character across chunks (byte-fallback tokens are held back)', async () => {
     // "é" is 0xC3 0xA9: byte-fallback ids <0xC3> = 3 + 0xC3 and <0xA9> = 3 + 0xA9 in llama2.c vocabularies.
     const chunks = await collect(scripted([3 + 0xc3, 3 + 0xa9, 3 + 0xc3]).generate('', { maxTokens: 3, temperature: 0 }));

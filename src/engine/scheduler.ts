@@ -29,7 +29,7 @@ export interface StepBackend {
   readonly maxSlots?: number;
   /** Positions each KV-cache slot holds. */
   readonly contextLength: number;
-  /** Runs one step; returns the logits of the rows listed in `logitsFor`, in that order. */
+  /** Runs one step; returns the logits of the rows listed in `logitsFor`, in that order, valid until the next step (a backend may reuse them). */
   step(rows: StepRow[], logitsFor: number[]): Promise<Float32Array[]>;
 }
 

@@ -224,6 +224,9 @@ export class WorkerGroup implements StepBackend {
     return rank;
   }
 
+  /** The logits rows `step` returns, reused: each is valid until the next step. */
+  private readonly rowsOut: Float32Array[] = [];
+
   async step(rows: StepRow[], logitsFor: number[]): Promise<Float32Array[]> {
     await this.recovery;
     if (this.disposed) throw new DisposedError();
@@ -237,10 +240,11 @@ export class WorkerGroup implements StepBackend {
     });
     const outcome = await this.steps!.run(this.words.subarray(0, live), this.ranks);
     if (!outcome.ok) throw await this.fail(outcome.seq, outcome.timedOut);
-    // Each rank's logits are its vocabulary slice; the full row is their concatenation.
+    // Each rank's logits are its vocabulary slice; the full row is their concatenation, into
+    // rows kept across steps (a fresh 32000-float row costs ~10x its copy on the main thread).
     const c = this.o.config;
     return logitsFor.map((_, j) => {
-      const out = new Float32Array(c.vocabSize);
+      const out = (this.rowsOut[j] ??= new Float32Array(c.vocabSize));
       for (const rp of this.o.plan.ranks) {
         const n = rp.vocab[1] - rp.vocab[0];
         out.set(outcome.rowsOf(rp.rank).subarray(j * n, (j + 1) * n), rp.vocab[0]);
