@@ -9,6 +9,7 @@ import { CpuQuantKernels } from './quant.js';
 import { CpuKQuantKernels, type KqForm, type KqPart } from './kquant.js';
 import * as ref from '../model/reference.js';
 import { quantizeQ8 } from '../model/reference-q8.js';
+import { matmulQ8mA8, q8mOf } from '../model/reference-q8m.js';
 import { AFFINE_BLOCK, AFFINE_GROUP, AFFINE_TYPES, dequantizeAffine, splitAffineBlocks, type AffineType } from '../model/formats/gguf-kquants.js';
 import { mulberry32 } from '../model/mulberry32.js';
 import { f32ToF16 } from '../model/formats/gguf-blocks.js';
@@ -39,19 +40,12 @@ function affineMatrix(type: AffineType, n: number, k: number, seed: number): { p
   return { part: { q, s, groupSize: AFFINE_GROUP[type] }, values };
 }
 
-/** The q8_m form of a Q8_0 matrix (codes q + 128 up to 255, min −128·s), as q8m-views.ts makes it. */
+/** The q8_m form of a GGUF Q8_0 matrix (f16 scales; codes q + 128 up to 255, min −128·s), as q8m-views.ts makes it. */
 function q8Matrix(n: number, k: number, seed: number): { part: KqPart; values: Float32Array } {
   const t = quantizeQ8(randoms(n * k, seed), n * k, 32);
-  // f16 scales, as GGUF's are, so that code·s + min is exact.
-  const s = new Float32Array(t.s.length * 2);
-  const hs = t.s.map((x) => f16ToF32(f32ToF16(x)));
-  t.s.forEach((_, g) => {
-    s[2 * g] = hs[g]!;
-    s[2 * g + 1] = f(-128 * hs[g]!);
-  });
-  const q = Uint8Array.from(t.q, (v) => v + 128);
-  const values = Float32Array.from(q, (c, e) => f(c * s[2 * Math.floor(e / 32)]! + s[2 * Math.floor(e / 32) + 1]!));
-  return { part: { q, s, groupSize: 32 }, values };
+  const part = q8mOf({ kind: 'q8_0', t: { q: t.q, s: t.s.map((x) => f16ToF32(f32ToF16(x))) } }, n * k);
+  const values = Float32Array.from(part.q, (c, e) => f(c * part.s[2 * Math.floor(e / 32)]! + part.s[2 * Math.floor(e / 32) + 1]!));
+  return { part, values };
 }
 
 /** The first rows of a part, and the rest: fused parts tile together. */
@@ -64,38 +58,10 @@ function halves(p: KqPart, n: number, k: number): KqPart[] {
   ];
 }
 
-/** The int8 oracle: kquant.wat's documented sums, each step rounded to f32. */
+/** The int8 oracle (reference-q8m.ts), row by row. */
 function matmulA8Oracle(x: Float32Array, w: KqPart, m: number, k: number, n: number): Float32Array {
   const y = new Float32Array(m * n);
-  for (let r = 0; r < m; r++) {
-    const xq = quantizeQ8(x.subarray(r * k, (r + 1) * k), k, 32);
-    for (let i = 0; i < n; i++) {
-      let acc = 0;
-      for (let j = 0; j < k; j += 32) {
-        let t = 0;
-        const terms = (from: number, len: number) => {
-          let isum = 0;
-          let xsum = 0;
-          for (let e = from; e < from + len; e++) {
-            isum += w.q[i * k + e]! * xq.q[e]!;
-            xsum += xq.q[e]!;
-          }
-          const g = Math.floor((i * k + from) / w.groupSize);
-          return [f(isum * w.s[2 * g]!), f(xsum * w.s[2 * g + 1]!)] as const;
-        };
-        if (w.groupSize === 32) {
-          const [a, b] = terms(j, 32);
-          t = f(a + b);
-        } else {
-          const [a, b] = terms(j, 16);
-          const [c, d] = terms(j + 16, 16);
-          t = f(f(f(a + b) + c) + d);
-        }
-        acc = f(acc + f(t * xq.s[j / 32]!));
-      }
-      y[r * n + i] = acc;
-    }
-  }
+  for (let r = 0; r < m; r++) matmulQ8mA8(y.subarray(r * n, (r + 1) * n), quantizeQ8(x.subarray(r * k, (r + 1) * k), k, 32), w, k, n);
   return y;
 }
 
