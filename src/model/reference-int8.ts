@@ -18,6 +18,7 @@ import { loadGgufDequantized } from './formats/gguf.js';
 import { splitQ4Blocks, splitQ8Blocks } from './formats/gguf-blocks.js';
 import { AFFINE_GROUP, isAffineType, splitAffineBlocks } from './formats/gguf-kquants.js';
 import { matmulQ8mA8, q8mOf, type Q8mTensor } from './reference-q8m.js';
+import { fusedName } from '../cpu/kquant-bytes.js';
 
 /** One matrix (rows, cols) as the engine multiplies it. */
 export type Int8Matrix = { kind: 'int8'; t: Q8Tensor } | { kind: 'f32'; w: Float32Array } | { kind: 'q8m'; t: Q8mTensor };
@@ -51,13 +52,12 @@ export async function loadGgufInt8(bytes: Uint8Array): Promise<Int8ReferenceMode
   const c = layout.config;
   const raw = new Map<string, Int8Matrix>();
   // Q8_0/Q4_0 tensors fused beside a q8_m one (wq|wk|wv, w1|w3) run in its exact q8_m form.
-  const fused = (name: string) => name.replace(/attention\.w[qkv]$/, 'attention.wqkv').replace(/feed_forward\.w[13]$/, 'feed_forward.w13');
-  const q8m = new Set(layout.tensors.filter((t) => t.dtype === 'q8_m').map((t) => fused(t.name)));
+  const q8m = new Set(layout.tensors.filter((t) => t.dtype === 'q8_m').map((t) => fusedName(t.name)));
   layout.tensors.filter((t) => !t.aliasOf).forEach((t, i) => {
     const seg = layout.segments[i]!;
     const src = bytes.subarray(seg.offset, seg.offset + seg.byteLength);
     const n = t.shape[0] * t.shape[1];
-    const asQ8m = q8m.has(fused(t.name));
+    const asQ8m = q8m.has(fusedName(t.name));
     if (t.dtype === 'q8_0') {
       const q = new Int8Array(n);
       const s = new Float32Array(n / GS);
