@@ -4,7 +4,8 @@
  * mix, as pure Q5_K and as pure Q6_K, decoded on CPU ranks, must give the oracle's greedy tokens:
  * the f32 oracle on ggml's dequantised weights for weight-only, the int8 oracle (reference-q8m.ts's
  * sums) for int8 activations. At two ranks an uneven 8:4 head split keeps wo's super-blocks whole
- * and gives the same tokens; the even 6:6 split is a PlanError naming the degrees that work.
+ * and gives the same tokens; the even 6:6 split is a PlanError naming the degrees that work;
+ * `auto` takes CPU ranks for it where it would for any model.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -69,6 +70,10 @@ test('a stories110M-shaped Q4_K_M-style mix on CPU ranks: the oracle\'s greedy t
   expect(want8).not.toEqual(want);
   const r8 = await runGenerate(harness, { ...base, model: url, tp: 1, int8Activations: true });
   expect(r8.tokens, 'TP 1 int8').toEqual(want8);
+  // auto no longer sends q8_m to GPU ranks by rule: on this machine's fallback adapter it takes a CPU rank.
+  const auto = await runGenerate(harness, { ...base, model: url, tp: 1, devices: 'auto', maxTokens: 4 });
+  expect(auto.tokens).toEqual(want.slice(0, 4));
+  expect(auto.stats.ranks.map((x) => x.backend)).toEqual(['cpu']);
 });
 
 test('pure Q5_K and pure Q6_K stories110M-shaped files on CPU ranks: the oracle\'s greedy tokens', async ({ harness }) => {
