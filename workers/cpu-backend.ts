@@ -3,7 +3,7 @@
  * the shard, the activations and the KV cache in the rank's one `WebAssembly.Memory`. Every op
  * is a closure bound when the state is made; `run` computes it at once, so a stage has nothing
  * to submit, and `read`/`write` copy between the activations and the caller's floats.
- * Weights are f32, f16, or GGUF Q8_0/Q4_0 (workers/cpu-quant.ts; with f32 or int8 activations),
+ * Weights are f32, f16, or GGUF Q8_0/Q4_0/q8_m (workers/cpu-quant.ts; with f32 or int8 activations),
  * the KV cache f32 or f16; runq.c's exact attention is not here yet.
  */
 import type { ModelConfig } from '../src/model/config.js';
@@ -17,6 +17,7 @@ import { InvalidArgumentError, ModelFormatError, PlanError } from '../src/errors
 import type { Activation, Backend, LayerOps, RankState, RowOp, StateOptions } from './backend.js';
 import { commonForm, sliceViews, type SliceView } from './slice-views.js';
 import { cpuEmbed, cpuMatmul, quantMatrix, type CpuMatrix } from './cpu-quant.js';
+import { kquantMatrix } from './cpu-kquant.js';
 
 /** The weights of one rank, in its memory; shapes carry the shard, as in gpu-weights.ts. */
 export interface CpuWeights {
@@ -63,7 +64,7 @@ function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer, o: C
   const matrix = (names: string[], cols: number, layout: CpuWeightLayout = 'tiled'): CpuMatrix => {
     const parts = commonForm(names.map(view));
     const dtype = parts[0]!.dtype;
-    if (dtype === 'q8_m') throw new ModelFormatError(`rank ${r.rank}: ${names[0]} is a GGUF K-quant, Q4_1 or Q5_x matrix (q8_m), which CPU ranks do not run`, 'Run the model on GPU ranks (devices "auto" puts it there), or use its Q8_0/Q4_0 GGUF');
+    if (dtype === 'q8_m') return kquantMatrix(kernels, names.map(view), cols, layout, `rank ${r.rank}: ${names[0]}`);
     if (dtype !== 'f32' && dtype !== 'f16') return quantMatrix(quant, kernels, parts, cols, layout, `rank ${r.rank}: ${names[0]}`);
     const values = parts.map((p) => (p.dtype === 'f32' ? p.f : p.dtype === 'f16' ? p.h : undefined)!);
     const rows = values.reduce((n, v) => n + v.length, 0) / cols;

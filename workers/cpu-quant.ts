@@ -1,25 +1,30 @@
 /**
- * What the CPU backend needs for quantised weights (src/cpu/quant.ts): GGUF Q8_0 and Q4_0
- * matrices tiled into the rank's memory, one matmul entry point that sends each matrix to its
- * kernel (f32 and f16 to kernels.wat's; Q8_0/Q4_0 weight-only, or with the input quantised to
- * int8 first when the rank runs int8 activations), and the embedding for either kind of table.
+ * What the CPU backend needs for quantised weights (src/cpu/quant.ts, src/cpu/kquant.ts): GGUF
+ * Q8_0, Q4_0 and q8_m (Q4_1, Q5_x, K-quants) matrices tiled into the rank's memory, one matmul
+ * entry point that sends each matrix to its kernel (f32 and f16 to kernels.wat's; quantised ones
+ * weight-only, or with the input quantised to int8 first when the rank runs int8 activations),
+ * and the embedding for any kind of table.
  */
 import { CpuKernels, type CpuWeightDtype, type CpuWeightLayout, type MatmulArgs } from '../src/cpu/kernels.js';
 import { CpuQuantKernels, QUANT_GROUP, type CpuQuantDtype } from '../src/cpu/quant.js';
 import { CpuQuantGemm, QGEMM_MIN_ROWS, qgemmMinRows } from '../src/cpu/qgemm.js';
+import { CpuKQuantKernels, type KqSegment } from '../src/cpu/kquant.js';
 import { ModelFormatError } from '../src/errors.js';
 import type { SliceView } from './slice-views.js';
 
 /**
  * A matrix in the rank's memory: (rows, cols) W[out][in], f32/f16 (`rows` or tiled by
- * CpuKernels.tile) or Q8_0/Q4_0 (tiled by CpuQuantKernels.tile, or in `rows`: the values plane
- * at `at`, the scales at `scales`).
+ * CpuKernels.tile), Q8_0/Q4_0 (tiled by CpuQuantKernels.tile, or in `rows`: the values plane
+ * at `at`, the scales at `scales`) or q8_m (tiled `segments` of rows, each in its own form; or in
+ * `rows`: codes at `at`, (scale, min) pairs at `scales` per `groupSize` values).
  */
 export interface CpuMatrix {
   at: number;
-  dtype: CpuWeightDtype | CpuQuantDtype;
+  dtype: CpuWeightDtype | CpuQuantDtype | 'q8_m';
   layout: CpuWeightLayout;
   scales?: number;
+  segments?: readonly KqSegment[];
+  groupSize?: number;
 }
 
 const isQuant = (d: CpuMatrix['dtype']): d is CpuQuantDtype => d === 'q8_0' || d === 'q4_0';
@@ -88,8 +93,29 @@ export function cpuMatmul(
   const xa = activations === 'int8' ? kn.alloc(CpuQuantKernels.activationBytes(maxM, maxK)) : 0;
   // Prefill chunks and batches of many rows take the quantised GEMM (its scratch allocated here).
   const qg = maxM >= QGEMM_MIN_ROWS ? CpuQuantGemm.create(kn, maxM, maxK) : undefined;
+  // q8_m's sums of 16 inputs (f32, or int8 once quantised): one pass per matmul, for every segment.
+  const sums = kn.alloc(CpuKQuantKernels.sumsBytes(maxM, maxK));
+  const kq = CpuKQuantKernels.of(kn);
   return (a) => {
     const { w } = a;
+    if (w.dtype === 'q8_m') {
+      if (activations === 'f32') kq.sums16(sums, a.x, a.m, a.k, a.xStride ?? a.k);
+      else {
+        qk.quantize(xa, a.x, a.m, a.k, a.xStride ?? a.k);
+        kq.a8sums16(sums, xa, a.m, a.k);
+      }
+      let col = 0;
+      for (const s of w.segments!) {
+        const b = {
+          y: a.y + col * 4, ys: a.n, w: s.at, form: s.form, m: a.m, k: a.k, n: s.rows,
+          accumulate: a.accumulate, bias: a.bias === undefined ? undefined : a.bias + col * 4,
+        };
+        if (activations === 'f32') kq.matmul({ ...b, x: a.x, xStride: a.xStride, xs16: sums });
+        else kq.matmulA8({ ...b, xa, xi16: sums });
+        col += s.rows;
+      }
+      return;
+    }
     if (!isQuant(w.dtype)) {
       dense({ ...a, w: w.at, dtype: w.dtype, layout: w.layout });
       return;
@@ -108,5 +134,6 @@ export function cpuMatmul(
 /** y[r] = table[tokens[r]] (rows of dim), for a table of any dtype. */
 export function cpuEmbed(kn: CpuKernels, qk: CpuQuantKernels, table: CpuMatrix, y: number, tokens: number, m: number, dim: number): void {
   if (isQuant(table.dtype)) qk.embed(y, table.at, table.scales!, tokens, m, dim, table.dtype);
+  else if (table.dtype === 'q8_m') CpuKQuantKernels.of(kn).embed(y, table.at, table.scales!, tokens, m, dim, table.groupSize!);
   else kn.embed(y, table.at, tokens, m, dim, table.dtype);
 }

@@ -7,7 +7,8 @@
 import { RankMemoryError } from '../errors.js';
 import type { ModelConfig, TensorInfo } from '../model/config.js';
 import { llama2cTensorTable } from '../model/formats/llama2c.js';
-import { makePlan, styleFor, type Plan, type RankPlan } from '../parallel/plan.js';
+import { makePlan, quantGroupBytes, styleFor, type Plan, type QuantDtype, type RankPlan } from '../parallel/plan.js';
+import { q8mTileExtraBytes } from '../cpu/kquant-bytes.js';
 
 /** wasm32's limit: 65536 pages of 64 KiB. */
 export const WASM_MEMORY_BYTES = 2 ** 32;
@@ -37,7 +38,11 @@ export interface CpuRankBytes {
 }
 
 /** What a rank's memory depends on: its ranges, and the bytes of its shard. */
-export type RankShape = Pick<RankPlan, 'rank' | 'heads' | 'kvHeads' | 'hidden' | 'vocab' | 'byteLength'>;
+export type RankShape = Pick<RankPlan, 'rank' | 'heads' | 'kvHeads' | 'hidden' | 'vocab' | 'byteLength'> & {
+  /** Bytes its tiles take beyond the shard (src/cpu/kquant-bytes.ts); counted from the slices when it has them. */
+  tileExtra?: number;
+  slices?: RankPlan['slices'];
+};
 
 /** The memory rank `r` of a plan needs on a CPU rank. */
 export function cpuRankBytes(c: ModelConfig, r: RankShape, s: CpuStateSizes): CpuRankBytes {
@@ -55,7 +60,7 @@ export function cpuRankBytes(c: ModelConfig, r: RankShape, s: CpuStateSizes): Cp
   const int8Rows = s.int8Activations ? m * Math.max(c.dim, heads * hs, hidden) * (1 + 8 / 32) : 0;
   const activations = floats * 4 + int8Rows;
   const kvCache = c.nLayers * 2 * s.maxBatch * kv * s.contextLength * hs * s.kvBytes;
-  const shard = r.byteLength;
+  const shard = r.byteLength + (r.tileExtra ?? [...q8mTileExtraBytes(r.slices ?? []).values()].reduce((a, b) => a + b, 0));
   return { shard, kvCache, activations, total: shard + Math.max(HEADROOM, kvCache + activations) };
 }
 
@@ -84,22 +89,23 @@ export function evenDegrees(c: ModelConfig): number[] {
  */
 export function evenRankShapes(c: ModelConfig, tensors: readonly TensorInfo[] = llama2cTensorTable(c), d: number): RankShape[] {
   const firstLayer = tensors.filter((t) => !t.name.startsWith('layers.') || t.name.startsWith('layers.0.'));
+  const extra = q8mTileExtraBytes(tensors);
   return makePlan(c, { tensorParallel: d }, firstLayer).ranks.map((r) => {
     let byteLength = 0;
+    let tileExtra = 0;
     for (const t of tensors) {
       const st = styleFor(t.name);
-      // A quantised tensor's byteLength is its values; its f32 scales, one a group, come with them.
-      const bytes = t.byteLength + (t.quant ? ((t.shape[0] * t.shape[1]) / t.quant.groupSize) * 4 : 0);
-      if (st.style === 'replicated') {
-        byteLength += bytes;
-        continue;
-      }
-      const [a, b] = st.style === 'vocab' ? r.vocab : st.by === 'hidden' ? r.hidden : st.by === 'heads' ? r.heads : r.kvHeads;
-      const unit = st.style === 'vocab' || st.by === 'hidden' ? 1 : c.headSize;
-      const extent = st.style === 'row' ? t.shape[1] : t.shape[0];
-      byteLength += (bytes * (b - a) * unit) / extent;
+      // A quantised tensor's byteLength is its values; its scales (q8_m: (scale, min) pairs), one a group, come with them.
+      const bytes = t.byteLength + (t.quant ? ((t.shape[0] * t.shape[1]) / t.quant.groupSize) * quantGroupBytes(t.dtype as QuantDtype) : 0);
+      const share = st.style === 'replicated' ? 1 : (() => {
+        const [a, b] = st.style === 'vocab' ? r.vocab : st.by === 'hidden' ? r.hidden : st.by === 'heads' ? r.heads : r.kvHeads;
+        const unit = st.style === 'vocab' || st.by === 'hidden' ? 1 : c.headSize;
+        return ((b - a) * unit) / (st.style === 'row' ? t.shape[1] : t.shape[0]);
+      })();
+      byteLength += bytes * share;
+      tileExtra += (extra.get(t.name) ?? 0) * share;
     }
-    return { rank: r.rank, heads: r.heads, kvHeads: r.kvHeads, hidden: r.hidden, vocab: r.vocab, byteLength };
+    return { rank: r.rank, heads: r.heads, kvHeads: r.kvHeads, hidden: r.hidden, vocab: r.vocab, byteLength, ...(tileExtra ? { tileExtra } : {}) };
   });
 }
 

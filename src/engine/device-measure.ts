@@ -46,7 +46,8 @@ export async function calibrateDevices(specs: (DeviceSpec | undefined)[]): Promi
 /**
  * What of this request CPU ranks cannot run yet, as a phrase (`quantised weights (q8_0 in groups
  * of 64)`, `runq.c's exact W8A8`), or undefined when they can run all of it. They run f32, f16,
- * and Q8_0/Q4_0 in GGUF's groups of 32 (src/cpu/quant.ts), with f32 or int8 activations.
+ * Q8_0/Q4_0 in GGUF's groups of 32 (src/cpu/quant.ts) and q8_m (GGUF's Q4_1, Q5_x and K-quants:
+ * src/cpu/kquant.ts), with f32 or int8 activations.
  */
 export function cpuBlocker(tensors: readonly TensorInfo[], rank: Pick<RankOptions, 'activations' | 'runqExact'>): string | undefined {
   // runq.c's exact W8A8 runs on CPU ranks (workers/cpu-exact.ts): Q8_0 matrices, f32 norms.
@@ -55,7 +56,6 @@ export function cpuBlocker(tensors: readonly TensorInfo[], rank: Pick<RankOption
   const why = [
     ...(quantised.length ? [`quantised weights (${quantised.join(', ')})`] : []),
     ...(rank.runqExact && rank.activations === 'int8' ? ["runq.c's exact W8A8"] : []),
-    ...(tensors.some((t) => t.dtype === 'q8_m') ? ['GGUF K-quant, Q4_1 and Q5_x weights (q8_m)'] : []),
   ];
   return why.length ? why.join(', ') : undefined;
 }

@@ -4,8 +4,9 @@
  * group of 32 as runq.c does (reference-q8.ts `quantizeQ8`), and each output is Σ over groups, in
  * order, of (f32)(Σ xq·wq as int32) · s_w · s_x (`matmulQ8`; a Q4_0 group is its exact Q8_0 form,
  * nibble − 8 with the same scale). Matrices the stream keeps f32 (F32/F16 tensors, or a fused
- * group with mixed types) run reference.ts's f32 matmul on f32 activations. Everything else is
- * reference.ts's forward pass.
+ * group with mixed types) run reference.ts's f32 matmul on f32 activations; q8_m ones (GGUF's
+ * Q4_1, Q5_x, K-quants, and Q8_0/Q4_0 fused beside them) CPU ranks' sums (reference-q8m.ts).
+ * Everything else is reference.ts's forward pass.
  */
 import type { ModelConfig } from './config.js';
 import {
@@ -15,9 +16,12 @@ import { matmulQ8, quantizeQ8, type Q8Split, type Q8Tensor } from './reference-q
 import { q4ToQ8 } from './reference-q4.js';
 import { loadGgufDequantized } from './formats/gguf.js';
 import { splitQ4Blocks, splitQ8Blocks } from './formats/gguf-blocks.js';
+import { AFFINE_GROUP, isAffineType, splitAffineBlocks } from './formats/gguf-kquants.js';
+import { matmulQ8mA8, q8mOf, type Q8mTensor } from './reference-q8m.js';
+import { fusedName } from '../cpu/kquant-bytes.js';
 
 /** One matrix (rows, cols) as the engine multiplies it. */
-export type Int8Matrix = { kind: 'int8'; t: Q8Tensor } | { kind: 'f32'; w: Float32Array };
+export type Int8Matrix = { kind: 'int8'; t: Q8Tensor } | { kind: 'f32'; w: Float32Array } | { kind: 'q8m'; t: Q8mTensor };
 
 export interface Int8Layer {
   wq: Int8Matrix;
@@ -47,20 +51,28 @@ export async function loadGgufInt8(bytes: Uint8Array): Promise<Int8ReferenceMode
   const { layout, model } = await loadGgufDequantized(bytes);
   const c = layout.config;
   const raw = new Map<string, Int8Matrix>();
+  // Q8_0/Q4_0 tensors fused beside a q8_m one (wq|wk|wv, w1|w3) run in its exact q8_m form.
+  const q8m = new Set(layout.tensors.filter((t) => t.dtype === 'q8_m').map((t) => fusedName(t.name)));
   layout.tensors.filter((t) => !t.aliasOf).forEach((t, i) => {
     const seg = layout.segments[i]!;
     const src = bytes.subarray(seg.offset, seg.offset + seg.byteLength);
     const n = t.shape[0] * t.shape[1];
+    const asQ8m = q8m.has(fusedName(t.name));
     if (t.dtype === 'q8_0') {
       const q = new Int8Array(n);
       const s = new Float32Array(n / GS);
       splitQ8Blocks(src, q, s);
-      raw.set(t.name, { kind: 'int8', t: { q, s } });
+      raw.set(t.name, asQ8m ? { kind: 'q8m', t: q8mOf({ kind: 'q8_0', t: { q, s } }, n) } : { kind: 'int8', t: { q, s } });
     } else if (t.dtype === 'q4_0') {
       const q = new Uint8Array(n / 2);
       const s = new Float32Array(n / GS);
       splitQ4Blocks(src, q, s);
-      raw.set(t.name, { kind: 'int8', t: q4ToQ8({ q, s }, n) });
+      raw.set(t.name, asQ8m ? { kind: 'q8m', t: q8mOf({ kind: 'q4_0', t: { q, s } }, n) } : { kind: 'int8', t: q4ToQ8({ q, s }, n) });
+    } else if (t.dtype === 'q8_m' && isAffineType(seg.type)) {
+      const q = new Uint8Array(n);
+      const s = new Float32Array((n / AFFINE_GROUP[seg.type]) * 2);
+      splitAffineBlocks(seg.type, src, q, s);
+      raw.set(t.name, { kind: 'q8m', t: { q, s, groupSize: AFFINE_GROUP[seg.type] } });
     }
   });
   const w = model.weights;
@@ -83,6 +95,10 @@ export async function loadGgufInt8(bytes: Uint8Array): Promise<Int8ReferenceMode
 /** y (d) = W (d, n) · x (n), quantising x first for an int8 matrix; `split` as matmulQ8's. */
 function mm(y: Float32Array, x: Float32Array, w: Int8Matrix, n: number, d: number, split?: readonly number[]): void {
   if (w.kind === 'f32') return matmul(y, x, w.w, 1, n, d);
+  if (w.kind === 'q8m') {
+    if (split) throw new RangeError('the q8_m int8 oracle runs one rank (no split)');
+    return matmulQ8mA8(y, quantizeQ8(x, n, GS), w.t, n, d);
+  }
   matmulQ8(y, quantizeQ8(x, n, GS), w.t, n, d, GS, split);
 }
 

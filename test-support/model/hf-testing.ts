@@ -6,7 +6,6 @@
 import type { ModelConfig, TensorInfo } from '../../src/model/config.js';
 import type { TransformerWeights } from '../../src/model/reference.js';
 import { mulberry32 } from '../../src/model/mulberry32.js';
-import { f32ToBf16 } from '../../src/model/formats/safetensors.js';
 import { dequantize } from '../../src/model/formats/gguf-blocks.js';
 import { ByteLevelDecoder } from '@huggingface/tokenizers';
 
@@ -57,7 +56,11 @@ export function stackWeights(c: ModelConfig, tensors: readonly TensorInfo[], byt
 /** x rounded to the nearest bf16 value (in place), so the oracle sees what a BF16 file holds. */
 export function roundToBf16(x: Float32Array): Float32Array {
   const bits = new Uint32Array(x.buffer, x.byteOffset, x.length);
-  for (let i = 0; i < x.length; i++) bits[i] = f32ToBf16(x[i]!) << 16;
+  // f32ToBf16's rounding on the bits in place (it allocates per value: seconds for a 768-wide model).
+  for (let i = 0; i < x.length; i++) {
+    const u = bits[i]!;
+    bits[i] = (u & 0x7fffffff) > 0x7f800000 ? 0x7fc00000 : (((u + 0x7fff + ((u >> 16) & 1)) >>> 16) & 0xffff) << 16;
+  }
   return x;
 }
 

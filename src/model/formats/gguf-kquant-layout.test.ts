@@ -13,6 +13,7 @@ import { commonForm, sliceValues, sliceViews, type SliceView } from '../../../wo
 import { dequantizeQ8m } from '../../../workers/q8m-views.js';
 import { createCpuBackend } from '../../../workers/cpu-backend.js';
 import { cpuBlocker } from '../../engine/device-measure.js';
+import { cpuRankBytes, evenRankShapes } from '../../engine/cpu-memory.js';
 import { allOf, encodeTypedGguf, kquantModel, q4kmMix } from '../../../test-support/model/kquant-gguf.js';
 
 const tok = Tokenizer.parse(readFileSync(resolve(modelsDir, 'tok512.bin')), 512);
@@ -127,12 +128,23 @@ describe('GGUF K-quant files: reader, stream, plan and slice views', () => {
     await expect(readGguf(source(truncated))).rejects.toThrow(/cut short/);
   });
 
-  it('CPU ranks refuse q8_m weights with a ModelFormatError naming GPU ranks, and auto\'s blocker names q8_m', async () => {
+  it('CPU ranks take q8_m weights, each fused part in its own form (Q4_K nibbles beside Q6_K bytes), and auto has no blocker', async () => {
     const { layout } = await loadGgufDequantized(mixed);
     const s = await stream(mixed);
     const [r] = makePlan(layout.config, { tensorParallel: 1 }, layout.tensors).ranks;
-    expect(() => createCpuBackend().createWeights(layout.config, r!, pack(r!, s))).toThrow(ModelFormatError);
-    expect(() => createCpuBackend().createWeights(layout.config, r!, pack(r!, s))).toThrow(/CPU ranks do not run.*GPU ranks/);
-    expect(cpuBlocker(layout.tensors, { activations: 'f32', runqExact: false })).toBe('GGUF K-quant, Q4_1 and Q5_x weights (q8_m)');
+    const w = createCpuBackend().createWeights(layout.config, r!, pack(r!, s));
+    const forms = (m: { segments?: readonly { form: string; rows: number }[] }) => m.segments?.map((x) => [x.form, x.rows]);
+    // layer 0: wq|wk Q4_K, wv Q6_K; layer 1: wk Q8_0 (codes to 255) between them
+    expect(forms(w.layers[0]!.wqkv)).toEqual([['nibble', 768], ['byte16', 256]]);
+    expect(forms(w.layers[1]!.wqkv)).toEqual([['nibble', 512], ['byte32', 256], ['byte16', 256]]);
+    expect(w.tokEmbeddings).toMatchObject({ dtype: 'q8_m', layout: 'rows', groupSize: 16 });
+    expect(cpuBlocker(layout.tensors, { activations: 'f32', runqExact: false })).toBeUndefined();
+    // The memory check counts the tiles: layer 1's Q8_0 wk and layer 0's Q4_0 w3 tile as q8_m, 3/16 byte a value more.
+    const extra = ((256 * 512 + 512 * 512) * 3) / 16;
+    const sizes = { contextLength: 64, maxBatch: 1, maxRows: 1, kvBytes: 4 };
+    expect(cpuRankBytes(layout.config, r!, sizes).shard).toBe(r!.byteLength + extra);
+    const [even] = evenRankShapes(layout.config, layout.tensors, 1);
+    expect(even).toMatchObject({ byteLength: r!.byteLength, tileExtra: extra });
+    expect(w.kernels.mark()).toBeLessThanOrEqual(r!.byteLength + extra);
   });
 });

@@ -1,0 +1,162 @@
+import { describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+// @ts-expect-error: a plain .mjs build script, without types
+import { compileWat } from '../../scripts/build-wasm.mjs';
+import { CPU_KQUANT_RELAXED_WASM_BASE64, CPU_KQUANT_WASM_BASE64 } from './kquant-wasm.js';
+import { CpuKernels, relaxedSimdAvailable, type CpuKernelVariant } from './kernels.js';
+import { CpuQuantKernels } from './quant.js';
+import { CpuKQuantKernels, type KqForm, type KqPart } from './kquant.js';
+import * as ref from '../model/reference.js';
+import { quantizeQ8 } from '../model/reference-q8.js';
+import { matmulQ8mA8, q8mOf } from '../model/reference-q8m.js';
+import { AFFINE_BLOCK, AFFINE_GROUP, AFFINE_TYPES, dequantizeAffine, splitAffineBlocks, type AffineType } from '../model/formats/gguf-kquants.js';
+import { mulberry32 } from '../model/mulberry32.js';
+import { f32ToF16 } from '../model/formats/gguf-blocks.js';
+import { f16ToF32 } from '../model/formats/safetensors.js';
+import { quantizeAny } from '../../test-support/model/kquant-quantize.js';
+
+const f = Math.fround;
+
+function randoms(n: number, seed: number, scale = 1): Float32Array {
+  const r = mulberry32(seed);
+  return Float32Array.from({ length: n }, () => scale * (2 * r() - 1));
+}
+
+function put(kn: CpuKernels, v: Float32Array | Int32Array | Uint8Array): number {
+  const at = kn.alloc(v.byteLength);
+  new Uint8Array(kn.memory.buffer, at, v.byteLength).set(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+  return at;
+}
+
+/** An (n, k) matrix of random values stored as `type`: its q8_m part and ggml's dequantised values. */
+function affineMatrix(type: AffineType, n: number, k: number, seed: number): { part: KqPart; values: Float32Array } {
+  const blocks = quantizeAny(type, randoms(n * k, seed));
+  const q = new Uint8Array(n * k);
+  const s = new Float32Array(((n * k) / AFFINE_GROUP[type]) * 2);
+  splitAffineBlocks(type, blocks, q, s);
+  const values = new Float32Array(n * k);
+  dequantizeAffine(type, blocks, values);
+  return { part: { q, s, groupSize: AFFINE_GROUP[type] }, values };
+}
+
+/** The q8_m form of a GGUF Q8_0 matrix (f16 scales; codes q + 128 up to 255, min −128·s), as q8m-views.ts makes it. */
+function q8Matrix(n: number, k: number, seed: number): { part: KqPart; values: Float32Array } {
+  const t = quantizeQ8(randoms(n * k, seed), n * k, 32);
+  const part = q8mOf({ kind: 'q8_0', t: { q: t.q, s: t.s.map((x) => f16ToF32(f32ToF16(x))) } }, n * k);
+  const values = Float32Array.from(part.q, (c, e) => f(c * part.s[2 * Math.floor(e / 32)]! + part.s[2 * Math.floor(e / 32) + 1]!));
+  return { part, values };
+}
+
+/** The first rows of a part, and the rest: fused parts tile together. */
+function halves(p: KqPart, n: number, k: number): KqPart[] {
+  const cut = Math.floor(n / 2) * k;
+  const sc = (cut / p.groupSize) * 2;
+  return [
+    { q: p.q.subarray(0, cut), s: p.s.subarray(0, sc), groupSize: p.groupSize },
+    { q: p.q.subarray(cut), s: p.s.subarray(sc), groupSize: p.groupSize },
+  ];
+}
+
+/** The int8 oracle (reference-q8m.ts), row by row. */
+function matmulA8Oracle(x: Float32Array, w: KqPart, m: number, k: number, n: number): Float32Array {
+  const y = new Float32Array(m * n);
+  for (let r = 0; r < m; r++) matmulQ8mA8(y.subarray(r * n, (r + 1) * n), quantizeQ8(x.subarray(r * k, (r + 1) * k), k, 32), w, k, n);
+  return y;
+}
+
+/** The worst |got − want| / (rel·mag + abs) (≤ 1 passes), mag the op's sum of magnitudes. */
+function worst(got: ArrayLike<number>, want: ArrayLike<number>, mag: ArrayLike<number>, rel = 2e-5, abs = 1e-6): number {
+  let w = 0;
+  for (let i = 0; i < want.length; i++) {
+    const e = Math.abs(got[i]! - want[i]!);
+    w = Math.max(w, Number.isFinite(e) ? e / (rel * mag[i]! + abs) : Infinity);
+  }
+  return w;
+}
+
+setFlagsFromString('--experimental-wasm-relaxed-simd');
+const variants: CpuKernelVariant[] = relaxedSimdAvailable() ? ['simd', 'relaxed'] : ['simd'];
+const formOf: Record<AffineType, KqForm> = { Q4_1: 'nibble', Q5_0: 'byte32', Q5_1: 'byte32', Q4_K: 'nibble', Q5_K: 'byte32', Q6_K: 'byte16' };
+// k: whole blocks (256 for the K-quants; odd counts of 32 for the rest); n: short last blocks of 1..3 rows; m: the gemv to 9 rows.
+const sizesOf = (t: AffineType): [number, number, number][] => (AFFINE_BLOCK[t].values === 256
+  ? [[1, 256, 5], [3, 512, 7], [9, 256, 10]]
+  : [[1, 96, 13], [4, 160, 6], [9, 32, 3]]);
+
+type Case = { what: string; mat: (n: number, k: number, seed: number) => { part: KqPart; values: Float32Array }; form: KqForm; sizes: [number, number, number][] };
+const cases: Case[] = [
+  ...AFFINE_TYPES.map((t): Case => ({ what: t, mat: (n, k, s) => affineMatrix(t, n, k, s), form: formOf[t], sizes: sizesOf(t) })),
+  { what: 'Q8_0 as q8_m (codes to 255)', mat: q8Matrix, form: 'byte32', sizes: [[1, 64, 5], [6, 96, 9]] },
+];
+
+describe('CPU q8_m kernels (WebAssembly SIMD)', () => {
+  it.each([['simd', CPU_KQUANT_WASM_BASE64], ['relaxed', CPU_KQUANT_RELAXED_WASM_BASE64]])(
+    'the committed %s bytes are the compiled kquant.wat (npm run build:wasm after editing it)', async (variant, committed) => {
+      const bytes: Buffer = await compileWat(fileURLToPath(new URL('./kquant.wat', import.meta.url)), variant);
+      expect(bytes.toString('base64')).toBe(committed);
+    });
+
+  it.each(cases.map((c) => [c.what, c] as const))('%s tiles in its form: nibbles only where every code is below 16', (_, c) => {
+    expect(CpuKQuantKernels.formOf(c.mat(4, c.sizes[0]![1], 1).part)).toBe(c.form);
+  });
+
+  describe.each(variants.flatMap((v) => cases.map((c) => [v, c.what, c] as const)))('%s, %s', (variant, _, c) => {
+    it.each(c.sizes)('m %i, k %i, n %i: weight-only against the f32 oracle on ggml\'s dequantised weights; int8 against its sums bit for bit', (m, k, n) => {
+      const { part, values } = c.mat(n, k, 2);
+      const xStride = k + 3;
+      const xData = randoms(m * xStride, 1, 2);
+      const x = Float32Array.from({ length: m * k }, (_, i) => xData[Math.floor(i / k) * xStride + (i % k)]!);
+      const want = new Float32Array(m * n);
+      const mag = new Float32Array(m * n);
+      ref.matmul(want, x, values, m, k, n);
+      ref.matmul(mag, x.map(Math.abs), values.map(Math.abs), m, k, n);
+      const kn = CpuKernels.create(undefined, { variant });
+      const qk = CpuQuantKernels.create(kn);
+      const kq = CpuKQuantKernels.create(kn);
+      const bias = randoms(n, 3);
+      const [xp, bp] = [put(kn, xData), put(kn, bias)];
+      // y rows wider than n: the matrix writes its columns of a fused output.
+      const ys = n + 2;
+      const yp = kn.alloc(m * ys * 4);
+      const wp = kn.alloc(CpuKQuantKernels.tiledBytes(n, k, c.form));
+      kq.tile(wp, halves(part, n, k), k, c.form);
+      const sums = kn.alloc(CpuKQuantKernels.sumsBytes(m, k));
+      kq.sums16(sums, xp, m, k, xStride);
+      const cols = (at: number) => Float32Array.from({ length: m * n }, (_, i) => kn.f32(at, m * ys)[Math.floor(i / n) * ys + (i % n)]!);
+      kn.f32(yp, m * ys).fill(7);
+      kq.matmul({ y: yp, ys, x: xp, xStride, xs16: sums, w: wp, form: c.form, m, k, n });
+      expect(worst(cols(yp), want, mag)).toBeLessThanOrEqual(1);
+      for (let r = 0; r < m; r++) expect(Array.from(kn.f32(yp + (r * ys + n) * 4, 2))).toEqual([7, 7]);
+      const got = cols(yp);
+      kq.matmul({ y: yp, ys, x: xp, xStride, xs16: sums, w: wp, form: c.form, m, k, n, accumulate: true, bias: bp });
+      expect(Array.from(cols(yp))).toEqual(Array.from(got, (v, i) => f(v + f(v + bias[i % n]!))));
+
+      const xa = kn.alloc(CpuQuantKernels.activationBytes(m, k));
+      qk.quantize(xa, xp, m, k, xStride);
+      kq.a8sums16(sums, xa, m, k);
+      kq.matmulA8({ y: yp, ys, xa, xi16: sums, w: wp, form: c.form, m, k, n });
+      const want8 = matmulA8Oracle(x, part, m, k, n);
+      expect(Array.from(cols(yp))).toEqual(Array.from(want8));
+      // Not the weight-only sums: the activations were quantised.
+      expect(Array.from(cols(yp))).not.toEqual(Array.from(got));
+      kq.matmulA8({ y: yp, ys, xa, xi16: sums, w: wp, form: c.form, m, k, n, accumulate: true, bias: bp });
+      expect(Array.from(cols(yp))).toEqual(Array.from(want8, (v, i) => f(v + f(v + bias[i % n]!))));
+    });
+  });
+
+  it.each(cases.map((c) => [c.what, c] as const))('embeds %s rows exactly as ggml dequantises them', (_, c) => {
+    const dim = c.sizes[0]![1];
+    const vocab = 7;
+    const { part, values } = c.mat(vocab, dim, 11);
+    const kn = CpuKernels.create();
+    const kq = CpuKQuantKernels.create(kn);
+    const [qp, sp] = [put(kn, part.q), put(kn, part.s)];
+    const tokens = Int32Array.of(6, 0, 3, 3);
+    const tp = put(kn, tokens);
+    const yp = kn.alloc(tokens.length * dim * 4);
+    kq.embed(yp, qp, sp, tp, tokens.length, dim, part.groupSize);
+    // code·scale + min gives +0 where ggml's (q − 16)·d gives −0: the same number.
+    const want = Array.from(tokens).flatMap((t) => Array.from(values.subarray(t * dim, (t + 1) * dim), (v) => v + 0));
+    expect(Array.from(kn.f32(yp, tokens.length * dim), (v) => v + 0)).toEqual(want);
+  });
+});
