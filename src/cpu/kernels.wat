@@ -256,10 +256,28 @@
       (local.set $c (i32.add (local.get $c) (i32.const 1)))
       (br $l))))
 
+  ;; Where $touch leaves its loads, so that none of them is dead code.
+  (global $sink (mut i32) (i32.const 0))
+
+  ;; Reads one byte of every 64 in [at, at + bytes), bringing those cache lines in. A batch's tile
+  ;; does so many operations per line that the core keeps only a few of its misses in flight (no
+  ;; wasm prefetch); this loop keeps dozens, so the lines come at the memory's full rate.
+  (func $touch (param $at i32) (param $bytes i32)
+    (local $end i32) (local $s i32)
+    (local.set $end (i32.add (local.get $at) (local.get $bytes)))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $at) (local.get $end)))
+      (local.set $s (i32.xor (local.get $s) (i32.load8_u (local.get $at))))
+      (local.set $at (i32.add (local.get $at) (i32.const 64)))
+      (br $l)))
+    (global.set $sink (i32.xor (global.get $sink) (local.get $s))))
+
   ;; y (m, n) = x (m, k; rows xStride floats apart) · wᵀ, w (n, k) of f32 (dtype 0) or f16 (1).
   ;; flags: 1 accumulate into y, 2 add bias (n,), 4 w is tiled (below). Weight rows go four at a
   ;; time, each block against every input row (two at a time, then one) while it is in cache, so
-  ;; every weight is read from memory once for the whole batch.
+  ;; every weight is read from memory once for the whole batch. With four or more input rows, each
+  ;; run of blocks of about 48 KB is touched first (see $touch; at two rows the tile keeps up with
+  ;; memory and the extra pass only costs); the sums are unchanged.
   ;; Layouts: rows, w[i] at w + i·k weights (a short last block repeats its last row and drops the
   ;; extra sums); or tiled (CpuKernels.tile), each block of four rows one stream: the rows' eights
   ;; interleaved, then their last k mod 8 row by row, rows padded to a multiple of four. Four
@@ -269,8 +287,15 @@
     (local $i i32) (local $r i32) (local $wRow i32) (local $xs i32) (local $nv i32) (local $xr i32) (local $wb1 i32)
     (local $w0 i32) (local $w1 i32) (local $w2 i32) (local $w3 i32) (local $step i32) (local $d i32)
     (local $s0 f32) (local $s1 f32) (local $s2 f32) (local $s3 f32) (local $t0 f32) (local $t1 f32) (local $t2 f32) (local $t3 f32)
+    (local $ahead i32) (local $run i32) (local $last i32)
     (local.set $wb1 (i32.shr_u (i32.const 4) (local.get $dtype)))
     (local.set $wRow (i32.mul (local.get $k) (local.get $wb1)))
+    ;; Rows a touched run holds (a multiple of four, at least four), and the rows the matrix's bytes
+    ;; span (padded to four when tiled).
+    (local.set $run (i32.shl (i32.div_u (i32.const 49152) (i32.shl (i32.add (local.get $wRow) (i32.const 1)) (i32.const 2))) (i32.const 2)))
+    (if (i32.eqz (local.get $run)) (then (local.set $run (i32.const 4))))
+    (local.set $last (select (i32.and (i32.add (local.get $n) (i32.const 3)) (i32.const -4)) (local.get $n) (i32.and (local.get $flags) (i32.const 4))))
+    (if (i32.lt_u (local.get $m) (i32.const 4)) (then (local.set $ahead (local.get $last))))
     (local.set $xs (i32.shl (local.get $xStride) (i32.const 2)))
     (local.set $step (i32.shl (local.get $wb1) (i32.const 3)))
     (if (i32.and (local.get $flags) (i32.const 4)) (then
@@ -280,6 +305,10 @@
       (br_if $blocksDone (i32.ge_u (local.get $i) (local.get $n)))
       (local.set $nv (select (i32.const 4) (i32.sub (local.get $n) (local.get $i)) (i32.gt_u (i32.sub (local.get $n) (local.get $i)) (i32.const 4))))
       (local.set $w0 (i32.add (local.get $w) (i32.mul (local.get $i) (local.get $wRow))))
+      (if (i32.ge_u (local.get $i) (local.get $ahead)) (then
+        (local.set $ahead (select (local.get $last) (i32.add (local.get $i) (local.get $run))
+          (i32.gt_u (i32.add (local.get $i) (local.get $run)) (local.get $last))))
+        (call $touch (local.get $w0) (i32.mul (i32.sub (local.get $ahead) (local.get $i)) (local.get $wRow)))))
       (if (i32.and (local.get $flags) (i32.const 4))
         (then
           (local.set $w1 (i32.add (local.get $w0) (i32.shl (local.get $wb1) (i32.const 3))))
