@@ -111,15 +111,15 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
     });
 
   // n spans several of the runs a batch of four or more rows touches ahead (48 KB each), and the
-  // matrix ends at the memory's last byte, so a touch past it would trap.
+  // matrix ends at the memory's last byte, so a touch past it would trap; k: all tail, eights and a tail.
   describe.each(variants.flatMap((v) => layouts.flatMap((l) => (['f32', 'f16'] as const).map((d) => [v, l, d] as const))))(
     'matmul (%s), %s, %s weights, many runs of rows', (variant, layout, dtype) => {
-      it('each of 1..9 input rows gets the bits it gets alone, and the oracle\'s sums', () => {
-        const [k, n, maxM] = [21, 2403, 9];
+      it.each([5, 21])('k %i: each of 1..9 input rows gets the bits it gets alone, and the oracle\'s sums, with a scratch and without', (k) => {
+        const [n, maxM] = [2403, 9];
         const x = randoms(maxM * k, 31);
         const w = weights(n * k, 32, dtype);
         const kn = CpuKernels.create(undefined, { variant });
-        const [xp, yp, y1] = [put(kn, x), kn.alloc(maxM * n * 4), kn.alloc(n * 4)];
+        const [xp, yp, y1, scratch] = [put(kn, x), kn.alloc(maxM * n * 4), kn.alloc(n * 4), kn.alloc(16 * k)];
         const wBytes = layout === 'tiled' ? CpuKernels.tiledBytes(n, k, dtype) : w.stored.byteLength;
         const mark = kn.mark();
         kn.alloc(wBytes); // grows the memory to hold them, then pads so that they end where it does
@@ -140,8 +140,11 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
         ref.matmul(mag, abs(x), abs(w.values), maxM, k, n);
         expect(worst(alone, want, mag)).toBeLessThanOrEqual(1);
         for (let m = 2; m <= maxM; m++) {
-          kn.matmul({ y: yp, x: xp, w: wp, dtype, layout, m, k, n });
-          expect(Array.from(kn.f32(yp, m * n))).toEqual(Array.from(alone.subarray(0, m * n)));
+          for (const s of [undefined, scratch]) {
+            kn.f32(yp, m * n).fill(NaN);
+            kn.matmul({ y: yp, x: xp, w: wp, dtype, layout, m, k, n, scratch: s });
+            expect(Array.from(kn.f32(yp, m * n))).toEqual(Array.from(alone.subarray(0, m * n)));
+          }
         }
       });
     });
