@@ -101,18 +101,18 @@ describe('CPU GEMM (WebAssembly SIMD)', () => {
     }
   });
 
-  it('matmulFor takes the GEMM from GEMM_MIN_ROWS rows and the kernels\' matmul below, with the same sums to rounding', () => {
+  it.each(['f32', 'f16'] as const)('matmulFor takes the GEMM from GEMM_MIN_ROWS rows and the kernels\' matmul below, with the same sums to rounding (%s)', (dtype) => {
     const [k, n] = [37, 9];
     const kn = CpuKernels.create();
     const matmul = matmulFor(kn, k);
-    const w = tiled(kn, n, k, 'f32', 21);
+    const w = tiled(kn, n, k, dtype, 21);
     for (const m of [GEMM_MIN_ROWS - 1, GEMM_MIN_ROWS]) {
       const x = uniform(m * k, 22);
       const [xp, y1, y2] = [place(kn, x), kn.alloc(m * n * 4), kn.alloc(m * n * 4)];
-      matmul({ y: y1, x: xp, w: w.at, dtype: 'f32', layout: 'tiled', m, k, n });
-      kn.matmul({ y: y2, x: xp, w: w.at, dtype: 'f32', layout: 'tiled', m, k, n });
+      matmul({ y: y1, x: xp, w: w.at, dtype, layout: 'tiled', m, k, n });
+      kn.matmul({ y: y2, x: xp, w: w.at, dtype, layout: 'tiled', m, k, n });
       const [a, b] = [kn.f32(y1, m * n), kn.f32(y2, m * n)];
-      // Below the threshold it is the kernels' matmul itself: the same bits.
+      // Below the threshold it is the kernels' matmul itself (f16 widened in the GEMM's scratch): the same bits.
       if (m < GEMM_MIN_ROWS) expect(Array.from(a)).toEqual(Array.from(b));
       const mag = new Float32Array(m * n);
       ref.matmul(mag, x.map(Math.abs), w.values.map(Math.abs), m, k, n);

@@ -30,7 +30,8 @@ function gemmModule(variant: CpuKernelVariant): WebAssembly.Module {
 export class CpuGemm {
   private constructor(
     private readonly g: GemmExports,
-    private readonly scratch: number,
+    /** 32·maxK + 32 bytes, free between calls (the kernels' matmul widens f16 blocks into it). */
+    readonly scratch: number,
     readonly maxK: number,
   ) {}
 
@@ -52,9 +53,10 @@ export class CpuGemm {
 
 /**
  * The matmul a rank binds its ops to: the GEMM for GEMM_MIN_ROWS rows or more on tiled weights,
- * the kernels' matmul otherwise. The GEMM's scratch is allocated on the kernels' memory now.
+ * the kernels' matmul otherwise (with the GEMM's scratch to widen f16 blocks in). The scratch is
+ * allocated on the kernels' memory now.
  */
 export function matmulFor(kernels: CpuKernels, maxK: number): (a: MatmulArgs) => void {
   const g = CpuGemm.create(kernels, maxK);
-  return (a) => (a.m >= GEMM_MIN_ROWS && a.layout === 'tiled' ? g.gemm(a) : kernels.matmul(a));
+  return (a) => (a.m >= GEMM_MIN_ROWS && a.layout === 'tiled' ? g.gemm(a) : kernels.matmul({ ...a, scratch: g.scratch }));
 }

@@ -110,6 +110,45 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
       });
     });
 
+  // n spans several of the runs a batch of four or more rows touches ahead (48 KB each), and the
+  // matrix ends at the memory's last byte, so a touch past it would trap; k: all tail, eights and a tail.
+  describe.each(variants.flatMap((v) => layouts.flatMap((l) => (['f32', 'f16'] as const).map((d) => [v, l, d] as const))))(
+    'matmul (%s), %s, %s weights, many runs of rows', (variant, layout, dtype) => {
+      it.each([5, 21])('k %i: each of 1..9 input rows gets the bits it gets alone, and the oracle\'s sums, with a scratch and without', (k) => {
+        const [n, maxM] = [2403, 9];
+        const x = randoms(maxM * k, 31);
+        const w = weights(n * k, 32, dtype);
+        const kn = CpuKernels.create(undefined, { variant });
+        const [xp, yp, y1, scratch] = [put(kn, x), kn.alloc(maxM * n * 4), kn.alloc(n * 4), kn.alloc(16 * k)];
+        const wBytes = layout === 'tiled' ? CpuKernels.tiledBytes(n, k, dtype) : w.stored.byteLength;
+        const mark = kn.mark();
+        kn.alloc(wBytes); // grows the memory to hold them, then pads so that they end where it does
+        kn.release(mark);
+        kn.alloc(kn.memory.buffer.byteLength - mark - Math.ceil(wBytes / 16) * 16);
+        const wp = kn.alloc(wBytes);
+        expect(Math.ceil((wp + wBytes) / 16) * 16).toBe(kn.memory.buffer.byteLength);
+        if (layout === 'tiled') kn.tile(wp, [w.stored], k);
+        else new Uint8Array(kn.memory.buffer, wp, wBytes).set(new Uint8Array(w.stored.buffer, w.stored.byteOffset, wBytes));
+        const alone = new Float32Array(maxM * n);
+        for (let r = 0; r < maxM; r++) {
+          kn.matmul({ y: y1, x: xp + r * k * 4, w: wp, dtype, layout, m: 1, k, n });
+          alone.set(kn.f32(y1, n), r * n);
+        }
+        const want = new Float32Array(maxM * n);
+        const mag = new Float32Array(maxM * n);
+        ref.matmul(want, x, w.values, maxM, k, n);
+        ref.matmul(mag, abs(x), abs(w.values), maxM, k, n);
+        expect(worst(alone, want, mag)).toBeLessThanOrEqual(1);
+        for (let m = 2; m <= maxM; m++) {
+          for (const s of [undefined, scratch]) {
+            kn.f32(yp, m * n).fill(NaN);
+            kn.matmul({ y: yp, x: xp, w: wp, dtype, layout, m, k, n, scratch: s });
+            expect(Array.from(kn.f32(yp, m * n))).toEqual(Array.from(alone.subarray(0, m * n)));
+          }
+        }
+      });
+    });
+
   it('f16 matmul widens subnormal, zero and extreme finite halves exactly', () => {
     // One weight row of every finite non-negative/negative half class against x = 1 at one position each.
     const halves = Uint16Array.of(0x0000, 0x8000, 0x0001, 0x83ff, 0x0400, 0x7bff, 0xfbff, 0x3c00, 0x3555);

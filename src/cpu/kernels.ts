@@ -23,7 +23,7 @@ export type CpuKvDtype = 'f32' | 'f16';
 export type CpuWeightLayout = 'rows' | 'tiled';
 
 interface KernelExports {
-  matmul(y: number, x: number, xStride: number, w: number, m: number, k: number, n: number, flags: number, bias: number, dtype: number): void;
+  matmul(y: number, x: number, xStride: number, w: number, m: number, k: number, n: number, flags: number, bias: number, dtype: number, scratch: number): void;
   rmsnorm(y: number, x: number, g: number, m: number, dim: number, eps: number): void;
   exp(x: number): number;
   add(y: number, x: number, n: number): void;
@@ -52,6 +52,11 @@ export interface MatmulArgs {
   accumulate?: boolean;
   /** (n,) f32 added to the product (before it is accumulated). */
   bias?: number;
+  /**
+   * 16·k bytes the matmul may overwrite: with it, tiled f16 weights against four or more rows are
+   * widened once a block of four rows (not once per pair of rows), giving the same bits.
+   */
+  scratch?: number;
 }
 
 export interface AttentionArgs {
@@ -213,7 +218,7 @@ export class CpuKernels {
   /** y = x·wᵀ (+ bias), or y += it; every weight is read from memory once for the whole batch. */
   matmul(a: MatmulArgs): void {
     const flags = (a.accumulate ? 1 : 0) | (a.bias !== undefined ? 2 : 0) | (a.layout === 'tiled' ? 4 : 0);
-    this.k.matmul(a.y, a.x, a.xStride ?? a.k, a.w, a.m, a.k, a.n, flags, a.bias ?? 0, a.dtype === 'f16' ? 1 : 0);
+    this.k.matmul(a.y, a.x, a.xStride ?? a.k, a.w, a.m, a.k, a.n, flags, a.bias ?? 0, a.dtype === 'f16' ? 1 : 0, a.scratch ?? 0);
   }
 
   /** The kernels' exp: Math.exp's algorithm (V8's FDLIBM port) in the module, to the bit. */

@@ -256,30 +256,95 @@
       (local.set $c (i32.add (local.get $c) (i32.const 1)))
       (br $l))))
 
+  ;; Widens a tiled f16 block of four rows (4·k halves at src; the eights, then the rows' last
+  ;; k mod 8) into the tiled f32 layout at dst, each half as the f16 tiles widen it: the eights as
+  ;; WLOAD8 does (build-wasm.mjs), the rest through $h2f as WLOAD1 does, so the f32 tile over it
+  ;; gives the f16 tiles' bits.
+  (func $widen (param $src i32) (param $k i32) (param $dst i32)
+    (local $end i32) (local $hv v128) (local $hl v128) (local $hh v128)
+    (local.set $end (i32.add (local.get $src) (i32.shl (i32.and (local.get $k) (i32.const -8)) (i32.const 3))))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $src) (local.get $end)))
+      (local.set $hv (v128.load (local.get $src)))
+      (local.set $hl (i16x8.shl (local.get $hv) (i32.const 13)))
+      (local.set $hh (v128.and (i16x8.shr_s (local.get $hv) (i32.const 3)) (v128.const i16x8 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff)))
+      (v128.store offset=0 (local.get $dst) (f32x4.mul (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $hl) (local.get $hh)) (f32x4.splat (f32.const 0x1p112))))
+      (v128.store offset=16 (local.get $dst) (f32x4.mul (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $hl) (local.get $hh)) (f32x4.splat (f32.const 0x1p112))))
+      (local.set $src (i32.add (local.get $src) (i32.const 16)))
+      (local.set $dst (i32.add (local.get $dst) (i32.const 32)))
+      (br $l)))
+    (local.set $end (i32.add (local.get $src) (i32.shl (i32.and (local.get $k) (i32.const 7)) (i32.const 3))))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $src) (local.get $end)))
+      (f32.store (local.get $dst) (call $h2f (local.get $src)))
+      (local.set $src (i32.add (local.get $src) (i32.const 2)))
+      (local.set $dst (i32.add (local.get $dst) (i32.const 4)))
+      (br $l))))
+
+  ;; Where $touch leaves its loads, so that none of them is dead code.
+  (global $sink (mut i32) (i32.const 0))
+
+  ;; Reads one byte of every 64 in [at, at + bytes), bringing those cache lines in. A batch's tile
+  ;; does so many operations per line that the core keeps only a few of its misses in flight (no
+  ;; wasm prefetch); this loop keeps dozens, so the lines come at the memory's full rate.
+  (func $touch (param $at i32) (param $bytes i32)
+    (local $end i32) (local $s i32)
+    (local.set $end (i32.add (local.get $at) (local.get $bytes)))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $at) (local.get $end)))
+      (local.set $s (i32.xor (local.get $s) (i32.load8_u (local.get $at))))
+      (local.set $at (i32.add (local.get $at) (i32.const 64)))
+      (br $l)))
+    (global.set $sink (i32.xor (global.get $sink) (local.get $s))))
+
   ;; y (m, n) = x (m, k; rows xStride floats apart) · wᵀ, w (n, k) of f32 (dtype 0) or f16 (1).
   ;; flags: 1 accumulate into y, 2 add bias (n,), 4 w is tiled (below). Weight rows go four at a
   ;; time, each block against every input row (two at a time, then one) while it is in cache, so
-  ;; every weight is read from memory once for the whole batch.
+  ;; every weight is read from memory once for the whole batch. With four or more input rows, each
+  ;; run of blocks of about 48 KB is touched first (see $touch; at two rows the tile keeps up with
+  ;; memory and the extra pass only costs); the sums are unchanged. With a scratch (16·k bytes; 0 for
+  ;; none), tiled f16 weights against four or more rows are widened a block at a time into it and
+  ;; multiplied by the f32 tile: once per block, not once per pair of rows, with the same bits (at
+  ;; two rows the widening pass costs more than it saves).
   ;; Layouts: rows, w[i] at w + i·k weights (a short last block repeats its last row and drops the
   ;; extra sums); or tiled (CpuKernels.tile), each block of four rows one stream: the rows' eights
   ;; interleaved, then their last k mod 8 row by row, rows padded to a multiple of four. Four
   ;; row streams of a few KB each starve the hardware prefetcher; one stream does not.
   (func (export "matmul") (param $y i32) (param $x i32) (param $xStride i32) (param $w i32)
-    (param $m i32) (param $k i32) (param $n i32) (param $flags i32) (param $bias i32) (param $dtype i32)
+    (param $m i32) (param $k i32) (param $n i32) (param $flags i32) (param $bias i32) (param $dtype i32) (param $scratch i32)
+    (local $wide i32) (local $dt i32)
     (local $i i32) (local $r i32) (local $wRow i32) (local $xs i32) (local $nv i32) (local $xr i32) (local $wb1 i32)
     (local $w0 i32) (local $w1 i32) (local $w2 i32) (local $w3 i32) (local $step i32) (local $d i32)
     (local $s0 f32) (local $s1 f32) (local $s2 f32) (local $s3 f32) (local $t0 f32) (local $t1 f32) (local $t2 f32) (local $t3 f32)
+    (local $ahead i32) (local $run i32) (local $last i32)
     (local.set $wb1 (i32.shr_u (i32.const 4) (local.get $dtype)))
     (local.set $wRow (i32.mul (local.get $k) (local.get $wb1)))
+    ;; Rows a touched run holds (a multiple of four, at least four), and the rows the matrix's bytes
+    ;; span (padded to four when tiled).
+    (local.set $run (i32.shl (i32.div_u (i32.const 49152) (i32.shl (i32.add (local.get $wRow) (i32.const 1)) (i32.const 2))) (i32.const 2)))
+    (if (i32.eqz (local.get $run)) (then (local.set $run (i32.const 4))))
+    (local.set $last (select (i32.and (i32.add (local.get $n) (i32.const 3)) (i32.const -4)) (local.get $n) (i32.and (local.get $flags) (i32.const 4))))
+    (if (i32.lt_u (local.get $m) (i32.const 4)) (then (local.set $ahead (local.get $last))))
     (local.set $xs (i32.shl (local.get $xStride) (i32.const 2)))
     (local.set $step (i32.shl (local.get $wb1) (i32.const 3)))
     (if (i32.and (local.get $flags) (i32.const 4)) (then
       (local.set $step (i32.shl (local.get $step) (i32.const 2)))
       (local.set $d (i32.mul (local.get $wb1) (i32.sub (i32.and (local.get $k) (i32.const 7)) (i32.const 8))))))
+    (local.set $wide (i32.and (i32.and (local.get $dtype) (i32.ne (local.get $scratch) (i32.const 0)))
+      (i32.and (i32.ne (i32.and (local.get $flags) (i32.const 4)) (i32.const 0)) (i32.ge_u (local.get $m) (i32.const 4)))))
+    (local.set $dt (i32.and (local.get $dtype) (i32.eqz (local.get $wide))))
+    ;; The widened block's f32 tiled strides.
+    (if (local.get $wide) (then
+      (local.set $step (i32.const 128))
+      (local.set $d (i32.shl (i32.sub (i32.and (local.get $k) (i32.const 7)) (i32.const 8)) (i32.const 2)))))
     (block $blocksDone (loop $blocks
       (br_if $blocksDone (i32.ge_u (local.get $i) (local.get $n)))
       (local.set $nv (select (i32.const 4) (i32.sub (local.get $n) (local.get $i)) (i32.gt_u (i32.sub (local.get $n) (local.get $i)) (i32.const 4))))
       (local.set $w0 (i32.add (local.get $w) (i32.mul (local.get $i) (local.get $wRow))))
+      (if (i32.ge_u (local.get $i) (local.get $ahead)) (then
+        (local.set $ahead (select (local.get $last) (i32.add (local.get $i) (local.get $run))
+          (i32.gt_u (i32.add (local.get $i) (local.get $run)) (local.get $last))))
+        (call $touch (local.get $w0) (i32.mul (i32.sub (local.get $ahead) (local.get $i)) (local.get $wRow)))))
       (if (i32.and (local.get $flags) (i32.const 4))
         (then
           (local.set $w1 (i32.add (local.get $w0) (i32.shl (local.get $wb1) (i32.const 3))))
@@ -289,11 +354,17 @@
           (local.set $w1 (i32.add (local.get $w0) (i32.mul (local.get $wRow) (select (i32.const 1) (i32.sub (local.get $nv) (i32.const 1)) (i32.gt_u (local.get $nv) (i32.const 1))))))
           (local.set $w2 (i32.add (local.get $w0) (i32.mul (local.get $wRow) (select (i32.const 2) (i32.sub (local.get $nv) (i32.const 1)) (i32.gt_u (local.get $nv) (i32.const 2))))))
           (local.set $w3 (i32.add (local.get $w0) (i32.mul (local.get $wRow) (i32.sub (local.get $nv) (i32.const 1)))))))
+      (if (local.get $wide) (then
+        (call $widen (local.get $w0) (local.get $k) (local.get $scratch))
+        (local.set $w0 (local.get $scratch))
+        (local.set $w1 (i32.add (local.get $scratch) (i32.const 32)))
+        (local.set $w2 (i32.add (local.get $scratch) (i32.const 64)))
+        (local.set $w3 (i32.add (local.get $scratch) (i32.const 96)))))
       (local.set $r (i32.const 0))
       (local.set $xr (local.get $x))
       (block $pairsDone (loop $pairs
         (br_if $pairsDone (i32.ge_u (i32.add (local.get $r) (i32.const 1)) (local.get $m)))
-        (if (result f32 f32 f32 f32 f32 f32 f32 f32) (local.get $dtype)
+        (if (result f32 f32 f32 f32 f32 f32 f32 f32) (local.get $dt)
           (then (call $t42_f16 (local.get $w0) (local.get $w1) (local.get $w2) (local.get $w3) (local.get $step) (local.get $d) (local.get $xr) (i32.add (local.get $xr) (local.get $xs)) (local.get $k)))
           (else (if (result f32 f32 f32 f32 f32 f32 f32 f32) (i32.and (local.get $flags) (i32.const 4))
             (then (call $t42t_f32 (local.get $w0) (local.get $step) (local.get $d) (local.get $xr) (i32.add (local.get $xr) (local.get $xs)) (local.get $k)))
@@ -307,7 +378,7 @@
         (local.set $r (i32.add (local.get $r) (i32.const 2)))
         (br $pairs)))
       (if (i32.lt_u (local.get $r) (local.get $m)) (then
-        (if (result f32 f32 f32 f32) (local.get $dtype)
+        (if (result f32 f32 f32 f32) (local.get $dt)
           (then (call $t41_f16 (local.get $w0) (local.get $w1) (local.get $w2) (local.get $w3) (local.get $step) (local.get $d) (local.get $xr) (local.get $k)))
           (else (call $t41_f32 (local.get $w0) (local.get $w1) (local.get $w2) (local.get $w3) (local.get $step) (local.get $d) (local.get $xr) (local.get $k))))
         (local.set $s3) (local.set $s2) (local.set $s1) (local.set $s0)
