@@ -14,7 +14,7 @@ import { AFFINE_BLOCK, AFFINE_GROUP, AFFINE_TYPES, dequantizeAffine, splitAffine
 import { mulberry32 } from '../model/mulberry32.js';
 import { f32ToF16 } from '../model/formats/gguf-blocks.js';
 import { f16ToF32 } from '../model/formats/safetensors.js';
-import { quantizeAny } from '../../test-support/model/kquant-quantize.js';
+import { quantizeAny } from '../model/formats/gguf-kquants-write.js';
 
 const f = Math.fround;
 

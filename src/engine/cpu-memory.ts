@@ -7,7 +7,7 @@
 import { RankMemoryError } from '../errors.js';
 import type { ModelConfig, TensorInfo } from '../model/config.js';
 import { llama2cTensorTable } from '../model/formats/llama2c.js';
-import { makePlan, quantGroupBytes, styleFor, type Plan, type QuantDtype, type RankPlan } from '../parallel/plan.js';
+import { evenDegrees, makePlan, quantGroupBytes, styleFor, type Plan, type QuantDtype, type RankPlan } from '../parallel/plan.js';
 import { q8mTileExtraBytes } from '../cpu/kquant-bytes.js';
 
 /** wasm32's limit: 65536 pages of 64 KiB. */
@@ -75,13 +75,6 @@ export function largestCpuRank(c: ModelConfig, ranks: readonly RankShape[], cpu:
   return best;
 }
 
-/** Degrees an even plan allows: those dividing the query heads, in order. */
-export function evenDegrees(c: ModelConfig): number[] {
-  const out: number[] = [];
-  for (let d = 1; d <= c.nHeads; d++) if (c.nHeads % d === 0) out.push(d);
-  return out;
-}
-
 /**
  * The ranks of an even `d`-rank plan without slicing every row of every layer: the ranges come
  * from the plan of the first layer (every layer has the same shapes), and each tensor's share is
@@ -117,7 +110,7 @@ export function cpuFitsAt(c: ModelConfig, tensors: readonly TensorInfo[] | undef
 
 /** The smallest even degree at which every CPU rank fits, or undefined when none does. */
 export function smallestCpuDegree(c: ModelConfig, tensors: readonly TensorInfo[] | undefined, s: CpuStateSizes, limit = WASM_MEMORY_BYTES): number | undefined {
-  return evenDegrees(c).find((d) => cpuFitsAt(c, tensors, d, s, limit));
+  return evenDegrees(c, tensors).find((d) => cpuFitsAt(c, tensors, d, s, limit));
 }
 
 /**
