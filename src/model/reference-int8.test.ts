@@ -6,15 +6,16 @@ import { loadLlama2c } from './formats/llama2c.js';
 import { encodeGguf } from './formats/gguf-write.js';
 import { loadGgufDequantized } from './formats/gguf.js';
 import { Tokenizer } from './tokenizer/tokenizer.js';
-import { createRunState, forward } from './reference.js';
+import { createRunState, forward, type ReferenceModel } from './reference.js';
 import { forwardInt8, loadGgufInt8 } from './reference-int8.js';
+import { randomWeights, TINY_QWEN2, TINY_QWEN3 } from '../../test-support/model/hf-testing.js';
 
 const stories = loadLlama2c(readArrayBuffer(resolve(modelsDir, 'stories260K.bin')));
 const tok = Tokenizer.parse(readFileSync(resolve(modelsDir, 'tok512.bin')), 512);
 
 /** Logits of the first few tokens of a story (BOS, then fixed tokens), int8 and weight-only. */
-async function logits(quant: 'f32' | 'q4_0' | 'q8_0'): Promise<{ int8: Float32Array[]; f32: Float32Array[]; kinds: string[] }> {
-  const bytes = encodeGguf(stories, quant, tok);
+async function logits(quant: 'f32' | 'q4_0' | 'q8_0', model0: ReferenceModel = stories): Promise<{ int8: Float32Array[]; f32: Float32Array[]; kinds: string[] }> {
+  const bytes = encodeGguf(model0, quant, tok);
   const m8 = await loadGgufInt8(bytes);
   const { model } = await loadGgufDequantized(bytes);
   const s8 = createRunState(m8.config);
@@ -31,6 +32,11 @@ describe('the int8-activation oracle of GGUF models', () => {
   it('on an F32 file every matrix is f32 and the pass is reference.ts\'s, float for float', async () => {
     const r = await logits('f32');
     expect(new Set(r.kinds)).toEqual(new Set(['f32']));
+    r.int8.forEach((l, i) => expect(l).toEqual(r.f32[i]));
+  });
+
+  it.each([['Qwen2 (q/k/v biases)', TINY_QWEN2], ['Qwen3 (q/k norms)', TINY_QWEN3]] as const)('on an F32 %s file the pass is reference.ts\'s, float for float', async (_, config) => {
+    const r = await logits('f32', { config, weights: randomWeights(config, 3, 3) });
     r.int8.forEach((l, i) => expect(l).toEqual(r.f32[i]));
   });
 

@@ -6,11 +6,11 @@
  * nibble − 8 with the same scale). Matrices the stream keeps f32 (F32/F16 tensors, or a fused
  * group with mixed types) run reference.ts's f32 matmul on f32 activations; q8_m ones (GGUF's
  * Q4_1, Q5_x, K-quants, and Q8_0/Q4_0 fused beside them) CPU ranks' sums (reference-q8m.ts).
- * Everything else is reference.ts's forward pass.
+ * Everything else is reference.ts's forward pass, Qwen2's q/k/v biases and Qwen3's q/k norms included.
  */
 import type { ModelConfig } from './config.js';
 import {
-  add, attention, createRunState, embed, generateLoop, matmul, rmsnorm, rope, siluMul, type RunState,
+  add, attention, createRunState, embed, generateLoop, headNorm, matmul, rmsnorm, rope, siluMul, type RunState, type TransformerWeights,
 } from './reference.js';
 import { matmulQ8, quantizeQ8, type Q8Split, type Q8Tensor } from './reference-q8.js';
 import { q4ToQ8 } from './reference-q4.js';
@@ -40,6 +40,8 @@ export interface Int8ReferenceModel {
   rmsAttWeight: Float32Array; // (layer, dim)
   rmsFfnWeight: Float32Array; // (layer, dim)
   rmsFinalWeight: Float32Array;
+  /** Qwen2's q/k/v biases and Qwen3's per-head q/k norms, as reference.ts's weights hold them (f32 in every file). */
+  extras: Pick<TransformerWeights, 'bq' | 'bk' | 'bv' | 'qNorm' | 'kNorm'>;
   layers: Int8Layer[];
   wcls: Int8Matrix;
 }
@@ -88,7 +90,7 @@ export async function loadGgufInt8(bytes: Uint8Array): Promise<Int8ReferenceMode
   const wcls = raw.get(c.sharedClassifier ? 'tok_embeddings' : 'output') ?? { kind: 'f32', w: w.wcls };
   return {
     config: c, tokenEmbeddingTable: w.tokenEmbeddingTable, rmsAttWeight: w.rmsAttWeight, rmsFfnWeight: w.rmsFfnWeight,
-    rmsFinalWeight: w.rmsFinalWeight, layers, wcls,
+    rmsFinalWeight: w.rmsFinalWeight, extras: { bq: w.bq, bk: w.bk, bv: w.bv, qNorm: w.qNorm, kNorm: w.kNorm }, layers, wcls,
   };
 }
 
@@ -118,6 +120,16 @@ export function forwardInt8(model: Int8ReferenceModel, s: RunState, token: numbe
     mm(s.q, xb, L.wq, dim, qDim);
     mm(s.k, xb, L.wk, dim, kvDim);
     mm(s.v, xb, L.wv, dim, kvDim);
+    const { bq, bk, bv, qNorm, kNorm } = model.extras;
+    if (bq && bk && bv) {
+      add(s.q, bq.subarray(l * qDim, (l + 1) * qDim), qDim);
+      add(s.k, bk.subarray(l * kvDim, (l + 1) * kvDim), kvDim);
+      add(s.v, bv.subarray(l * kvDim, (l + 1) * kvDim), kvDim);
+    }
+    if (qNorm && kNorm) {
+      headNorm(s.q, 1, qDim, nHeads, headSize, qNorm.subarray(l * headSize, (l + 1) * headSize), c.normEps);
+      headNorm(s.k, 1, kvDim, nKvHeads, headSize, kNorm.subarray(l * headSize, (l + 1) * headSize), c.normEps);
+    }
     rope(s.q, 1, nHeads, headSize, positions, s.rope, c.ropeStyle);
     rope(s.k, 1, nKvHeads, headSize, positions, s.rope, c.ropeStyle);
     const layerCache = l * c.seqLen * kvDim;
