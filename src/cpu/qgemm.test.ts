@@ -114,15 +114,16 @@ describe('CPU quantised GEMM (WebAssembly SIMD)', () => {
     });
   });
 
-  it.each(variants)('%s: Q4_0 × int8 at the extremes (nibbles 15 against 127 all group long) sums exactly', (variant) => {
+  // A group's largest value sets d = max / −8, so the others at −7/8 of it quantise to nibble 15
+  // (the relaxed tile's largest i16 sums) and those equal to it to nibble 0 (−8 once centred).
+  it.each(variants.flatMap((v) => [[v, 15, -0.875], [v, 0, 1]] as const))('%s: Q4_0 × int8 at the extremes (nibbles %i against 127 all group long) sums exactly', (variant, nibble, rest) => {
     const [m, k, n] = [QGEMM_MIN_ROWS, 64, 3];
     const kn = CpuKernels.create(undefined, { variant });
     const qk = CpuQuantKernels.create(kn);
     const g = CpuQuantGemm.create(kn, m, k);
-    // A group's largest value sets d = max / −8, so the others at −7/8 of it quantise to nibble 15.
-    const v = Float32Array.from({ length: n * k }, (_, i) => (i % 32 === 0 ? 1 : -0.875));
+    const v = Float32Array.from({ length: n * k }, (_, i) => (i % 32 === 0 ? 1 : rest));
     const t = quantizeQ4(v, n * k);
-    expect(Array.from(t.q.subarray(1, 16))).toEqual(Array(15).fill(0xff));
+    expect(Array.from(t.q.subarray(1, 16))).toEqual(Array(15).fill(nibble * 0x11));
     const at = kn.alloc(CpuQuantKernels.tiledBytes(n, k, 'q4_0'));
     qk.tile(at, [t], k, 'q4_0');
     const xp = put(kn, new Float32Array(m * k).fill(1));
