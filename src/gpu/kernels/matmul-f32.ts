@@ -1,7 +1,8 @@
 /**
  * Matmuls with f32 weights (`Matrix`). m = 1 runs a gemv, 2 ≤ m ≤ 8 (a decode batch) the small-m
  * kernel, m > 8 a register-blocked, tiled or subgroup-broadcast gemm: the adapter's measured
- * choices (`ctx.choices`, ../tune.ts) unless the options name one.
+ * choices (`ctx.choices`, ../tune.ts) unless the options name one. The m > 8 gemm is compiled
+ * at its first use.
  */
 import commonSrc from '../../../shaders/common.wgsl?raw';
 import matmulCommonSrc from '../../../shaders/matmul_common.wgsl?raw';
@@ -106,12 +107,11 @@ export function createF32Matmul(ctx: GpuContext, step: StepParams, o: F32MatmulO
   if (!availableGemm(ctx).includes(gemmKind)) throw new InvalidArgumentError(`gemm variant ${gemmKind} is not available on this adapter`);
   if (!availableSmall(ctx).includes(smallKind)) throw new InvalidArgumentError(`small-m matmul variant ${smallKind} is not available on this adapter`);
   const gemv = gemvVariant(ctx, gemvKind, constants, xSrc);
-  const gemm = maxM > 1 ? gemmVariant(ctx, gemmKind, constants, xSrc) : undefined;
   // A decode batch (m ≤ 8) in a kernel of 8-row blocks: broadcast16 computes 16 rows per
   // workgroup whatever m is (half of them wasted), regblock 32.
   const usePrep = smallKind === 'prep32' && inp.mode !== 0;
   let small: MatmulKernel | undefined;
-  if (gemm && smallKind !== 'gemm') {
+  if (maxM > 1 && smallKind !== 'gemm') {
     if (smallKind === 'broadcast') small = gemmVariant(ctx, 'broadcast', constants, xSrc);
     else if (!usePrep) small = bcast32Variant(ctx, { ...constants, ROW_SCALE: 0 }, xSrc);
     // On the prepared rows: plain x (vec4 loads when K allows) and, for RMSNorm, a scale per row.
@@ -129,23 +129,32 @@ export function createF32Matmul(ctx: GpuContext, step: StepParams, o: F32MatmulO
   })() : undefined;
 
   const params: GPUBuffer[] = prep ? [prep.p] : [];
-  const kernels = [gemv, gemm, small];
-  const chunks = w.chunks.map((c) => {
+  const bindings = w.chunks.map((c) => {
     const geometry = { K, rows: c.rows, kStride4: w.stride / 4, rowStart: c.rowStart, yStride };
     const p = chunkParams(ctx, w.label, geometry, { xStride, xOffset, inp });
     params.push(p);
-    const bindings = chunkBindings(ctx, step, p, o.x, c.buffer, o, inp.aux);
-    if (!prep) return bindChunk(ctx, w.label, c.rows, kernels, bindings);
+    const plain = chunkBindings(ctx, step, p, o.x, c.buffer, o, inp.aux);
+    if (!prep) return plain;
     // The small kernel reads the prepared rows: dense, from 0, with their scales after them.
     const q = chunkParams(ctx, w.label, geometry, { xStride: K, xOffset: 0, inp: { bStride: 0, bOff: smallRows * K, eps: inp.eps } });
     params.push(q);
     const prepared = chunkBindings(ctx, step, q, prep.scratch, c.buffer, o, prep.scratch);
-    return bindChunk(ctx, w.label, c.rows, kernels, (k, i) => (i === SMALL ? prepared(k) : bindings(k)));
+    return (k: MatmulKernel, i: number) => (i === SMALL ? prepared(k) : plain(k));
   });
+  const chunks = w.chunks.map((c, j) => bindChunk(ctx, w.label, c.rows, [gemv, undefined, small], bindings[j]!));
+  // The gemm is compiled and bound at the first step that runs it: most engines (decode, short
+  // prompts) never do, and a pipeline costs tens of ms of the GPU process on a CPU adapter.
+  let gemm: MatmulKernel | undefined;
+  const lazyGemm = (): MatmulKernel => {
+    if (gemm) return gemm;
+    const k = gemmVariant(ctx, gemmKind, constants, xSrc);
+    chunks.forEach((c, j) => (c.groups[GEMM] = bindGroup(ctx, k.pipeline, bindings[j]!(k, GEMM), w.label)));
+    return (gemm = k);
+  };
 
   const op = makeOp(ctx, `matmul ${w.label}`, maxM, params, (pass, m) => {
-    if (m === 1 || !gemm) return dispatchChunks(pass, m, gemv, GEMV, chunks);
-    if (!small || m > SMALL_M) return dispatchChunks(pass, m, gemm, GEMM, chunks);
+    if (m === 1) return dispatchChunks(pass, m, gemv, GEMV, chunks);
+    if (!small || m > SMALL_M) return dispatchChunks(pass, m, lazyGemm(), GEMM, chunks);
     if (prep) {
       pass.setPipeline(prep.pipeline);
       pass.setBindGroup(0, prep.bg);
