@@ -181,7 +181,7 @@ describe('CPU q8_m kernels (WebAssembly SIMD)', () => {
       big[k + 17] = 64;
       const wp = kn.alloc(CpuKQuantKernels.tiledBytes(n, k, form));
       expect(CpuKQuantKernels.formOf({ ...part, q: big })).toBe(groupSize === 16 ? 'byte16' : 'byte32');
-      expect(() => kq.tile(wp, [{ ...part, q: big }], k, form)).toThrow(/codes of 64 cannot tile as small/);
+      expect(() => kq.tile(wp, [{ ...part, q: big }], k, form)).toThrow(/codes of 64 or more cannot tile as small/);
     });
   });
 

@@ -75,6 +75,13 @@ const SMALL_CODES = 64;
 const groupOf = (form: KqForm): number => (form === 'byte16' || form === 'small16' ? 16 : 32);
 const isSmall = (form: KqForm): boolean => form === 'small32' || form === 'small16';
 
+/** Every code's bits or'd: below 16 (or 64) exactly when every code is. */
+function codeBits(q: Uint8Array): number {
+  let bits = 0;
+  for (let i = 0; i < q.length; i++) bits |= q[i]!;
+  return bits;
+}
+
 const bytesOf = (base64: string): Uint8Array<ArrayBuffer> => Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
 const compiled = new Map<CpuKernelVariant, WebAssembly.Module>();
 
@@ -113,10 +120,9 @@ export class CpuKQuantKernels {
   /** The form a part tiles in: nibbles where it can, else bytes in its group size, small where every code is below 64. */
   static formOf(p: KqPart): KqForm {
     if (p.groupSize !== 16 && p.groupSize !== 32) throw new ModelFormatError(`q8_m groups of ${p.groupSize} values are not GGUF's (32 or 16)`);
-    let max = 0;
-    for (const c of p.q) if (c > max) max = c;
-    if (p.groupSize === 16) return max < SMALL_CODES ? 'small16' : 'byte16';
-    return max < 16 ? 'nibble' : max < SMALL_CODES ? 'small32' : 'byte32';
+    const bits = codeBits(p.q);
+    if (p.groupSize === 16) return bits < SMALL_CODES ? 'small16' : 'byte16';
+    return bits < 16 ? 'nibble' : bits < SMALL_CODES ? 'small32' : 'byte32';
   }
 
   /** Bytes of an (n, k) matrix tiled in `form`: its rows padded to a multiple of four. */
@@ -135,6 +141,9 @@ export class CpuKQuantKernels {
    */
   tile(dst: number, parts: readonly KqPart[], k: number, form: KqForm): void {
     if (k % KQ_CHUNK !== 0) throw new ModelFormatError(`a q8_m matrix on a CPU rank needs rows of whole groups of ${KQ_CHUNK}, got ${k} values`);
+    if (isSmall(form)) {
+      for (const p of parts) if (codeBits(p.q) >= SMALL_CODES) throw new ModelFormatError(`q8_m codes of 64 or more cannot tile as ${form} (codes below ${SMALL_CODES})`);
+    }
     const rows = parts.flatMap((p) => Array.from({ length: p.q.length / k }, (_, r) => ({ p, r })));
     const n = rows.length;
     const total = CpuKQuantKernels.tiledBytes(n, k, form);
@@ -143,7 +152,6 @@ export class CpuKQuantKernels {
     const cb = CHUNK_BYTES[form];
     const g = k / KQ_CHUNK;
     const codeBytes = form === 'nibble' ? 64 : 128;
-    const small = isSmall(form);
     for (let i = 0; i < n; i += 4) {
       for (let c = 0; c < 4 && i + c < n; c++) {
         const { p, r } = rows[i + c]!;
@@ -154,9 +162,7 @@ export class CpuKQuantKernels {
           if (form === 'nibble') {
             for (let e = 0; e < 16; e++) out[o + c * 16 + e] = p.q[e0 + e]! | (p.q[e0 + e + 16]! << 4);
           } else {
-            const codes = p.q.subarray(e0, e0 + KQ_CHUNK);
-            if (small && codes.some((v) => v >= SMALL_CODES)) throw new ModelFormatError(`q8_m codes of ${Math.max(...codes)} cannot tile as ${form} (codes below ${SMALL_CODES})`);
-            out.set(codes, o + c * 32);
+            out.set(p.q.subarray(e0, e0 + KQ_CHUNK), o + c * 32);
           }
           // Scales and mins of values 0..15 and 16..31 (one pair when the group is 32).
           const pair = (half: number) => 2 * Math.floor((e0 + 16 * half) / p.groupSize);
