@@ -31,8 +31,10 @@ describe('bench peers\' TP split', () => {
 
   it('names the uneven rows by their heads per rank and passes the split to the engine', () => {
     const ours = plannedConfigs('q4_k_m', 64, c110).filter((p) => p.config.engine === 'webgpu-tp');
-    expect(ours.map((p) => p.config.config)).toEqual(['gpu tp1', 'gpu tp2 8:4', 'cpu tp1', 'cpu tp2 8:4']);
-    expect(ours.map((p) => p.spec({ gguf: 'm.gguf' }))[3]).toEqual({ engine: 'ours', model: 'm.gguf', tp: 2, devices: 'cpu', split: [8 / 12, 4 / 12] });
+    // K-quant mixes: int8 activations on CPU ranks (as llama.cpp's Q8_K), f32 on GPU ranks (no int8 q8_m kernels there)
+    expect(ours.map((p) => p.config.config)).toEqual(['gpu tp1', 'gpu tp2 8:4', 'cpu tp1 int8', 'cpu tp2 8:4 int8']);
+    expect(ours.map((p) => p.spec({ gguf: 'm.gguf' }))[3]).toEqual({ engine: 'ours', model: 'm.gguf', tp: 2, devices: 'cpu', int8Activations: true, split: [8 / 12, 4 / 12] });
+    expect(ours.map((p) => p.spec({ gguf: 'm.gguf' }))[1]).toEqual({ engine: 'ours', model: 'm.gguf', tp: 2, devices: 'gpu', split: [8 / 12, 4 / 12] });
     expect(plannedConfigs('q4_0', 64, c110).filter((p) => p.config.engine === 'webgpu-tp').map((p) => p.config.config)).toEqual(['gpu tp1 int8', 'gpu tp2 int8', 'cpu tp1 int8', 'cpu tp2 int8']);
   });
 });

@@ -18,7 +18,7 @@ import { appDir, launchChromium, serveStatic, type LaunchedBrowser, type StaticS
 import { synthCommand } from './synth.js';
 import { InvalidArgumentError, type SerializedError } from '../errors.js';
 import { GGUF_QUANTS, type GgufQuant } from '../model/formats/gguf-write.js';
-import { GGUF_MIXES } from '../model/formats/gguf-mix.js';
+import { GGUF_MIXES, isGgufMix } from '../model/formats/gguf-mix.js';
 import type { ModelConfig } from '../model/config.js';
 import { wholeBlockSplit } from './bench-peers-split.js';
 import { loadLlama2c } from '../model/formats/llama2c.js';
@@ -77,11 +77,14 @@ export function plannedConfigs(quant: GgufQuant, ctx: number, model: ModelConfig
   const ours = (devices: 'gpu' | 'cpu', tp: number): Planned => {
     const split = wholeBlockSplit(model, quant, tp);
     const heads = split ? ` ${split.map((s) => Math.round(s * model.nHeads)).join(':')}` : '';
+    // llama.cpp quantises activations for every quantised matrix (Q8_K for K-quants), so ours runs
+    // its int8-activation mode wherever it has one: Q8_0/Q4_0 on both rank kinds, K-quant mixes on
+    // CPU ranks (GPU ranks keep f32 activations against q8_m weights, so those rows stay weight-only).
+    const int8 = quantised || (isGgufMix(quant) && devices === 'cpu');
     return {
-      config: { engine: 'webgpu-tp', config: `${devices} tp${tp}${heads}${quantised ? ' int8' : ''}`, quant, threads: null, tp, devices },
-      // llama.cpp quantises activations for Q8_0/Q4_0 matrices, so ours runs its int8-activation mode there
+      config: { engine: 'webgpu-tp', config: `${devices} tp${tp}${heads}${int8 ? ' int8' : ''}`, quant, threads: null, tp, devices },
       // the kind is pinned: under auto a fallback adapter gets CPU ranks, and the GPU row would be a second CPU one
-      spec: (f) => ({ engine: 'ours', model: f.gguf, tp, devices, ...(quantised && { int8Activations: true }), ...(split && { split }) }),
+      spec: (f) => ({ engine: 'ours', model: f.gguf, tp, devices, ...(int8 && { int8Activations: true }), ...(split && { split }) }),
     };
   };
   const wllama = (threads: number, gpu: boolean): Planned => ({

@@ -77,7 +77,7 @@ function worst(got: ArrayLike<number>, want: ArrayLike<number>, mag: ArrayLike<n
 
 setFlagsFromString('--experimental-wasm-relaxed-simd');
 const variants: CpuKernelVariant[] = relaxedSimdAvailable() ? ['simd', 'relaxed'] : ['simd'];
-const formOf: Record<AffineType, KqForm> = { Q4_1: 'nibble', Q5_0: 'byte32', Q5_1: 'byte32', Q4_K: 'nibble', Q5_K: 'byte32', Q6_K: 'byte16' };
+const formOf: Record<AffineType, KqForm> = { Q4_1: 'nibble', Q5_0: 'small32', Q5_1: 'small32', Q4_K: 'nibble', Q5_K: 'small32', Q6_K: 'small16' };
 // k: whole blocks (256 for the K-quants; odd counts of 32 for the rest); n: short last blocks of 1..3 rows; m: the gemv to 9 rows.
 const sizesOf = (t: AffineType): [number, number, number][] => (AFFINE_BLOCK[t].values === 256
   ? [[1, 256, 5], [3, 512, 7], [9, 256, 10]]
@@ -96,7 +96,7 @@ describe('CPU q8_m kernels (WebAssembly SIMD)', () => {
       expect(bytes.toString('base64')).toBe(committed);
     });
 
-  it.each(cases.map((c) => [c.what, c] as const))('%s tiles in its form: nibbles only where every code is below 16', (_, c) => {
+  it.each(cases.map((c) => [c.what, c] as const))('%s tiles in its form: nibbles only where every code is below 16, small bytes where below 64', (_, c) => {
     expect(CpuKQuantKernels.formOf(c.mat(4, c.sizes[0]![1], 1).part)).toBe(c.form);
   });
 
@@ -141,6 +141,47 @@ describe('CPU q8_m kernels (WebAssembly SIMD)', () => {
       expect(Array.from(cols(yp))).not.toEqual(Array.from(got));
       kq.matmulA8({ y: yp, ys, xa, xi16: sums, w: wp, form: c.form, m, k, n, accumulate: true, bias: bp });
       expect(Array.from(cols(yp))).toEqual(Array.from(want8, (v, i) => f(v + f(v + bias[i % n]!))));
+    });
+  });
+
+  // The i8 × i7 dot sums products in i16 lanes: codes of 63 against activations of ±127 whose
+  // signs agree over each group fill them to 4·127·63 (IDOT) and 2·127·63 (a group of 16's half).
+  describe.each(variants.flatMap((v) => [32, 16].map((gs) => [v, gs] as const)))('%s, codes at 63 in groups of %i', (variant, groupSize) => {
+    const [m, k, n] = [3, 256, 6];
+    const r = mulberry32(9);
+    const q = Uint8Array.from({ length: n * k }, () => (r() < 0.8 ? 63 : Math.floor(r() * 64)));
+    const s = randoms(((n * k) / groupSize) * 2, 4);
+    const part: KqPart = { q, s, groupSize };
+    const form: KqForm = groupSize === 16 ? 'small16' : 'small32';
+
+    it('tiles small, and int8 sums equal the oracle bit for bit at the i16 lanes\' bound', () => {
+      expect(CpuKQuantKernels.formOf(part)).toBe(form);
+      const x = Float32Array.from({ length: m * k }, (_, i) => ((Math.floor(i / 32) + Math.floor(i / k)) % 3 === 1 ? -1 : 1) * (1 + (i % 5) / 1e4));
+      const kn = CpuKernels.create(undefined, { variant });
+      const qk = CpuQuantKernels.create(kn);
+      const kq = CpuKQuantKernels.create(kn);
+      const xp = put(kn, x);
+      const wp = kn.alloc(CpuKQuantKernels.tiledBytes(n, k, form));
+      kq.tile(wp, [part], k, form);
+      const xa = kn.alloc(CpuQuantKernels.activationBytes(m, k));
+      qk.quantize(xa, xp, m, k);
+      // every activation quantises to ±127: the lanes' bound is reached
+      expect(Array.from(new Int8Array(kn.memory.buffer, xa, k)).every((v) => Math.abs(v) === 127)).toBe(true);
+      const sums = kn.alloc(CpuKQuantKernels.sumsBytes(m, k));
+      kq.a8sums16(sums, xa, m, k);
+      const yp = kn.alloc(m * n * 4);
+      kq.matmulA8({ y: yp, xa, xi16: sums, w: wp, form, m, k, n });
+      expect(Array.from(kn.f32(yp, m * n))).toEqual(Array.from(matmulA8Oracle(x, part, m, k, n)));
+    });
+
+    it('refuses to tile a code of 64 or more as small', () => {
+      const kn = CpuKernels.create(undefined, { variant });
+      const kq = CpuKQuantKernels.create(kn);
+      const big = Uint8Array.from(q);
+      big[k + 17] = 64;
+      const wp = kn.alloc(CpuKQuantKernels.tiledBytes(n, k, form));
+      expect(CpuKQuantKernels.formOf({ ...part, q: big })).toBe(groupSize === 16 ? 'byte16' : 'byte32');
+      expect(() => kq.tile(wp, [{ ...part, q: big }], k, form)).toThrow(/codes of 64 or more cannot tile as small/);
     });
   });
 

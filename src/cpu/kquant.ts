@@ -10,9 +10,11 @@ import { ModelFormatError } from '../errors.js';
 
 /**
  * How a tiled q8_m matrix stores its codes: `nibble` (every code < 16, groups of 32: Q4_K, Q4_1),
- * `byte32` (groups of 32: Q5_x, and Q8_0 parts) or `byte16` (groups of 16: Q6_K).
+ * or a byte each in groups of 32 or 16: `small32` / `small16` when every code is below 64 (Q5_x,
+ * Q5_K; Q6_K), which int8 activations then take through the relaxed i8 × i7 dot, else `byte32` /
+ * `byte16` (Q8_0 parts, codes to 255).
  */
-export type KqForm = 'nibble' | 'byte32' | 'byte16';
+export type KqForm = 'nibble' | 'byte32' | 'byte16' | 'small32' | 'small16';
 
 /** Rows of q8_m values: a byte code each, two floats (scale, min) per group of groupSize (32 or 16). */
 export interface KqPart {
@@ -65,9 +67,20 @@ export interface KqSegment {
 }
 
 export const KQ_CHUNK = 32;
-const FORM_CODE: Readonly<Record<KqForm, number>> = { nibble: 0, byte32: 1, byte16: 2 };
+/** kquant.wat's form: its layout (0 nibbles, 1 bytes in groups of 32, 2 of 16), | 4 for codes below 64. */
+const FORM_CODE: Readonly<Record<KqForm, number>> = { nibble: 0, byte32: 1, byte16: 2, small32: 5, small16: 6 };
 /** Bytes of one (block of four rows, 32 values): codes, then scales, then mins. */
-const CHUNK_BYTES: Readonly<Record<KqForm, number>> = { nibble: 96, byte32: 160, byte16: 192 };
+const CHUNK_BYTES: Readonly<Record<KqForm, number>> = { nibble: 96, byte32: 160, byte16: 192, small32: 160, small16: 192 };
+const SMALL_CODES = 64;
+const groupOf = (form: KqForm): number => (form === 'byte16' || form === 'small16' ? 16 : 32);
+const isSmall = (form: KqForm): boolean => form === 'small32' || form === 'small16';
+
+/** Every code's bits or'd: below 16 (or 64) exactly when every code is. */
+function codeBits(q: Uint8Array): number {
+  let bits = 0;
+  for (let i = 0; i < q.length; i++) bits |= q[i]!;
+  return bits;
+}
 
 const bytesOf = (base64: string): Uint8Array<ArrayBuffer> => Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
 const compiled = new Map<CpuKernelVariant, WebAssembly.Module>();
@@ -104,11 +117,12 @@ export class CpuKQuantKernels {
     return kq;
   }
 
-  /** The form a part tiles in: nibbles where it can, else bytes in its group size. */
+  /** The form a part tiles in: nibbles where it can, else bytes in its group size, small where every code is below 64. */
   static formOf(p: KqPart): KqForm {
-    if (p.groupSize === 16) return 'byte16';
-    if (p.groupSize !== 32) throw new ModelFormatError(`q8_m groups of ${p.groupSize} values are not GGUF's (32 or 16)`);
-    return p.q.every((c) => c < 16) ? 'nibble' : 'byte32';
+    if (p.groupSize !== 16 && p.groupSize !== 32) throw new ModelFormatError(`q8_m groups of ${p.groupSize} values are not GGUF's (32 or 16)`);
+    const bits = codeBits(p.q);
+    if (p.groupSize === 16) return bits < SMALL_CODES ? 'small16' : 'byte16';
+    return bits < 16 ? 'nibble' : bits < SMALL_CODES ? 'small32' : 'byte32';
   }
 
   /** Bytes of an (n, k) matrix tiled in `form`: its rows padded to a multiple of four. */
@@ -127,6 +141,9 @@ export class CpuKQuantKernels {
    */
   tile(dst: number, parts: readonly KqPart[], k: number, form: KqForm): void {
     if (k % KQ_CHUNK !== 0) throw new ModelFormatError(`a q8_m matrix on a CPU rank needs rows of whole groups of ${KQ_CHUNK}, got ${k} values`);
+    if (isSmall(form)) {
+      for (const p of parts) if (codeBits(p.q) >= SMALL_CODES) throw new ModelFormatError(`q8_m codes of 64 or more cannot tile as ${form} (codes below ${SMALL_CODES})`);
+    }
     const rows = parts.flatMap((p) => Array.from({ length: p.q.length / k }, (_, r) => ({ p, r })));
     const n = rows.length;
     const total = CpuKQuantKernels.tiledBytes(n, k, form);
@@ -138,7 +155,7 @@ export class CpuKQuantKernels {
     for (let i = 0; i < n; i += 4) {
       for (let c = 0; c < 4 && i + c < n; c++) {
         const { p, r } = rows[i + c]!;
-        if (p.groupSize !== 32 && (form !== 'byte16' || p.groupSize !== 16)) throw new ModelFormatError(`q8_m groups of ${p.groupSize} cannot tile as ${form}`);
+        if (p.groupSize !== 32 && p.groupSize !== groupOf(form)) throw new ModelFormatError(`q8_m groups of ${p.groupSize} cannot tile as ${form}`);
         for (let j = 0; j < g; j++) {
           const o = ((i / 4) * g + j) * cb;
           const e0 = r * k + j * KQ_CHUNK;
@@ -150,7 +167,7 @@ export class CpuKQuantKernels {
           // Scales and mins of values 0..15 and 16..31 (one pair when the group is 32).
           const pair = (half: number) => 2 * Math.floor((e0 + 16 * half) / p.groupSize);
           const s = (o + codeBytes) / 4;
-          if (form === 'byte16') {
+          if (groupOf(form) === 16) {
             f[s + c] = p.s[pair(0)]!;
             f[s + 4 + c] = p.s[pair(1)]!;
             f[s + 8 + c] = p.s[pair(0) + 1]!;
@@ -172,7 +189,8 @@ export class CpuKQuantKernels {
 
   /** y = x·wᵀ (+ bias), or y += it: per group scale·Σ code·x + min·Σx. */
   matmul(a: KqMatmulArgs): void {
-    this.k.matmulKQ(a.y, a.ys ?? a.n, a.x, a.xStride ?? a.k, a.xs16, a.w, a.m, a.k, a.n, flagsOf(a), a.bias ?? 0, FORM_CODE[a.form]);
+    // f32 activations convert every code alike: the layout alone.
+    this.k.matmulKQ(a.y, a.ys ?? a.n, a.x, a.xStride ?? a.k, a.xs16, a.w, a.m, a.k, a.n, flagsOf(a), a.bias ?? 0, FORM_CODE[a.form] & 3);
   }
 
   /** quant.ts `quantize`'s m rows of k values at xa, summed per 16 values into dst (sumsBytes(m, k)). */

@@ -17,8 +17,9 @@
 ;; - int8 activations (quant.ts `quantize`, then `a8sums16`, then `matmulKQA8`): per group of 32
 ;;   activations with scale xs, ((f32)Σ code·xq · scale + (f32)Σ xq · min) · xs, a group of 16
 ;;   adding its two halves' terms in order, every step rounded to f32 (no fused multiply-add).
-;;   Nibbles take IDOT (relaxed SIMD's i8 × i7 dot: exact for codes < 64); byte codes, which Q8_0
-;;   parts make up to 255, the widening i16 dot (i32x4.dot_i16x8_s), exact for any code.
+;;   Nibbles take IDOT (relaxed SIMD's i8 × i7 dot: exact for codes < 64); so do byte codes below
+;;   64 (Q6_K's, Q5_x's) in the relaxed build, flagged by form bit 4 at tile time; other byte
+;;   codes, which Q8_0 parts make up to 255, the widening i16 dot (i32x4.dot_i16x8_s), exact for any code.
 ;; Compiled into kquant-wasm.ts by scripts/build-wasm.mjs (IDOT and MADD are its macros).
 (module
   (import "env" "memory" (memory 1 65536))
@@ -380,11 +381,63 @@
       (br $l)))
     (local.get $acc))
 
+;;@relaxed-only
+  ;; The same for four rows of byte codes below 64 (h as $wb's): IDOT on the codes as they are,
+  ;; and for groups of 16 each half's i8 × i7 dot alone (two products an i16 lane: exact).
+  (func $as (param $w i32) (param $xa i32) (param $xi i32) (param $xs i32) (param $g i32) (param $hh i32) (result v128)
+    (local $acc v128) (local $xl v128) (local $xh v128) (local $lo v128) (local $hi v128)
+    (local $p0 v128) (local $p1 v128) (local $p2 v128) (local $p3 v128) (local $q0 v128) (local $q1 v128) (local $q2 v128) (local $q3 v128)
+    (local $t0 v128) (local $t1 v128) (local $e i32) (local $step i32) (local $s1 i32) (local $m0 i32) (local $m1 i32)
+    (local.set $step (i32.add (i32.const 160) (i32.shl (local.get $hh) (i32.const 1))))
+    (local.set $e (i32.add (local.get $w) (i32.mul (local.get $g) (local.get $step))))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $w) (local.get $e)))
+      (local.set $s1 (i32.add (local.get $w) (i32.add (i32.const 128) (local.get $hh))))
+      (local.set $m0 (i32.add (local.get $s1) (i32.const 16)))
+      (local.set $m1 (i32.add (local.get $m0) (local.get $hh)))
+      (local.set $xl (v128.load offset=0 (local.get $xa)))
+      (local.set $xh (v128.load offset=16 (local.get $xa)))
+      (if (i32.eqz (local.get $hh)) (then
+        (local.set $p0 (IDOT (local.get $xl) (v128.load offset=0 (local.get $w)) (local.get $xh) (v128.load offset=16 (local.get $w))))
+        (local.set $p1 (IDOT (local.get $xl) (v128.load offset=32 (local.get $w)) (local.get $xh) (v128.load offset=48 (local.get $w))))
+        (local.set $p2 (IDOT (local.get $xl) (v128.load offset=64 (local.get $w)) (local.get $xh) (v128.load offset=80 (local.get $w))))
+        (local.set $p3 (IDOT (local.get $xl) (v128.load offset=96 (local.get $w)) (local.get $xh) (v128.load offset=112 (local.get $w))))
+        (local.set $t0 (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $p0) (local.get $p1)) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $p0) (local.get $p1))))
+        (local.set $t1 (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $p2) (local.get $p3)) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $p2) (local.get $p3))))
+        (local.set $lo (f32x4.convert_i32x4_s (i32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $t0) (local.get $t1)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $t0) (local.get $t1)))))
+        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.add (f32x4.mul (local.get $lo) (v128.load offset=128 (local.get $w))) (f32x4.mul (f32x4.splat (f32.add (f32.load (local.get $xi)) (f32.load offset=4 (local.get $xi)))) (v128.load (local.get $m0)))) (v128.load32_splat (local.get $xs))))))
+      (else
+        (local.set $p0 (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xl) (v128.load offset=0 (local.get $w)))))
+        (local.set $q0 (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xh) (v128.load offset=16 (local.get $w)))))
+        (local.set $p1 (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xl) (v128.load offset=32 (local.get $w)))))
+        (local.set $q1 (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xh) (v128.load offset=48 (local.get $w)))))
+        (local.set $p2 (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xl) (v128.load offset=64 (local.get $w)))))
+        (local.set $q2 (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xh) (v128.load offset=80 (local.get $w)))))
+        (local.set $p3 (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xl) (v128.load offset=96 (local.get $w)))))
+        (local.set $q3 (i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $xh) (v128.load offset=112 (local.get $w)))))
+        (local.set $t0 (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $p0) (local.get $p1)) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $p0) (local.get $p1))))
+        (local.set $t1 (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $p2) (local.get $p3)) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $p2) (local.get $p3))))
+        (local.set $lo (f32x4.convert_i32x4_s (i32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $t0) (local.get $t1)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $t0) (local.get $t1)))))
+        (local.set $t0 (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $q0) (local.get $q1)) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $q0) (local.get $q1))))
+        (local.set $t1 (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $q2) (local.get $q3)) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $q2) (local.get $q3))))
+        (local.set $hi (f32x4.convert_i32x4_s (i32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $t0) (local.get $t1)) (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $t0) (local.get $t1)))))
+        (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.add (f32x4.add (f32x4.add (f32x4.mul (local.get $lo) (v128.load offset=128 (local.get $w))) (f32x4.mul (v128.load32_splat (local.get $xi)) (v128.load (local.get $m0)))) (f32x4.mul (local.get $hi) (v128.load (local.get $s1)))) (f32x4.mul (v128.load32_splat offset=4 (local.get $xi)) (v128.load (local.get $m1)))) (v128.load32_splat (local.get $xs)))))))
+      (local.set $w (i32.add (local.get $w) (local.get $step)))
+      (local.set $xa (i32.add (local.get $xa) (i32.const 32)))
+      (local.set $xi (i32.add (local.get $xi) (i32.const 8)))
+      (local.set $xs (i32.add (local.get $xs) (i32.const 4)))
+      (br $l)))
+    (local.get $acc))
+;;@end-relaxed
+
   ;; y (m rows, ys apart) = the int8 rows xa (quantizeA8's form for k; xi16 their a8sums16) · wᵀ,
-  ;; w tiled in `form`; flags as matmulKQ's.
+  ;; w tiled in `form` (| 4: byte codes all below 64); flags as matmulKQ's.
   (func (export "matmulKQA8") (param $y i32) (param $ys i32) (param $xa i32) (param $xi16 i32) (param $w i32)
     (param $m i32) (param $k i32) (param $n i32) (param $flags i32) (param $bias i32) (param $form i32)
     (local $i i32) (local $r i32) (local $g i32) (local $block i32) (local $xr i32) (local $ir i32) (local $nv i32) (local $hh i32) (local $aStride i32)
+    (local $small i32) (local $v v128)
+    (local.set $small (i32.and (local.get $form) (i32.const 4)))
+    (local.set $form (i32.and (local.get $form) (i32.const 3)))
     (local.set $g (i32.shr_u (local.get $k) (i32.const 5)))
     (local.set $aStride (i32.add (local.get $k) (i32.shl (local.get $g) (i32.const 3))))
     (local.set $block (i32.mul (local.get $g) (call $chunk (local.get $form))))
@@ -397,10 +450,16 @@
       (local.set $ir (local.get $xi16))
       (block $rowsDone (loop $rows
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $m)))
-        (call $store4 (local.get $y) (local.get $ys) (local.get $r) (local.get $i) (local.get $nv) (local.get $flags) (local.get $bias)
-          (if (result v128) (local.get $form)
+        (block $got
+;;@relaxed-only
+          (if (local.get $small) (then
+            (local.set $v (call $as (local.get $w) (local.get $xr) (local.get $ir) (i32.add (local.get $xr) (local.get $k)) (local.get $g) (local.get $hh)))
+            (br $got)))
+;;@end-relaxed
+          (local.set $v (if (result v128) (local.get $form)
             (then (call $ab (local.get $w) (local.get $xr) (local.get $ir) (i32.add (local.get $xr) (local.get $k)) (local.get $g) (local.get $hh)))
-            (else (call $an (local.get $w) (local.get $xr) (local.get $ir) (i32.add (local.get $xr) (local.get $k)) (local.get $g)))))
+            (else (call $an (local.get $w) (local.get $xr) (local.get $ir) (i32.add (local.get $xr) (local.get $k)) (local.get $g))))))
+        (call $store4 (local.get $y) (local.get $ys) (local.get $r) (local.get $i) (local.get $nv) (local.get $flags) (local.get $bias) (local.get $v))
         (local.set $xr (i32.add (local.get $xr) (local.get $aStride)))
         (local.set $ir (i32.add (local.get $ir) (i32.shl (local.get $g) (i32.const 3))))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))

@@ -135,8 +135,8 @@ describe('GGUF K-quant files: reader, stream, plan and slice views', () => {
     const w = createCpuBackend().createWeights(layout.config, r!, pack(r!, s));
     const forms = (m: { segments?: readonly { form: string; rows: number }[] }) => m.segments?.map((x) => [x.form, x.rows]);
     // layer 0: wq|wk Q4_K, wv Q6_K; layer 1: wk Q8_0 (codes to 255) between them
-    expect(forms(w.layers[0]!.wqkv)).toEqual([['nibble', 768], ['byte16', 256]]);
-    expect(forms(w.layers[1]!.wqkv)).toEqual([['nibble', 512], ['byte32', 256], ['byte16', 256]]);
+    expect(forms(w.layers[0]!.wqkv)).toEqual([['nibble', 768], ['small16', 256]]);
+    expect(forms(w.layers[1]!.wqkv)).toEqual([['nibble', 512], ['byte32', 256], ['small16', 256]]);
     expect(w.tokEmbeddings).toMatchObject({ dtype: 'q8_m', layout: 'rows', groupSize: 16 });
     expect(cpuBlocker(layout.tensors, { activations: 'f32', runqExact: false })).toBeUndefined();
     // The memory check counts the tiles: layer 1's Q8_0 wk and layer 0's Q4_0 w3 tile as q8_m, 3/16 byte a value more.
