@@ -29,8 +29,9 @@ const tok = Tokenizer.parse(readFileSync(resolve(modelsDir, 'tok512.bin')), 512)
 const SHAPE = { ...KQUANT_CONFIG, dim: 768, hiddenDim: 2048, nHeads: 12, nKvHeads: 12 };
 // Seed 7 gives the mix tokens whose top-two margins all exceed 1e-3. The pure files are one layer
 // (ggml's reference quantiser takes seconds per layer in JS), and seed 8 decides their tokens too.
-const model = kquantModel(SHAPE, 7);
-const oneLayer = kquantModel({ ...SHAPE, nLayers: 1 }, 8);
+// Made when a test runs, not when Playwright collects the file in every process.
+const model = () => kquantModel(SHAPE, 7);
+const oneLayer = () => kquantModel({ ...SHAPE, nLayers: 1 }, 8);
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-tp-cpu-kquant-'));
 test.afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -46,7 +47,7 @@ function serve(h: Harness, name: string, bytes: Uint8Array): string {
 
 /** The file, its URL and the oracle's greedy tokens from BOS (every one decided by more than 1e-3). */
 async function kquantFile(h: Harness, name: string, typeOf: TypeOf, m = model): Promise<{ bytes: Uint8Array; url: string; want: number[] }> {
-  const bytes = encodeTypedGguf(m, typeOf, tok);
+  const bytes = encodeTypedGguf(m(), typeOf, tok);
   const { model: deq } = await loadGgufDequantized(bytes);
   const { tokens, decided } = greedyDecided(deq, [1], STEPS);
   expect(decided, `${name}: the oracle's margins`).toBe(STEPS);

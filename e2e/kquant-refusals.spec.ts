@@ -45,7 +45,8 @@ function serve(h: Harness, name: string, bytes: Uint8Array): string {
 // One layer of the stories110M shape (12 heads of 64: wo is 768 = 3 super-blocks wide); a
 // hidden size of 768 (3 blocks, as wo) keeps ggml's reference quantiser quick and TP 3 whole.
 const tok = Tokenizer.parse(readFileSync(resolve(modelsDir, 'tok512.bin')), 512);
-const mix = encodeTypedGguf(kquantModel({ ...KQUANT_CONFIG, dim: 768, hiddenDim: 768, nHeads: 12, nKvHeads: 12, nLayers: 1 }), q4kmMix, tok);
+// Written when the test runs, not when Playwright collects the file in every process.
+const mix = () => encodeTypedGguf(kquantModel({ ...KQUANT_CONFIG, dim: 768, hiddenDim: 768, nHeads: 12, nKvHeads: 12, nLayers: 1 }), q4kmMix, tok);
 
 /** createEngine in the page, then the rank workers it started (counted outside the engine). */
 async function tryCreate(h: Harness, o: { model: string; tensorParallel: number; devices: 'cpu' | 'gpu' }): Promise<{ result: { tp: number } | { error: SerializedError }; workers: number }> {
@@ -62,8 +63,9 @@ function expectRefused(o: Awaited<ReturnType<typeof tryCreate>>, code: string, m
 test.describe.configure({ mode: 'serial' });
 
 test('bad K-quant and BPE GGUFs are refused, typed, before any rank worker starts, on CPU and GPU ranks', async ({ counted }) => {
-  const good = serve(counted, 'mix.gguf', mix);
-  const cut = serve(counted, 'cut.gguf', mix.subarray(0, mix.byteLength - 100));
+  const bytes = mix();
+  const good = serve(counted, 'mix.gguf', bytes);
+  const cut = serve(counted, 'cut.gguf', bytes.subarray(0, bytes.byteLength - 100));
   const pre = serve(counted, 'pre.gguf', encodeGguf({ config: { ...KQUANT_CONFIG, vocabSize: 320 }, weights: kquantModel({ ...KQUANT_CONFIG, vocabSize: 320 }).weights }, 'f32', ggufBpeKv({ ...bpeFixture(320).gguf, pre: 'gpt-2' })));
   for (const devices of ['cpu', 'gpu'] as const) {
     // The counter sees the workers of a load that succeeds: 1 and 3 keep super-blocks whole.
