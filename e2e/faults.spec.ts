@@ -5,10 +5,9 @@
  * requests prove (llama2.c's reference tokens); workers, devices and buffers are counted by
  * wrapping Worker and WebGPU in an init script (e2e/counting.ts), not taken from stats().
  */
-import { test as base, expect } from '@playwright/test';
+import { expect, withInitScript } from './fixtures.js';
 import { readFileSync } from 'node:fs';
-import { openHarness, type Harness } from '../src/cli/browser.js';
-import { TEST_PAGE } from '../test-support/test-page.js';
+import type { Harness } from '../src/cli/browser.js';
 import { runGenerate } from '../src/cli/generate.js';
 import type { PageGenerateOptions } from '../src/cli/page/types.js';
 import type { PageOutcome } from '../test-support/page/engine.js';
@@ -17,19 +16,7 @@ import { COUNTING_INIT, counts } from './counting.js';
 const greedy = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
 const story = greedy.tokens.slice(1);
 
-const test = base.extend<object, { counted: Harness }>({
-  counted: [
-    async ({}, use) => {
-      const h = await openHarness({ path: TEST_PAGE, initScript: COUNTING_INIT });
-      try {
-        await use(h);
-      } finally {
-        await h.close();
-      }
-    },
-    { scope: 'worker', timeout: 120_000 },
-  ],
-});
+const test = withInitScript(COUNTING_INIT);
 test.describe.configure({ mode: 'serial' });
 
 const story260K: PageGenerateOptions = {

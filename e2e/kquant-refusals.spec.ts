@@ -5,33 +5,20 @@
  * a `tokenizer.ggml.pre` no family here uses. Workers are counted from outside the engine
  * (e2e/counting.ts), so the engine's own bookkeeping cannot hide one.
  */
-import { test as base, expect } from '@playwright/test';
+import { expect, withInitScript } from './fixtures.js';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { openHarness, type Harness } from '../src/cli/browser.js';
+import type { Harness } from '../src/cli/browser.js';
 import type { SerializedError } from '../src/errors.js';
 import { encodeGguf, ggufBpeKv } from '../src/model/formats/gguf-write.js';
 import { Tokenizer } from '../src/model/tokenizer/tokenizer.js';
-import { TEST_PAGE } from '../test-support/test-page.js';
 import { modelsDir } from '../test-support/fixtures/paths.js';
 import { bpeFixture } from '../test-support/model/gguf-bpe-fixture.js';
 import { KQUANT_CONFIG, encodeTypedGguf, kquantModel, q4kmMix } from '../test-support/model/kquant-gguf.js';
 import { COUNTING_INIT, counts } from './counting.js';
 
-const test = base.extend<object, { counted: Harness }>({
-  counted: [
-    async ({}, use) => {
-      const h = await openHarness({ path: TEST_PAGE, initScript: COUNTING_INIT });
-      try {
-        await use(h);
-      } finally {
-        await h.close();
-      }
-    },
-    { scope: 'worker', timeout: 120_000 },
-  ],
-});
+const test = withInitScript(COUNTING_INIT);
 
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-tp-kquant-refusals-'));
 test.afterAll(() => rmSync(dir, { recursive: true, force: true }));

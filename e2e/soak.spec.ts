@@ -5,30 +5,17 @@
  * buffers and shard-cache entries, counted from outside the engine (e2e/counting.ts and raw
  * IndexedDB), must stay where they were after the first request.
  */
-import { test as base, expect } from '@playwright/test';
+import { expect, withInitScript } from './fixtures.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openHarness, sharedModelsDir, type Harness } from '../src/cli/browser.js';
-import { TEST_PAGE } from '../test-support/test-page.js';
+import { sharedModelsDir } from '../src/cli/browser.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { argmax, generate as oracle } from '../src/model/reference.js';
 import { mulberry32 } from '../src/model/mulberry32.js';
 import type { PageGenerateOptions } from '../src/cli/page/types.js';
 import { COUNTING_INIT, cacheEntries, counts } from './counting.js';
 
-const test = base.extend<object, { counted: Harness }>({
-  counted: [
-    async ({}, use) => {
-      const h = await openHarness({ path: TEST_PAGE, initScript: COUNTING_INIT });
-      try {
-        await use(h);
-      } finally {
-        await h.close();
-      }
-    },
-    { scope: 'worker', timeout: 120_000 },
-  ],
-});
+const test = withInitScript(COUNTING_INIT);
 
 const o: PageGenerateOptions = {
   model: '/models/stories260K.bin', tokenizer: '/models/tok512.bin', tp: 2, maxBatch: 4,
