@@ -50,15 +50,10 @@ function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer, o: C
     if (!v) throw new ModelFormatError(`rank ${r.rank}: tensor ${name} is missing from its shard`);
     return v;
   };
-  const copy = (src: Float32Array | Uint16Array): number => {
-    const at = kernels.alloc(src.byteLength);
-    new Uint8Array(kernels.memory.buffer, at, src.byteLength).set(new Uint8Array(src.buffer, src.byteOffset, src.byteLength));
-    return at;
-  };
   const vector = (name: string): number => {
     const v = view(name);
     if (v.dtype !== 'f32') throw new ModelFormatError(`rank ${r.rank}: tensor ${name} must be f32, got ${v.dtype}`);
-    return copy(v.f);
+    return kernels.put(v.f);
   };
   /** The named parts' rows one after another (k = cols), in `layout`. */
   const matrix = (names: string[], cols: number, layout: CpuWeightLayout = 'tiled'): CpuMatrix => {
@@ -93,7 +88,7 @@ function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer, o: C
       out.set(p, o);
       o += p.length;
     }
-    return copy(out);
+    return kernels.put(out);
   };
   const d = rankDims(c, r);
   const layers = Array.from({ length: c.nLayers }, (_, l) => {

@@ -29,13 +29,6 @@ export interface CpuMatrix {
 
 const isQuant = (d: CpuMatrix['dtype']): d is CpuQuantDtype => d === 'q8_0' || d === 'q4_0';
 
-/** Copies bytes into a fresh region of the memory. */
-function copy(kn: CpuKernels, v: ArrayBufferView): number {
-  const at = kn.alloc(v.byteLength);
-  new Uint8Array(kn.memory.buffer, at, v.byteLength).set(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
-  return at;
-}
-
 /**
  * Quantised parts (one common form, as slice-views.ts `commonForm` gives them) of `cols` values a
  * row into the memory: tiled for a matmul, or in rows (values plane, then scales) for the embedding.
@@ -55,9 +48,9 @@ export function quantMatrix(qk: CpuQuantKernels, kn: CpuKernels, parts: SliceVie
     // The parts' planes lie back to back (alloc rounds to 16 bytes, which whole rows of groups fill).
     if (quant.some((p) => p.q.byteLength % 16 || p.s.byteLength % 16)) throw new ModelFormatError(`${what}: a ${dtype} table of ${cols} columns cannot lie in rows here`);
     const at = kn.mark();
-    for (const p of quant) copy(kn, p.q);
+    for (const p of quant) kn.put(p.q);
     const scales = kn.mark();
-    for (const p of quant) copy(kn, p.s);
+    for (const p of quant) kn.put(p.s);
     return { at, dtype, layout, scales };
   }
   const rows = quant.reduce((n, p) => n + (p.s.length * QUANT_GROUP) / cols, 0);

@@ -8,37 +8,22 @@ import { CpuGemm, GEMM_MIN_ROWS, matmulFor } from './gemm.js';
 import { CpuKernels, relaxedSimdAvailable, type CpuKernelVariant, type CpuWeightDtype } from './kernels.js';
 import { InvalidArgumentError } from '../errors.js';
 import * as ref from '../model/reference.js';
-import { mulberry32 } from '../model/mulberry32.js';
+import { randoms, worst } from '../../test-support/cpu/kernel-checks.js';
 import { f32ToF16 } from '../model/formats/gguf-blocks.js';
 import { f16ToF32 } from '../model/formats/safetensors.js';
 
 setFlagsFromString('--experimental-wasm-relaxed-simd');
 const variants: CpuKernelVariant[] = relaxedSimdAvailable() ? ['simd', 'relaxed'] : ['simd'];
 
-const uniform = (n: number, seed: number): Float32Array => {
-  const r = mulberry32(seed);
-  return Float32Array.from({ length: n }, () => r() * 2 - 1);
-};
-
-/** Each |got − want| over (1e-5 · the sum of the products' magnitudes + 1e-6), at its largest: ≤ 1 passes. */
-const error = (got: Float32Array, want: Float32Array, mag: Float32Array): number =>
-  want.reduce((e, v, i) => Math.max(e, Math.abs(got[i]! - v) / (1e-5 * mag[i]! + 1e-6)), 0);
-
 /** A tiled (n, k) matrix of dtype in kn's memory (two parts, as wq|wk|wv are tiled), and the f32 values the oracle takes. */
 function tiled(kn: CpuKernels, n: number, k: number, dtype: CpuWeightDtype, seed: number): { at: number; values: Float32Array } {
-  let values = uniform(n * k, seed);
+  let values = randoms(n * k, seed);
   const stored = dtype === 'f32' ? values : Uint16Array.from(values, f32ToF16);
   if (dtype === 'f16') values = Float32Array.from(stored, f16ToF32);
   const at = kn.alloc(CpuKernels.tiledBytes(n, k, dtype));
   const cut = Math.ceil(n / 3) * k;
   kn.tile(at, [stored.subarray(0, cut), stored.subarray(cut)], k);
   return { at, values };
-}
-
-function place(kn: CpuKernels, v: Float32Array): number {
-  const at = kn.alloc(v.byteLength);
-  kn.f32(at, v.length).set(v);
-  return at;
 }
 
 describe('CPU GEMM (WebAssembly SIMD)', () => {
@@ -55,14 +40,14 @@ describe('CPU GEMM (WebAssembly SIMD)', () => {
       [1, 1, 1], [2, 3, 5], [3, 8, 4], [4, 17, 7], [5, 45, 13], [9, 64, 9], [10, 131, 33], [11, 7, 2], [17, 77, 10], [64, 40, 12], [67, 29, 19],
     ])('m %i, k %i, n %i: y = x·wᵀ, then accumulated with a bias, against the oracle', (m, k, n) => {
       const xStride = k + 5; // rows of a wider buffer, as h13's halves are read
-      const xs = uniform(m * xStride, 11);
+      const xs = randoms(m * xStride, 11);
       const x = Float32Array.from({ length: m * k }, (_, i) => xs[Math.floor(i / k) * xStride + (i % k)]!);
       const kn = CpuKernels.create(undefined, { variant });
       const g = CpuGemm.create(kn, k);
       const w = tiled(kn, n, k, dtype, 12);
-      const bias = uniform(n, 13);
-      const y0 = uniform(m * n, 14);
-      const [xp, bp, yp] = [place(kn, xs), place(kn, bias), place(kn, new Float32Array(m * n))];
+      const bias = randoms(n, 13);
+      const y0 = randoms(m * n, 14);
+      const [xp, bp, yp] = [kn.put(xs), kn.put(bias), kn.put(new Float32Array(m * n))];
       const want = new Float32Array(m * n);
       const mag = new Float32Array(m * n);
       ref.matmul(want, x, w.values, m, k, n);
@@ -70,7 +55,7 @@ describe('CPU GEMM (WebAssembly SIMD)', () => {
 
       g.gemm({ y: yp, x: xp, xStride, w: w.at, dtype, layout: 'tiled', m, k, n });
       const got = kn.f32(yp, m * n).slice();
-      expect(error(got, want, mag)).toBeLessThanOrEqual(1);
+      expect(worst(got, want, mag)).toBeLessThanOrEqual(1);
       g.gemm({ y: yp, x: xp, xStride, w: w.at, dtype, layout: 'tiled', m, k, n });
       expect(Array.from(kn.f32(yp, m * n))).toEqual(Array.from(got));
 
@@ -78,7 +63,7 @@ describe('CPU GEMM (WebAssembly SIMD)', () => {
       g.gemm({ y: yp, x: xp, xStride, w: w.at, dtype, layout: 'tiled', m, k, n, accumulate: true, bias: bp });
       const acc = want.map((v, i) => Math.fround(y0[i]! + Math.fround(v + bias[i % n]!)));
       const accMag = mag.map((v, i) => v + Math.abs(bias[i % n]!) + Math.abs(y0[i]!));
-      expect(error(kn.f32(yp, m * n), acc, accMag)).toBeLessThanOrEqual(1);
+      expect(worst(kn.f32(yp, m * n), acc, accMag)).toBeLessThanOrEqual(1);
     });
   });
 
@@ -94,7 +79,7 @@ describe('CPU GEMM (WebAssembly SIMD)', () => {
         const w = kn.alloc(CpuKernels.tiledBytes(1, k, 'f16'));
         kn.tile(w, [row], k);
         const x = Float32Array.from({ length: k * GEMM_MIN_ROWS }, (_, i) => (i % k === at ? 1 : 0));
-        const [xp, yp] = [place(kn, x), kn.alloc(4 * GEMM_MIN_ROWS)];
+        const [xp, yp] = [kn.put(x), kn.alloc(4 * GEMM_MIN_ROWS)];
         g.gemm({ y: yp, x: xp, w, dtype: 'f16', layout: 'tiled', m: GEMM_MIN_ROWS, k, n: 1 });
         for (const v of kn.f32(yp, GEMM_MIN_ROWS)) expect(Object.is(v + 0, f16ToF32(h) + 0)).toBe(true);
       }
@@ -107,8 +92,8 @@ describe('CPU GEMM (WebAssembly SIMD)', () => {
     const matmul = matmulFor(kn, k);
     const w = tiled(kn, n, k, dtype, 21);
     for (const m of [GEMM_MIN_ROWS - 1, GEMM_MIN_ROWS]) {
-      const x = uniform(m * k, 22);
-      const [xp, y1, y2] = [place(kn, x), kn.alloc(m * n * 4), kn.alloc(m * n * 4)];
+      const x = randoms(m * k, 22);
+      const [xp, y1, y2] = [kn.put(x), kn.alloc(m * n * 4), kn.alloc(m * n * 4)];
       matmul({ y: y1, x: xp, w: w.at, dtype, layout: 'tiled', m, k, n });
       kn.matmul({ y: y2, x: xp, w: w.at, dtype, layout: 'tiled', m, k, n });
       const [a, b] = [kn.f32(y1, m * n), kn.f32(y2, m * n)];
@@ -116,7 +101,7 @@ describe('CPU GEMM (WebAssembly SIMD)', () => {
       if (m < GEMM_MIN_ROWS) expect(Array.from(a)).toEqual(Array.from(b));
       const mag = new Float32Array(m * n);
       ref.matmul(mag, x.map(Math.abs), w.values.map(Math.abs), m, k, n);
-      expect(error(a, b, mag)).toBeLessThanOrEqual(1);
+      expect(worst(a, b, mag)).toBeLessThanOrEqual(1);
     }
   });
 

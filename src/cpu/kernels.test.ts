@@ -8,34 +8,9 @@ import { CpuKernels, relaxedSimdAvailable, type CpuKernelVariant, type CpuWeight
 import { CpuMemoryError } from '../errors.js';
 import * as ref from '../model/reference.js';
 import { mulberry32 } from '../model/mulberry32.js';
+import { randoms, worst } from '../../test-support/cpu/kernel-checks.js';
 import { f32ToF16 } from '../model/formats/gguf-blocks.js';
 import { f16ToF32 } from '../model/formats/safetensors.js';
-
-/** Uniform in [-1, 1) from a seed. */
-function randoms(n: number, seed: number): Float32Array {
-  const r = mulberry32(seed);
-  return Float32Array.from({ length: n }, () => 2 * r() - 1);
-}
-
-/**
- * The worst |got − want| / (rel·mag + abs) (≤ 1 passes), mag being the op's sum of magnitudes, as
- * the GPU kernel checks (test-support/page/kernels.ts `compare`) measure it.
- */
-function worst(got: ArrayLike<number>, want: ArrayLike<number>, mag: ArrayLike<number>, rel = 1e-5, abs = 1e-6): number {
-  let w = 0;
-  for (let i = 0; i < want.length; i++) {
-    const e = Math.abs(got[i]! - want[i]!);
-    w = Math.max(w, Number.isFinite(e) ? e / (rel * mag[i]! + abs) : Infinity);
-  }
-  return w;
-}
-
-/** Copies v into a fresh region of the kernels' memory; returns its offset. */
-function put(kn: CpuKernels, v: Float32Array | Uint16Array | Int32Array): number {
-  const at = kn.alloc(v.byteLength);
-  new Uint8Array(kn.memory.buffer, at, v.byteLength).set(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
-  return at;
-}
 
 /** A weight matrix in `dtype`, and the f32 values the oracle multiplies by (the halves, widened). */
 function weights(n: number, seed: number, dtype: CpuWeightDtype): { stored: Float32Array | Uint16Array; values: Float32Array } {
@@ -86,14 +61,14 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
         ref.matmul(mag, abs(x), abs(w.values), m, k, n);
 
         const kn = CpuKernels.create(undefined, { variant });
-        const [xp, bp, yp] = [put(kn, xData), put(kn, bias), put(kn, new Float32Array(m * n))];
+        const [xp, bp, yp] = [kn.put(xData), kn.put(bias), kn.put(new Float32Array(m * n))];
         let wp: number;
         if (layout === 'tiled') {
           wp = kn.alloc(CpuKernels.tiledBytes(n, k, dtype));
           // In two parts, as wq|wk|wv are tiled together.
           const cut = Math.floor(n / 2) * k;
           kn.tile(wp, [w.stored.subarray(0, cut), w.stored.subarray(cut)], k);
-        } else wp = put(kn, w.stored);
+        } else wp = kn.put(w.stored);
         kn.matmul({ y: yp, x: xp, xStride, w: wp, dtype, layout, m, k, n });
         const got = kn.f32(yp, m * n).slice();
         expect(worst(got, want, mag)).toBeLessThanOrEqual(1);
@@ -119,7 +94,7 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
         const x = randoms(maxM * k, 31);
         const w = weights(n * k, 32, dtype);
         const kn = CpuKernels.create(undefined, { variant });
-        const [xp, yp, y1, scratch] = [put(kn, x), kn.alloc(maxM * n * 4), kn.alloc(n * 4), kn.alloc(16 * k)];
+        const [xp, yp, y1, scratch] = [kn.put(x), kn.alloc(maxM * n * 4), kn.alloc(n * 4), kn.alloc(16 * k)];
         const wBytes = layout === 'tiled' ? CpuKernels.tiledBytes(n, k, dtype) : w.stored.byteLength;
         const mark = kn.mark();
         kn.alloc(wBytes); // grows the memory to hold them, then pads so that they end where it does
@@ -154,9 +129,9 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
     const halves = Uint16Array.of(0x0000, 0x8000, 0x0001, 0x83ff, 0x0400, 0x7bff, 0xfbff, 0x3c00, 0x3555);
     const k = halves.length;
     const kn = CpuKernels.create();
-    const [wp, yp] = [put(kn, halves), kn.alloc(k * 4)];
+    const [wp, yp] = [kn.put(halves), kn.alloc(k * 4)];
     for (let j = 0; j < k; j++) {
-      const xp = put(kn, Float32Array.from({ length: k }, (_, i) => (i === j ? 1 : 0)));
+      const xp = kn.put(Float32Array.from({ length: k }, (_, i) => (i === j ? 1 : 0)));
       kn.matmul({ y: yp, x: xp, w: wp, dtype: 'f16', m: 1, k, n: 1 });
       expect(Object.is(kn.f32(yp, 1)[0]! + 0, f16ToF32(halves[j]!) + 0)).toBe(true);
     }
@@ -166,8 +141,8 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
     const dim = 65536 + 5; // the last five go through the scalar tail
     const halves = Uint16Array.from({ length: dim }, (_, i) => i % 65536);
     const kn = CpuKernels.create();
-    const table = put(kn, halves);
-    const tokens = put(kn, Int32Array.of(0));
+    const table = kn.put(halves);
+    const tokens = kn.put(Int32Array.of(0));
     const y = kn.alloc(dim * 4);
     kn.embed(y, table, tokens, 1, dim, 'f16');
     const got = kn.f32(y, dim);
@@ -182,7 +157,7 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
     const want = new Float32Array(tokens.length * dim);
     ref.embed(want, t.values, tokens, dim);
     const kn = CpuKernels.create();
-    const [tp, kp, yp] = [put(kn, t.stored), put(kn, tokens), kn.alloc(want.byteLength)];
+    const [tp, kp, yp] = [kn.put(t.stored), kn.put(tokens), kn.alloc(want.byteLength)];
     kn.embed(yp, tp, kp, tokens.length, dim, dtype);
     expect(Array.from(kn.f32(yp, want.length))).toEqual(Array.from(want));
   });
@@ -195,7 +170,7 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
     // Each output is g·s·x with s = 1/√(mean x² + eps): its magnitude is |want| (s is a sum of squares, no cancellation).
     const mag = abs(want);
     const kn = CpuKernels.create();
-    const [xp, gp, yp] = [put(kn, x), put(kn, g), kn.alloc(x.byteLength)];
+    const [xp, gp, yp] = [kn.put(x), kn.put(g), kn.alloc(x.byteLength)];
     kn.rmsnorm(yp, xp, gp, m, dim, 1e-5);
     expect(worst(kn.f32(yp, m * dim), want, mag)).toBeLessThanOrEqual(1);
     kn.rmsnorm(xp, xp, gp, m, dim, 1e-5);
@@ -205,7 +180,7 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
   it.each([1, 3, 7, 18])('add and siluMul over %i floats: bitwise the oracle', (n) => {
     const [a, b, y] = [randoms(n, 8).map((v) => 6 * v), randoms(n, 9), randoms(n, 10)];
     const kn = CpuKernels.create();
-    const [ap, bp, yp] = [put(kn, a), put(kn, b), put(kn, y)];
+    const [ap, bp, yp] = [kn.put(a), kn.put(b), kn.put(y)];
     const sum = y.slice();
     ref.add(sum, a, n);
     kn.add(yp, ap, n);
@@ -222,7 +197,7 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
     const want = new Float32Array(m * n);
     for (let r = 0; r < m; r++) ref.siluMul(want.subarray(r * n), h13.subarray(r * 2 * n), h13.subarray(r * 2 * n + n), n);
     const kn = CpuKernels.create();
-    const [hp, yp] = [put(kn, h13), kn.alloc(m * n * 4)];
+    const [hp, yp] = [kn.put(h13), kn.alloc(m * n * 4)];
     kn.siluMul(yp, hp, hp + n * 4, n, m, 2 * n);
     expect(Array.from(kn.f32(yp, m * n))).toEqual(Array.from(want));
   });
@@ -239,7 +214,7 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
     ref.rope(q, m, nHeads, hs, positions, tables, style);
     ref.rope(k, m, nKv, hs, positions, tables, style);
     const kn = CpuKernels.create();
-    const [xp, cp, sp, pp] = [put(kn, qkv), put(kn, tables.cos), put(kn, tables.sin), put(kn, positions)];
+    const [xp, cp, sp, pp] = [kn.put(qkv), kn.put(tables.cos), kn.put(tables.sin), kn.put(positions)];
     kn.rope(xp, stride, nHeads, hs, cp, sp, pp, m, style);
     kn.rope(xp + qDim * 4, stride, nKv, hs, cp, sp, pp, m, style);
     const got = kn.f32(xp, m * stride);
@@ -274,9 +249,9 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
       const stored = (v: Float32Array) => (kvDtype === 'f16' ? Uint16Array.from(v, f32ToF16) : v);
       const values = (at: number) => (kvDtype === 'f16' ? Float32Array.from(kn.u16(at, cacheFloats), f16ToF32) : kn.f32(at, cacheFloats).slice());
       const rounded = (v: Float32Array) => (kvDtype === 'f16' ? v.map((x) => f16ToF32(f32ToF16(x))) : v);
-      const [kc, vc] = [put(kn, stored(randoms(cacheFloats, 13))), put(kn, stored(randoms(cacheFloats, 14)))];
+      const [kc, vc] = [kn.put(stored(randoms(cacheFloats, 13))), kn.put(stored(randoms(cacheFloats, 14)))];
       const qkv = randoms(m * stride, 15).map((x) => 3 * x);
-      const [qp, pp, sp, op] = [put(kn, qkv), put(kn, positions), put(kn, slots), kn.alloc(m * qDim * 4)];
+      const [qp, pp, sp, op] = [kn.put(qkv), kn.put(positions), kn.put(slots), kn.alloc(m * qDim * 4)];
       kn.kvWrite(qp + qDim * 4, stride, nKv, hs, pp, sp, m, kc, maxSeq, kvDtype);
       kn.kvWrite(qp + (qDim + kvDim) * 4, stride, nKv, hs, pp, sp, m, vc, maxSeq, kvDtype);
       kn.attention({ out: op, q: qp, qStride: stride, k: kc, v: vc, kvDtype, maxSeq, nKv, positions: pp, slots: sp, m, nHeads, headSize: hs, kvMul, headOffset });
@@ -313,7 +288,7 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
     const vals = Float32Array.of(0, -0, 1, -2.5, 65504, 65519.99, 65520, 1e6, -1e6, Infinity, -Infinity, 2 ** -24, 2 ** -25, 3 * 2 ** -26, 2 ** -14, 6e-8, 1 + 2 ** -11, 1 + 3 * 2 ** -11, ...randoms(40, 16).map((x) => x * 100));
     const n = vals.length;
     const kn = CpuKernels.create();
-    const [src, pos, slot, cache] = [put(kn, vals), put(kn, Int32Array.of(0)), put(kn, Int32Array.of(0)), kn.alloc(n * 2)];
+    const [src, pos, slot, cache] = [kn.put(vals), kn.put(Int32Array.of(0)), kn.put(Int32Array.of(0)), kn.alloc(n * 2)];
     kn.kvWrite(src, n, 1, n, pos, slot, 1, cache, 1, 'f16');
     expect(Array.from(kn.u16(cache, n))).toEqual(Array.from(vals, f32ToF16));
   });
@@ -344,7 +319,7 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
 
   it('grows its memory for an allocation past the current size, keeping what it held', () => {
     const kn = CpuKernels.create();
-    const a = put(kn, Float32Array.of(1, 2, 3));
+    const a = kn.put(Float32Array.of(1, 2, 3));
     const before = kn.memory.buffer.byteLength;
     const b = kn.alloc(3 * 65536);
     expect(kn.memory.buffer.byteLength).toBeGreaterThan(before);

@@ -153,6 +153,13 @@ export class CpuKernels {
     return at;
   }
 
+  /** Copies `v`'s bytes into a fresh region (`alloc`) and returns its offset. */
+  put(v: ArrayBufferView): number {
+    const at = this.alloc(v.byteLength);
+    new Uint8Array(this.memory.buffer, at, v.byteLength).set(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
+    return at;
+  }
+
   /** Where the next `alloc` starts: `release(mark)` frees everything allocated since. */
   mark(): number {
     return this.top;

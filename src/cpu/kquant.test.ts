@@ -12,22 +12,12 @@ import { quantizeQ8 } from '../model/reference-q8.js';
 import { matmulQ8mA8, q8mOf } from '../model/reference-q8m.js';
 import { AFFINE_BLOCK, AFFINE_GROUP, AFFINE_TYPES, dequantizeAffine, splitAffineBlocks, type AffineType } from '../model/formats/gguf-kquants.js';
 import { mulberry32 } from '../model/mulberry32.js';
+import { randoms, worst } from '../../test-support/cpu/kernel-checks.js';
 import { f32ToF16 } from '../model/formats/gguf-blocks.js';
 import { f16ToF32 } from '../model/formats/safetensors.js';
 import { quantizeAny } from '../model/formats/gguf-kquants-write.js';
 
 const f = Math.fround;
-
-function randoms(n: number, seed: number, scale = 1): Float32Array {
-  const r = mulberry32(seed);
-  return Float32Array.from({ length: n }, () => scale * (2 * r() - 1));
-}
-
-function put(kn: CpuKernels, v: Float32Array | Int32Array | Uint8Array): number {
-  const at = kn.alloc(v.byteLength);
-  new Uint8Array(kn.memory.buffer, at, v.byteLength).set(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
-  return at;
-}
 
 /** An (n, k) matrix of random values stored as `type`: its q8_m part and ggml's dequantised values. */
 function affineMatrix(type: AffineType, n: number, k: number, seed: number): { part: KqPart; values: Float32Array } {
@@ -63,16 +53,6 @@ function matmulA8Oracle(x: Float32Array, w: KqPart, m: number, k: number, n: num
   const y = new Float32Array(m * n);
   for (let r = 0; r < m; r++) matmulQ8mA8(y.subarray(r * n, (r + 1) * n), quantizeQ8(x.subarray(r * k, (r + 1) * k), k, 32), w, k, n);
   return y;
-}
-
-/** The worst |got − want| / (rel·mag + abs) (≤ 1 passes), mag the op's sum of magnitudes. */
-function worst(got: ArrayLike<number>, want: ArrayLike<number>, mag: ArrayLike<number>, rel = 2e-5, abs = 1e-6): number {
-  let w = 0;
-  for (let i = 0; i < want.length; i++) {
-    const e = Math.abs(got[i]! - want[i]!);
-    w = Math.max(w, Number.isFinite(e) ? e / (rel * mag[i]! + abs) : Infinity);
-  }
-  return w;
 }
 
 setFlagsFromString('--experimental-wasm-relaxed-simd');
@@ -114,7 +94,7 @@ describe('CPU q8_m kernels (WebAssembly SIMD)', () => {
       const qk = CpuQuantKernels.create(kn);
       const kq = CpuKQuantKernels.create(kn);
       const bias = randoms(n, 3);
-      const [xp, bp] = [put(kn, xData), put(kn, bias)];
+      const [xp, bp] = [kn.put(xData), kn.put(bias)];
       // y rows wider than n: the matrix writes its columns of a fused output.
       const ys = n + 2;
       const yp = kn.alloc(m * ys * 4);
@@ -125,7 +105,7 @@ describe('CPU q8_m kernels (WebAssembly SIMD)', () => {
       const cols = (at: number) => Float32Array.from({ length: m * n }, (_, i) => kn.f32(at, m * ys)[Math.floor(i / n) * ys + (i % n)]!);
       kn.f32(yp, m * ys).fill(7);
       kq.matmul({ y: yp, ys, x: xp, xStride, xs16: sums, w: wp, form: c.form, m, k, n });
-      expect(worst(cols(yp), want, mag)).toBeLessThanOrEqual(1);
+      expect(worst(cols(yp), want, mag, 2e-5)).toBeLessThanOrEqual(1);
       for (let r = 0; r < m; r++) expect(Array.from(kn.f32(yp + (r * ys + n) * 4, 2))).toEqual([7, 7]);
       const got = cols(yp);
       kq.matmul({ y: yp, ys, x: xp, xStride, xs16: sums, w: wp, form: c.form, m, k, n, accumulate: true, bias: bp });
@@ -160,7 +140,7 @@ describe('CPU q8_m kernels (WebAssembly SIMD)', () => {
       const kn = CpuKernels.create(undefined, { variant });
       const qk = CpuQuantKernels.create(kn);
       const kq = CpuKQuantKernels.create(kn);
-      const xp = put(kn, x);
+      const xp = kn.put(x);
       const wp = kn.alloc(CpuKQuantKernels.tiledBytes(n, k, form));
       kq.tile(wp, [part], k, form);
       const xa = kn.alloc(CpuQuantKernels.activationBytes(m, k));
@@ -191,9 +171,9 @@ describe('CPU q8_m kernels (WebAssembly SIMD)', () => {
     const { part, values } = c.mat(vocab, dim, 11);
     const kn = CpuKernels.create();
     const kq = CpuKQuantKernels.create(kn);
-    const [qp, sp] = [put(kn, part.q), put(kn, part.s)];
+    const [qp, sp] = [kn.put(part.q), kn.put(part.s)];
     const tokens = Int32Array.of(6, 0, 3, 3);
-    const tp = put(kn, tokens);
+    const tp = kn.put(tokens);
     const yp = kn.alloc(tokens.length * dim * 4);
     kq.embed(yp, qp, sp, tp, tokens.length, dim, part.groupSize);
     // code·scale + min gives +0 where ggml's (q − 16)·d gives −0: the same number.

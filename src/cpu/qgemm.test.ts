@@ -11,20 +11,15 @@ import { InvalidArgumentError } from '../errors.js';
 import * as ref from '../model/reference.js';
 import { dequantizeQ8, matmulQ8, quantizeQ8, type Q8Tensor } from '../model/reference-q8.js';
 import { dequantizeQ4, q4ToQ8, quantizeQ4 } from '../model/reference-q4.js';
-import { mulberry32 } from '../model/mulberry32.js';
+import { randoms, worst } from '../../test-support/cpu/kernel-checks.js';
 
 setFlagsFromString('--experimental-wasm-relaxed-simd');
 const variants: CpuKernelVariant[] = relaxedSimdAvailable() ? ['simd', 'relaxed'] : ['simd'];
 const dtypes: CpuQuantDtype[] = ['q8_0', 'q4_0'];
 
-const uniform = (n: number, seed: number, scale = 1): Float32Array => {
-  const r = mulberry32(seed);
-  return Float32Array.from({ length: n }, () => scale * (2 * r() - 1));
-};
-
 /** An (n, k) matrix of dtype tiled into kn (in two parts, as wq|wk|wv are), its exact Q8_0 form and its dequantised values. */
 function weights(kn: CpuKernels, qk: CpuQuantKernels, n: number, k: number, dtype: CpuQuantDtype, seed: number) {
-  const v = uniform(n * k, seed);
+  const v = randoms(n * k, seed);
   let t: QuantPart;
   let q8: Q8Tensor;
   let values: Float32Array;
@@ -52,12 +47,6 @@ function setup(variant: CpuKernelVariant, m: number, k: number, n: number, dtype
   return { kn, qk, g: CpuQuantGemm.create(kn, m, k), w: weights(kn, qk, n, k, dtype, seed) };
 }
 
-function put(kn: CpuKernels, v: Float32Array): number {
-  const at = kn.alloc(v.byteLength);
-  kn.f32(at, v.length).set(v);
-  return at;
-}
-
 // m: from the threshold, short last groups of rows (1..3), prefill's 64 and an odd 67; k: one
 // group, odd group counts; n: odd, short last panels of 1..7 columns.
 const sizes = [[9, 32, 1], [10, 96, 5], [11, 160, 13], [12, 64, 8], [17, 224, 7], [33, 96, 19], [64, 288, 9], [67, 128, 31]] as const;
@@ -71,13 +60,13 @@ describe('CPU quantised GEMM (WebAssembly SIMD)', () => {
 
   describe.each(variants.flatMap((v) => dtypes.map((d) => [v, d] as const)))('%s, %s', (variant, dtype) => {
     it.each(sizes)('m %i, k %i, n %i, int8 activations: runq.c\'s W8A8 sums and the small-m kernel\'s, bit for bit, then accumulated with a bias', (m, k, n) => {
-      const x = uniform(m * k, 5, 3);
+      const x = randoms(m * k, 5, 3);
       const { kn, qk, g, w } = setup(variant, m, k, n, dtype, 6);
-      const bias = uniform(n, 8);
-      const y0 = uniform(m * n, 9);
+      const bias = randoms(n, 8);
+      const y0 = randoms(m * n, 9);
       const want = new Float32Array(m * n);
       for (let r = 0; r < m; r++) matmulQ8(want.subarray(r * n, (r + 1) * n), quantizeQ8(x.subarray(r * k, (r + 1) * k), k, 32), w.q8, k, n, 32);
-      const [xp, bp, yp, ys] = [put(kn, x), put(kn, bias), kn.alloc(m * n * 4), kn.alloc(m * n * 4)];
+      const [xp, bp, yp, ys] = [kn.put(x), kn.put(bias), kn.alloc(m * n * 4), kn.alloc(m * n * 4)];
       const xa = kn.alloc(CpuQuantKernels.activationBytes(m, k));
       qk.quantize(xa, xp, m, k);
       g.matmulA8({ y: yp, xa, w: w.at, dtype, m, k, n });
@@ -91,19 +80,17 @@ describe('CPU quantised GEMM (WebAssembly SIMD)', () => {
 
     it.each(sizes)('m %i, k %i, n %i, weight-only: the f32 oracle on the dequantised weights, then accumulated with a bias', (m, k, n) => {
       const xStride = k + 5;
-      const xs = uniform(m * xStride, 1);
+      const xs = randoms(m * xStride, 1);
       const x = Float32Array.from({ length: m * k }, (_, i) => xs[Math.floor(i / k) * xStride + (i % k)]!);
       const { kn, g, w } = setup(variant, m, k, n, dtype, 2);
-      const bias = uniform(n, 3);
-      const y0 = uniform(m * n, 4);
+      const bias = randoms(n, 3);
+      const y0 = randoms(m * n, 4);
       const want = new Float32Array(m * n);
       const mag = new Float32Array(m * n);
       ref.matmul(want, x, w.values, m, k, n);
       ref.matmul(mag, x.map(Math.abs), w.values.map(Math.abs), m, k, n);
       // |got − want| ≤ 1e-5 · (the products' magnitudes) + 1e-6, as quant.test.ts allows the small-m kernel.
-      const worst = (got: Float32Array, wantV: Float32Array, magV: Float32Array) =>
-        wantV.reduce((e, v, i) => Math.max(e, Math.abs(got[i]! - v) / (1e-5 * magV[i]! + 1e-6)), 0);
-      const [xp, bp, yp] = [put(kn, xs), put(kn, bias), kn.alloc(m * n * 4)];
+      const [xp, bp, yp] = [kn.put(xs), kn.put(bias), kn.alloc(m * n * 4)];
       g.matmul({ y: yp, x: xp, xStride, w: w.at, dtype, m, k, n });
       expect(worst(kn.f32(yp, m * n), want, mag)).toBeLessThanOrEqual(1);
       kn.f32(yp, m * n).set(y0);
@@ -126,7 +113,7 @@ describe('CPU quantised GEMM (WebAssembly SIMD)', () => {
     expect(Array.from(t.q.subarray(1, 16))).toEqual(Array(15).fill(nibble * 0x11));
     const at = kn.alloc(CpuQuantKernels.tiledBytes(n, k, 'q4_0'));
     qk.tile(at, [t], k, 'q4_0');
-    const xp = put(kn, new Float32Array(m * k).fill(1));
+    const xp = kn.put(new Float32Array(m * k).fill(1));
     const xa = kn.alloc(CpuQuantKernels.activationBytes(m, k));
     qk.quantize(xa, xp, m, k);
     const [y, ys] = [kn.alloc(m * n * 4), kn.alloc(m * n * 4)];

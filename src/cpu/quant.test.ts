@@ -9,28 +9,7 @@ import { CpuQuantKernels, type CpuQuantDtype, type QuantPart } from './quant.js'
 import * as ref from '../model/reference.js';
 import { dequantizeQ8, matmulQ8, quantizeQ8 } from '../model/reference-q8.js';
 import { dequantizeQ4, q4ToQ8, quantizeQ4 } from '../model/reference-q4.js';
-import { mulberry32 } from '../model/mulberry32.js';
-
-function randoms(n: number, seed: number, scale = 1): Float32Array {
-  const r = mulberry32(seed);
-  return Float32Array.from({ length: n }, () => scale * (2 * r() - 1));
-}
-
-/** The worst |got − want| / (rel·mag + abs) (≤ 1 passes), mag the op's sum of magnitudes. */
-function worst(got: ArrayLike<number>, want: ArrayLike<number>, mag: ArrayLike<number>, rel = 1e-5, abs = 1e-6): number {
-  let w = 0;
-  for (let i = 0; i < want.length; i++) {
-    const e = Math.abs(got[i]! - want[i]!);
-    w = Math.max(w, Number.isFinite(e) ? e / (rel * mag[i]! + abs) : Infinity);
-  }
-  return w;
-}
-
-function put(kn: CpuKernels, v: Float32Array | Int32Array | Uint8Array | Int8Array): number {
-  const at = kn.alloc(v.byteLength);
-  new Uint8Array(kn.memory.buffer, at, v.byteLength).set(new Uint8Array(v.buffer, v.byteOffset, v.byteLength));
-  return at;
-}
+import { randoms, worst } from '../../test-support/cpu/kernel-checks.js';
 
 /** An (n, k) matrix in dtype from random values: its stored form, its exact Q8_0 form and its dequantised values. */
 function quantMatrix(n: number, k: number, seed: number, dtype: CpuQuantDtype): { stored: QuantPart; q8: { q: Int8Array; s: Float32Array }; values: Float32Array } {
@@ -89,7 +68,7 @@ describe('CPU quantised kernels (WebAssembly SIMD)', () => {
       ref.matmul(mag, abs(x), abs(w.values), m, k, n);
       const kn = CpuKernels.create(undefined, { variant });
       const qk = CpuQuantKernels.create(kn);
-      const [xp, bp, yp] = [put(kn, xData), put(kn, bias), kn.alloc(m * n * 4)];
+      const [xp, bp, yp] = [kn.put(xData), kn.put(bias), kn.alloc(m * n * 4)];
       const wp = tiled(kn, qk, w.stored, n, k, dtype);
       qk.matmul({ y: yp, x: xp, xStride, w: wp, dtype, m, k, n });
       const got = kn.f32(yp, m * n).slice();
@@ -115,7 +94,7 @@ describe('CPU quantised kernels (WebAssembly SIMD)', () => {
       for (let j = 0; j < 32; j++) x[2 * xStride + j] = j === 0 ? 127 : j + 0.5;
       const kn = CpuKernels.create(undefined, { variant });
       const qk = CpuQuantKernels.create(kn);
-      const xp = put(kn, x);
+      const xp = kn.put(x);
       const xa = kn.alloc(CpuQuantKernels.activationBytes(m, k));
       qk.quantize(xa, xp, m, k, xStride);
       const rowBytes = CpuQuantKernels.activationBytes(1, k);
@@ -143,7 +122,7 @@ describe('CPU quantised kernels (WebAssembly SIMD)', () => {
         }
         const kn = CpuKernels.create(undefined, { variant });
         const qk = CpuQuantKernels.create(kn);
-        const [xp, bp, yp] = [put(kn, x), put(kn, bias), kn.alloc(m * n * 4)];
+        const [xp, bp, yp] = [kn.put(x), kn.put(bias), kn.alloc(m * n * 4)];
         const xa = kn.alloc(CpuQuantKernels.activationBytes(m, k));
         const wp = tiled(kn, qk, w.stored, n, k, dtype);
         qk.quantize(xa, xp, m, k);
@@ -162,9 +141,9 @@ describe('CPU quantised kernels (WebAssembly SIMD)', () => {
     const w = quantMatrix(vocab, dim, 11, dtype);
     const kn = CpuKernels.create();
     const qk = CpuQuantKernels.create(kn);
-    const [qp, sp] = [put(kn, w.stored.q), put(kn, w.stored.s)];
+    const [qp, sp] = [kn.put(w.stored.q), kn.put(w.stored.s)];
     const tokens = Int32Array.of(6, 0, 3, 3);
-    const tp = put(kn, tokens);
+    const tp = kn.put(tokens);
     const yp = kn.alloc(tokens.length * dim * 4);
     qk.embed(yp, qp, sp, tp, tokens.length, dim, dtype);
     const want = Array.from(tokens).flatMap((t) => Array.from(w.values.subarray(t * dim, (t + 1) * dim)));
