@@ -9,20 +9,10 @@ import { dequantize, quantize } from '../../src/model/formats/gguf-blocks.js';
 import { createHalfMatrix, destroyHalfMatrix, writeHalfRows } from '../../src/gpu/core/half-matrix.js';
 import { f16KernelsOf, type F16Kernels } from '../../src/gpu/kernels/f16-shaders.js';
 import { createEmbedding } from '../../src/gpu/kernels/embed.js';
-import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, runEmbedCase, runMatmulCase, withCtx, type Check } from './kernels.js';
+import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, runEmbedCase, runMatmulCase, withCtx, type Check, type WeightMatmulCase } from './kernels.js';
 import { randn, rng } from '../../src/cli/page/gpu.js';
 
-export interface F16MatmulCase {
-  m: number;
-  k: number;
-  n: number;
-  input?: 'plain' | 'rmsnorm' | 'siluMul';
-  bias?: boolean;
-  accumulate?: boolean;
-  seed?: number;
-  /** A fresh context whose storage bindings hold at most this many bytes (W split in row chunks). */
-  bindingLimit?: number;
-}
+export type F16MatmulCase = WeightMatmulCase;
 
 export interface F16Check extends Check {
   chunks: number;

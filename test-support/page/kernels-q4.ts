@@ -10,17 +10,11 @@ import { dequantizeQ8, matmulQ8, quantizeQ8 } from '../../src/model/reference-q8
 import type { Q8Activations } from '../../src/gpu/kernels/matmul-base.js';
 import { createEmbedding } from '../../src/gpu/kernels/embed.js';
 import { createQuantMatrix, destroyQuantMatrix, writeQuantRows } from '../../src/gpu/core/quant-matrix.js';
-import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, runMatmulCase, withCtx, type Check } from './kernels.js';
+import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, runMatmulCase, withCtx, type Check, type WeightMatmulCase } from './kernels.js';
 import { randn, rng } from '../../src/cli/page/gpu.js';
 import { siluMulRunq, testQuantEmbed } from './kernels-q8.js';
 
-export interface Q4MatmulCase {
-  m: number;
-  k: number;
-  n: number;
-  input?: 'plain' | 'rmsnorm' | 'siluMul';
-  bias?: boolean;
-  accumulate?: boolean;
+export interface Q4MatmulCase extends WeightMatmulCase {
   /** 'int8': W4A8 (default 'f32', weight-only). */
   activations?: Q8Activations;
   /**
@@ -28,9 +22,6 @@ export interface Q4MatmulCase {
    * magnitude 1 (plain input), so every int8 value is ±127: the largest integer sums there are.
    */
   extreme?: boolean;
-  seed?: number;
-  /** A fresh context whose storage bindings hold at most this many bytes (W split in row chunks). */
-  bindingLimit?: number;
 }
 
 export async function testQ4Matmul(c: Q4MatmulCase): Promise<Check & { chunks: number }> {

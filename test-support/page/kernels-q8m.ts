@@ -8,22 +8,14 @@ import * as ref from '../../src/model/reference.js';
 import { AFFINE_GROUP, dequantizeAffine, splitAffineBlocks, type AffineType } from '../../src/model/formats/gguf-kquants.js';
 import { createEmbedding } from '../../src/gpu/kernels/embed.js';
 import { createQuantMatrix, destroyQuantMatrix, writeQuantRows } from '../../src/gpu/core/quant-matrix.js';
-import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, runMatmulCase, withCtx, type Check } from './kernels.js';
+import { addBiasAccumulate, compare, effectiveInput, matmulCaseData, runMatmulCase, withCtx, type Check, type WeightMatmulCase } from './kernels.js';
 import { randn, rng } from '../../src/cli/page/gpu.js';
 import { testQuantEmbed } from './kernels-q8.js';
 import { quantizeAny } from '../../src/model/formats/gguf-kquants-write.js';
 
-export interface Q8mMatmulCase {
+/** `k` is whole blocks: a multiple of 256 for the K-quants, of 32 for the rest. */
+export interface Q8mMatmulCase extends WeightMatmulCase {
   type: AffineType;
-  m: number;
-  /** Whole blocks: a multiple of 256 for the K-quants, of 32 for the rest. */
-  k: number;
-  n: number;
-  input?: 'plain' | 'rmsnorm' | 'siluMul';
-  bias?: boolean;
-  accumulate?: boolean;
-  seed?: number;
-  bindingLimit?: number;
 }
 
 /** `x` stored as `type`, its kernels' form and its values as ggml dequantises them. */

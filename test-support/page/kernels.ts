@@ -102,6 +102,9 @@ export interface MatmulCase {
   bindingLimit?: number;
 }
 
+/** A matmul case for one stored weight kind, whose kernel is not chosen by the case. */
+export type WeightMatmulCase = Omit<MatmulCase, 'gemv' | 'gemm' | 'small'>;
+
 /** A matmul case's fused input: x as it is, RMSNorm(x)·g, or silu(a)·b over the two halves of a row. */
 export type CaseInput = 'plain' | 'rmsnorm' | 'siluMul';
 
