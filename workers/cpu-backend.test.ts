@@ -12,7 +12,8 @@ import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
 import { parseLlama2cHeader } from '../src/model/formats/llama2c.js';
 import { argmax, generate as oracleGenerate } from '../src/model/reference.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
-import { makePlan, type PlanOptions, type RankPlan } from '../src/parallel/plan.js';
+import { makePlan, type PlanOptions } from '../src/parallel/plan.js';
+import { packRank } from '../test-support/model/shard-bytes.js';
 import type { Communicator } from '../src/collective/communicator.js';
 import { relaxedSimdAvailable, type CpuKernelVariant } from '../src/cpu/kernels.js';
 import { createCpuBackend } from './cpu-backend.js';
@@ -27,16 +28,6 @@ const path = resolve(modelsDir, 'stories260K.bin');
 const file = new Uint8Array(readArrayBuffer(path));
 const { config: c } = parseLlama2cHeader(file.subarray(0, 28), statSync(path).size);
 
-/** A rank's packed shard as the loader gives it: its slices, dense, in plan order, from the file's byte ranges. */
-function packShard(r: RankPlan): ArrayBuffer {
-  const out = new Uint8Array(r.byteLength);
-  let at = 0;
-  for (const s of r.slices) {
-    for (const g of s.ranges) out.set(file.subarray(g.fileOffset, g.fileOffset + g.length), at + g.dstOffset);
-    at += s.byteLength;
-  }
-  return out.buffer;
-}
 
 /** world communicators in one thread: each collective awaits every rank, then sums in rank order. */
 function inThread(world: number, slotFloats: number): Communicator[] {
@@ -80,7 +71,7 @@ async function generate(opts: PlanOptions, prefill: number, variant: CpuKernelVa
   const comms = inThread(tp, prefill * c.dim);
   const ranks = plan.ranks.map((r) => {
     const sum = chooseRowSum(r.rank, tp, false);
-    const w = backend.createWeights(c, r, packShard(r));
+    const w = backend.createWeights(c, r, packRank(r, file));
     const s = backend.createState(c, r, w, {
       maxM: prefill, maxLogitRows: prefill, contextLength: c.seqLen, slots: 1, rows: sum.binding,
       activations: 'f32', exact: false, kvCache, profile: false,

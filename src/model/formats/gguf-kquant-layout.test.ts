@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { ModelFormatError } from '../../errors.js';
 import type { ByteSource } from '../../loader/source.js';
 import { ggufStream } from '../../loader/gguf-stream.js';
-import { makePlan, type RankPlan } from '../../parallel/plan.js';
+import { makePlan } from '../../parallel/plan.js';
+import { collectBytes, packRank } from '../../../test-support/model/shard-bytes.js';
 import { modelsDir } from '../../../test-support/fixtures/paths.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
 import { layoutGguf, loadGgufDequantized, readGguf, readGgufHeader, type HeadSource } from './gguf.js';
@@ -30,27 +31,7 @@ function source(bytes: Uint8Array, name = 'kq.gguf'): HeadSource & ByteSource {
 }
 
 async function stream(bytes: Uint8Array): Promise<Uint8Array> {
-  const layout = await readGguf(source(bytes));
-  const parts: Uint8Array[] = [];
-  for await (const c of ggufStream(source(bytes), layout).chunks()) parts.push(c.slice());
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.byteLength;
-  }
-  return out;
-}
-
-/** A rank's packed shard from the stream, as the loader routes it. */
-function pack(r: RankPlan, s: Uint8Array): ArrayBuffer {
-  const out = new Uint8Array(r.byteLength);
-  let base = 0;
-  for (const sl of r.slices) {
-    for (const g of sl.ranges) out.set(s.subarray(g.fileOffset, g.fileOffset + g.length), base + g.dstOffset);
-    base += sl.byteLength;
-  }
-  return out.buffer;
+  return collectBytes(ggufStream(source(bytes), await readGguf(source(bytes))));
 }
 
 const valuesOf = (v: SliceView): Float32Array => (v.dtype === 'q8_m' ? dequantizeQ8m(v) : v.dtype === 'f32' ? v.f : new Float32Array(0));
@@ -84,7 +65,7 @@ describe('GGUF K-quant files: reader, stream, plan and slice views', () => {
     for (const tp of [1, 2]) {
       const plan = makePlan(layout.config, { tensorParallel: tp }, layout.tensors);
       for (const r of plan.ranks) {
-        const views = sliceViews(r, pack(r, s));
+        const views = sliceViews(r, packRank(r, s));
         // wq (Q4_K, groups of 32) beside wv (Q6_K, 16): one q8_m matrix in groups of 16
         const qkv = commonForm(['wq', 'wk', 'wv'].map((k) => views.get(`layers.1.attention.${k}`)!));
         expect(qkv.map((p) => [p.dtype, p.dtype === 'q8_m' ? p.groupSize : 0])).toEqual([['q8_m', 16], ['q8_m', 16], ['q8_m', 16]]);
@@ -132,7 +113,7 @@ describe('GGUF K-quant files: reader, stream, plan and slice views', () => {
     const { layout } = await loadGgufDequantized(mixed);
     const s = await stream(mixed);
     const [r] = makePlan(layout.config, { tensorParallel: 1 }, layout.tensors).ranks;
-    const w = createCpuBackend().createWeights(layout.config, r!, pack(r!, s));
+    const w = createCpuBackend().createWeights(layout.config, r!, packRank(r!, s));
     const forms = (m: { segments?: readonly { form: string; rows: number }[] }) => m.segments?.map((x) => [x.form, x.rows]);
     // layer 0: wq|wk Q4_K, wv Q6_K; layer 1: wk Q8_0 (codes to 255) between them
     expect(forms(w.layers[0]!.wqkv)).toEqual([['nibble', 768], ['small16', 256]]);

@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import { GGUFValueType } from '@huggingface/gguf';
 import { ModelFormatError, PlanError, TokenizerFormatError } from '../../errors.js';
 import type { ByteSource } from '../../loader/source.js';
+import { collectBytes } from '../../../test-support/model/shard-bytes.js';
 import { ggufStream } from '../../loader/gguf-stream.js';
 import { makePlan } from '../../parallel/plan.js';
 import { modelsDir, readArrayBuffer } from '../../../test-support/fixtures/paths.js';
@@ -43,18 +44,6 @@ function chunked(bytes: Uint8Array, chunk = 777): ByteSource {
   };
 }
 
-async function collect(src: ByteSource): Promise<Uint8Array> {
-  const parts: Uint8Array[] = [];
-  for await (const c of src.chunks()) parts.push(c.slice());
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.byteLength;
-  }
-  return out;
-}
-
 describe('GGUF reader', () => {
   it('reads stories260K written as F32: the llama2.c config, llama.cpp names, exact weights', async () => {
     const bytes = fileOf('f32');
@@ -74,7 +63,7 @@ describe('GGUF reader', () => {
     for (const q of ['f16', 'q8_0', 'q4_0'] as const) {
       const bytes = fileOf(q);
       const { layout, model } = await loadGgufDequantized(bytes);
-      const stream = await collect(ggufStream(chunked(bytes), layout));
+      const stream = await collectBytes(ggufStream(chunked(bytes), layout));
       expect(stream.byteLength).toBe(layout.streamBytes);
       const want = new Map<string, Float32Array>([
         ['tok_embeddings', model.weights.tokenEmbeddingTable], ['layers.2.attention.wk', model.weights.wk.subarray(2 * 32 * 64, 3 * 32 * 64)],
