@@ -8,7 +8,7 @@ import { CpuGemm, GEMM_MIN_ROWS, matmulFor } from './gemm.js';
 import { CpuKernels, relaxedSimdAvailable, type CpuKernelVariant, type CpuWeightDtype } from './kernels.js';
 import { InvalidArgumentError } from '../errors.js';
 import * as ref from '../model/reference.js';
-import { randoms, worst } from '../../test-support/cpu/kernel-checks.js';
+import { matmulOracle, randoms, worst } from '../../test-support/cpu/kernel-checks.js';
 import { f32ToF16 } from '../model/formats/gguf-blocks.js';
 import { f16ToF32 } from '../model/formats/safetensors.js';
 
@@ -48,10 +48,7 @@ describe('CPU GEMM (WebAssembly SIMD)', () => {
       const bias = randoms(n, 13);
       const y0 = randoms(m * n, 14);
       const [xp, bp, yp] = [kn.put(xs), kn.put(bias), kn.put(new Float32Array(m * n))];
-      const want = new Float32Array(m * n);
-      const mag = new Float32Array(m * n);
-      ref.matmul(want, x, w.values, m, k, n);
-      ref.matmul(mag, x.map(Math.abs), w.values.map(Math.abs), m, k, n);
+      const { want, mag } = matmulOracle(x, w.values, m, k, n);
 
       g.gemm({ y: yp, x: xp, xStride, w: w.at, dtype, layout: 'tiled', m, k, n });
       const got = kn.f32(yp, m * n).slice();

@@ -8,7 +8,7 @@ import { CpuKernels, relaxedSimdAvailable, type CpuKernelVariant, type CpuWeight
 import { CpuMemoryError } from '../errors.js';
 import * as ref from '../model/reference.js';
 import { mulberry32 } from '../model/mulberry32.js';
-import { randoms, worst } from '../../test-support/cpu/kernel-checks.js';
+import { matmulOracle, randoms, rowsOf, worst } from '../../test-support/cpu/kernel-checks.js';
 import { f32ToF16 } from '../model/formats/gguf-blocks.js';
 import { f16ToF32 } from '../model/formats/safetensors.js';
 
@@ -51,14 +51,11 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
       ])('m %i, k %i, n %i: y = x·wᵀ, then accumulated with a bias, against the oracle', (m, k, n) => {
         const xStride = k + 3; // rows of a wider buffer, as the siluMul halves of h13 are read
         const xData = randoms(m * xStride, 1);
-        const x = Float32Array.from({ length: m * k }, (_, i) => xData[Math.floor(i / k) * xStride + (i % k)]!);
+        const x = rowsOf(xData, m, k, xStride);
         const w = weights(n * k, 2, dtype);
         const bias = randoms(n, 3);
         const y0 = randoms(m * n, 4);
-        const want = new Float32Array(m * n);
-        const mag = new Float32Array(m * n);
-        ref.matmul(want, x, w.values, m, k, n);
-        ref.matmul(mag, abs(x), abs(w.values), m, k, n);
+        const { want, mag } = matmulOracle(x, w.values, m, k, n);
 
         const kn = CpuKernels.create(undefined, { variant });
         const [xp, bp, yp] = [kn.put(xData), kn.put(bias), kn.put(new Float32Array(m * n))];
@@ -109,10 +106,7 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
           kn.matmul({ y: y1, x: xp + r * k * 4, w: wp, dtype, layout, m: 1, k, n });
           alone.set(kn.f32(y1, n), r * n);
         }
-        const want = new Float32Array(maxM * n);
-        const mag = new Float32Array(maxM * n);
-        ref.matmul(want, x, w.values, maxM, k, n);
-        ref.matmul(mag, abs(x), abs(w.values), maxM, k, n);
+        const { want, mag } = matmulOracle(x, w.values, maxM, k, n);
         expect(worst(alone, want, mag)).toBeLessThanOrEqual(1);
         for (let m = 2; m <= maxM; m++) {
           for (const s of [undefined, scratch]) {

@@ -7,12 +7,11 @@ import { CPU_KQUANT_RELAXED_WASM_BASE64, CPU_KQUANT_WASM_BASE64 } from './kquant
 import { CpuKernels, relaxedSimdAvailable, type CpuKernelVariant } from './kernels.js';
 import { CpuQuantKernels } from './quant.js';
 import { CpuKQuantKernels, type KqForm, type KqPart } from './kquant.js';
-import * as ref from '../model/reference.js';
 import { quantizeQ8 } from '../model/reference-q8.js';
 import { matmulQ8mA8, q8mOf } from '../model/reference-q8m.js';
 import { AFFINE_BLOCK, AFFINE_GROUP, AFFINE_TYPES, dequantizeAffine, splitAffineBlocks, type AffineType } from '../model/formats/gguf-kquants.js';
 import { mulberry32 } from '../model/mulberry32.js';
-import { randoms, worst } from '../../test-support/cpu/kernel-checks.js';
+import { matmulOracle, randoms, rowsOf, worst } from '../../test-support/cpu/kernel-checks.js';
 import { f32ToF16 } from '../model/formats/gguf-blocks.js';
 import { f16ToF32 } from '../model/formats/safetensors.js';
 import { quantizeAny } from '../model/formats/gguf-kquants-write.js';
@@ -85,11 +84,8 @@ describe('CPU q8_m kernels (WebAssembly SIMD)', () => {
       const { part, values } = c.mat(n, k, 2);
       const xStride = k + 3;
       const xData = randoms(m * xStride, 1, 2);
-      const x = Float32Array.from({ length: m * k }, (_, i) => xData[Math.floor(i / k) * xStride + (i % k)]!);
-      const want = new Float32Array(m * n);
-      const mag = new Float32Array(m * n);
-      ref.matmul(want, x, values, m, k, n);
-      ref.matmul(mag, x.map(Math.abs), values.map(Math.abs), m, k, n);
+      const x = rowsOf(xData, m, k, xStride);
+      const { want, mag } = matmulOracle(x, values, m, k, n);
       const kn = CpuKernels.create(undefined, { variant });
       const qk = CpuQuantKernels.create(kn);
       const kq = CpuKQuantKernels.create(kn);

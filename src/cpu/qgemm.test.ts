@@ -8,10 +8,9 @@ import { CpuQuantGemm, QGEMM_MIN_ROWS } from './qgemm.js';
 import { CpuKernels, relaxedSimdAvailable, type CpuKernelVariant } from './kernels.js';
 import { CpuQuantKernels, type CpuQuantDtype, type QuantPart } from './quant.js';
 import { InvalidArgumentError } from '../errors.js';
-import * as ref from '../model/reference.js';
 import { dequantizeQ8, matmulQ8, quantizeQ8, type Q8Tensor } from '../model/reference-q8.js';
 import { dequantizeQ4, q4ToQ8, quantizeQ4 } from '../model/reference-q4.js';
-import { randoms, worst } from '../../test-support/cpu/kernel-checks.js';
+import { matmulOracle, randoms, worst } from '../../test-support/cpu/kernel-checks.js';
 
 setFlagsFromString('--experimental-wasm-relaxed-simd');
 const variants: CpuKernelVariant[] = relaxedSimdAvailable() ? ['simd', 'relaxed'] : ['simd'];
@@ -85,10 +84,7 @@ describe('CPU quantised GEMM (WebAssembly SIMD)', () => {
       const { kn, g, w } = setup(variant, m, k, n, dtype, 2);
       const bias = randoms(n, 3);
       const y0 = randoms(m * n, 4);
-      const want = new Float32Array(m * n);
-      const mag = new Float32Array(m * n);
-      ref.matmul(want, x, w.values, m, k, n);
-      ref.matmul(mag, x.map(Math.abs), w.values.map(Math.abs), m, k, n);
+      const { want, mag } = matmulOracle(x, w.values, m, k, n);
       // |got − want| ≤ 1e-5 · (the products' magnitudes) + 1e-6, as quant.test.ts allows the small-m kernel.
       const [xp, bp, yp] = [kn.put(xs), kn.put(bias), kn.alloc(m * n * 4)];
       g.matmul({ y: yp, x: xp, xStride, w: w.at, dtype, m, k, n });

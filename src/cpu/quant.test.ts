@@ -6,10 +6,9 @@ import { compileWat } from '../../scripts/build-wasm.mjs';
 import { CPU_QUANT_RELAXED_WASM_BASE64, CPU_QUANT_WASM_BASE64 } from './quant-wasm.js';
 import { CpuKernels, relaxedSimdAvailable, type CpuKernelVariant } from './kernels.js';
 import { CpuQuantKernels, type CpuQuantDtype, type QuantPart } from './quant.js';
-import * as ref from '../model/reference.js';
 import { dequantizeQ8, matmulQ8, quantizeQ8 } from '../model/reference-q8.js';
 import { dequantizeQ4, q4ToQ8, quantizeQ4 } from '../model/reference-q4.js';
-import { randoms, worst } from '../../test-support/cpu/kernel-checks.js';
+import { matmulOracle, randoms, rowsOf, worst } from '../../test-support/cpu/kernel-checks.js';
 
 /** An (n, k) matrix in dtype from random values: its stored form, its exact Q8_0 form and its dequantised values. */
 function quantMatrix(n: number, k: number, seed: number, dtype: CpuQuantDtype): { stored: QuantPart; q8: { q: Int8Array; s: Float32Array }; values: Float32Array } {
@@ -39,7 +38,6 @@ function tiled(kn: CpuKernels, qk: CpuQuantKernels, p: QuantPart, n: number, k: 
   return at;
 }
 
-const abs = (a: Float32Array) => a.map(Math.abs);
 
 setFlagsFromString('--experimental-wasm-relaxed-simd');
 const variants: CpuKernelVariant[] = relaxedSimdAvailable() ? ['simd', 'relaxed'] : ['simd'];
@@ -58,14 +56,11 @@ describe('CPU quantised kernels (WebAssembly SIMD)', () => {
     it.each(sizes)('m %i, k %i, n %i: the f32 oracle on the dequantised weights, then accumulated with a bias', (m, k, n) => {
       const xStride = k + 5;
       const xData = randoms(m * xStride, 1);
-      const x = Float32Array.from({ length: m * k }, (_, i) => xData[Math.floor(i / k) * xStride + (i % k)]!);
+      const x = rowsOf(xData, m, k, xStride);
       const w = quantMatrix(n, k, 2, dtype);
       const bias = randoms(n, 3);
       const y0 = randoms(m * n, 4);
-      const want = new Float32Array(m * n);
-      const mag = new Float32Array(m * n);
-      ref.matmul(want, x, w.values, m, k, n);
-      ref.matmul(mag, abs(x), abs(w.values), m, k, n);
+      const { want, mag } = matmulOracle(x, w.values, m, k, n);
       const kn = CpuKernels.create(undefined, { variant });
       const qk = CpuQuantKernels.create(kn);
       const [xp, bp, yp] = [kn.put(xData), kn.put(bias), kn.alloc(m * n * 4)];
