@@ -145,7 +145,8 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
   const tables = ropeTables(c.headSize, seq, c.ropeTheta, c.ropeScaling);
   const maxK = Math.max(d.dim, qDim, d.hidden);
   // Prefill chunks and batches of many rows take the GEMM on f32/f16 weights (its scratch is this state's).
-  const mm = cpuMatmul(kn, w.quant, o.activations, maxM, maxK, matmulFor(kn, maxK));
+  const matrices = [w.tokEmbeddings, w.output, ...w.layers.flatMap((l) => [l.wqkv, l.wo, l.w13, l.w2])];
+  const mm = cpuMatmul(kn, w.quant, o.activations, maxM, maxK, matmulFor(kn, maxK), new Set(matrices.map((m) => m.dtype)));
   const b = {
     tokens: f32(maxM), positions: f32(maxM), slots: f32(maxM),
     x: f32(maxM * d.dim), xn: f32(maxM * d.dim), partial: f32(maxM * d.dim),

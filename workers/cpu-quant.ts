@@ -77,25 +77,28 @@ export type CpuMatmul = (a: CpuMatmulArgs) => void;
 /**
  * The matmul of a rank's state. With int8 activations each quantised matmul first quantises its
  * input rows (up to maxM rows of maxK values) into a scratch region allocated here; f32 and f16
- * matrices keep f32 activations, as on GPU ranks.
+ * matrices keep f32 activations, as on GPU ranks. `dtypes` are the kinds of matrix it will see
+ * (default: every kind): scratch and kernels for the others are not made.
  */
 export function cpuMatmul(
   kn: CpuKernels, qk: CpuQuantKernels, activations: 'f32' | 'int8', maxM: number, maxK: number,
-  dense: (a: MatmulArgs) => void = (a) => kn.matmul(a),
+  dense: (a: MatmulArgs) => void = (a) => kn.matmul(a), dtypes?: ReadonlySet<CpuMatrix['dtype']>,
 ): CpuMatmul {
-  const xa = activations === 'int8' ? kn.alloc(CpuQuantKernels.activationBytes(maxM, maxK)) : 0;
+  const has = (d: CpuMatrix['dtype']) => !dtypes || dtypes.has(d);
+  const quantised = has('q8_0') || has('q4_0') || has('q8_m');
+  const xa = activations === 'int8' && quantised ? kn.alloc(CpuQuantKernels.activationBytes(maxM, maxK)) : 0;
   // Prefill chunks and batches of many rows take the quantised GEMM (its scratch allocated here).
-  const qg = maxM >= QGEMM_MIN_ROWS ? CpuQuantGemm.create(kn, maxM, maxK) : undefined;
+  const qg = maxM >= QGEMM_MIN_ROWS && (has('q8_0') || has('q4_0')) ? CpuQuantGemm.create(kn, maxM, maxK) : undefined;
   // q8_m's sums of 16 inputs (f32, or int8 once quantised): one pass per matmul, for every segment.
-  const sums = kn.alloc(CpuKQuantKernels.sumsBytes(maxM, maxK));
-  const kq = CpuKQuantKernels.of(kn);
+  const sums = has('q8_m') ? kn.alloc(CpuKQuantKernels.sumsBytes(maxM, maxK)) : 0;
+  const kq = has('q8_m') ? CpuKQuantKernels.of(kn) : undefined;
   return (a) => {
     const { w } = a;
     if (w.dtype === 'q8_m') {
-      if (activations === 'f32') kq.sums16(sums, a.x, a.m, a.k, a.xStride ?? a.k);
+      if (activations === 'f32') kq!.sums16(sums, a.x, a.m, a.k, a.xStride ?? a.k);
       else {
         qk.quantize(xa, a.x, a.m, a.k, a.xStride ?? a.k);
-        kq.a8sums16(sums, xa, a.m, a.k);
+        kq!.a8sums16(sums, xa, a.m, a.k);
       }
       let col = 0;
       for (const s of w.segments!) {
@@ -103,8 +106,8 @@ export function cpuMatmul(
           y: a.y + col * 4, ys: a.n, w: s.at, form: s.form, m: a.m, k: a.k, n: s.rows,
           accumulate: a.accumulate, bias: a.bias === undefined ? undefined : a.bias + col * 4,
         };
-        if (activations === 'f32') kq.matmul({ ...b, x: a.x, xStride: a.xStride, xs16: sums });
-        else kq.matmulA8({ ...b, xa, xi16: sums });
+        if (activations === 'f32') kq!.matmul({ ...b, x: a.x, xStride: a.xStride, xs16: sums });
+        else kq!.matmulA8({ ...b, xa, xi16: sums });
         col += s.rows;
       }
       return;
