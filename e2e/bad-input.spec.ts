@@ -5,9 +5,8 @@
  * starts. Workers are counted from outside the engine: an init script wraps the page's
  * `Worker` constructor before any app code runs.
  */
-import { test as base, expect } from '@playwright/test';
-import { openHarness, type Harness } from '../src/cli/browser.js';
-import { TEST_PAGE } from '../test-support/test-page.js';
+import { test as base, expect, scriptedHarness } from './fixtures.js';
+import type { Harness } from '../src/cli/browser.js';
 import type { SerializedError } from '../src/errors.js';
 
 const INIT = `
@@ -23,19 +22,7 @@ if (typeof window !== 'undefined') {
 }
 `;
 
-const test = base.extend<object, { counted: Harness }>({
-  counted: [
-    async ({}, use) => {
-      const h = await openHarness({ path: TEST_PAGE, initScript: INIT });
-      try {
-        await use(h);
-      } finally {
-        await h.close();
-      }
-    },
-    { scope: 'worker', timeout: 120_000 },
-  ],
-});
+const test = base.extend<{ counted: Harness }>({ counted: scriptedHarness(INIT) });
 
 type ModelKind = 'good' | 'random' | 'zeros' | 'absurd-dim' | 'negative-layers' | 'heads-not-dividing' | 'truncated' | 'padded';
 type TokenizerKind = 'good' | 'other-vocab' | 'truncated';

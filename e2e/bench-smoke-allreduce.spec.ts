@@ -1,4 +1,4 @@
-import { test, expect } from '@playwright/test';
+import { test, expect } from './fixtures.js';
 import { benchAllReduce } from '../src/cli/bench-allreduce.js';
 
 // Smoke pass of `bench allreduce`: tiny sizes, few samples; checks the JSON shape, never timings.

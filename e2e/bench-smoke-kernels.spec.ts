@@ -1,4 +1,4 @@
-import { test, expect } from '@playwright/test';
+import { test, expect } from './fixtures.js';
 import { benchKernels } from '../src/cli/bench-kernels.js';
 
 /** `bench kernels --smoke`: the JSON has its documented shape (no timing assertions). */

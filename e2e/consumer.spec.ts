@@ -6,7 +6,7 @@
  * node_modules/.vite/deps, the case that breaks a worker loaded by a relative URL), and from a
  * plain `<script type="module">` page with no bundler under both COEP modes. Needs `npm run build`.
  */
-import { test, expect } from '@playwright/test';
+import { test, expect } from './fixtures.js';
 import { build, createServer } from 'vite';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -3,7 +3,7 @@
  * prompt, generate, stop, reload and generate from the shard cache; plus its error panels. The
  * tests that predate CPU ranks pin GPU ranks, so the WebGPU path keeps its coverage.
  */
-import { test, expect } from '@playwright/test';
+import { test, expect } from './fixtures.js';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -6,10 +6,9 @@
  * `requestAdapter` reports (the workers still get the real adapter): the placement decision is
  * made on the main thread from exactly those reports.
  */
-import { test as base, expect } from './fixtures.js';
+import { test as base, expect, scriptedHarness } from './fixtures.js';
 import { readFileSync } from 'node:fs';
-import { openHarness, type Harness } from '../src/cli/browser.js';
-import { TEST_PAGE } from '../test-support/test-page.js';
+import type { Harness } from '../src/cli/browser.js';
 import { runGenerate } from '../src/cli/generate.js';
 import type { PageGenerateOptions } from '../src/cli/page/types.js';
 
@@ -46,19 +45,7 @@ const FAKE_GPU = `
 })();
 `;
 
-const test = base.extend<object, { faked: Harness }>({
-  faked: [
-    async ({}, use) => {
-      const h = await openHarness({ path: TEST_PAGE, initScript: FAKE_GPU });
-      try {
-        await use(h);
-      } finally {
-        await h.close();
-      }
-    },
-    { scope: 'worker', timeout: 120_000 },
-  ],
-});
+const test = base.extend<{ faked: Harness }>({ faked: scriptedHarness(FAKE_GPU) });
 
 test.describe.configure({ mode: 'serial' });
 

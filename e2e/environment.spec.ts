@@ -6,7 +6,7 @@
  * wrapping Worker, e2e/counting.ts). Without WebGPU the engine's own default (`'auto'`) runs on
  * CPU ranks instead.
  */
-import { test, expect } from '@playwright/test';
+import { test, expect } from './fixtures.js';
 import { openHarness, type Harness, type HarnessOptions } from '../src/cli/browser.js';
 import { TEST_PAGE } from '../test-support/test-page.js';
 import type { PageGenerateOptions } from '../src/cli/page/types.js';

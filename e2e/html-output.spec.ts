@@ -4,7 +4,7 @@
  * with no element created from them and no dialog. The modified tokenizer is written to a temp
  * directory at test time and served beside the real model.
  */
-import { test, expect } from '@playwright/test';
+import { test, expect } from './fixtures.js';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

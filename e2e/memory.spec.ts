@@ -4,12 +4,11 @@
  * and reports the bytes over a BroadcastChannel. The count is compared with a formula from
  * the model's config, not with the engine's own report.
  */
-import { test as base, expect } from '@playwright/test';
+import { test as base, expect, scriptedHarness } from './fixtures.js';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { openHarness, type Harness } from '../src/cli/browser.js';
-import { TEST_PAGE } from '../test-support/test-page.js';
+import type { Harness } from '../src/cli/browser.js';
 import { llama2cConfig, SYNTH_SHAPES, writeSynthCheckpoint, writeSynthTokenizer } from '../src/model/synth.js';
 import { exportGroupSize, writeSynthCheckpointQ8 } from '../src/model/synth-q8.js';
 import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
@@ -60,19 +59,7 @@ const INIT = `
 })();
 `;
 
-const test = base.extend<object, { counted: Harness }>({
-  counted: [
-    async ({}, use) => {
-      const h = await openHarness({ path: TEST_PAGE, initScript: INIT });
-      try {
-        await use(h);
-      } finally {
-        await h.close();
-      }
-    },
-    { scope: 'worker', timeout: 120_000 },
-  ],
-});
+const test = base.extend<{ counted: Harness }>({ counted: scriptedHarness(INIT) });
 
 // stories260K: dim 64, hidden 172, 5 layers, 8 heads, 4 KV heads (head size 8), vocab 512, seq 512.
 const c = { dim: 64, hidden: 172, layers: 5, heads: 8, kvHeads: 4, hs: 8, vocab: 512, seq: 512 };

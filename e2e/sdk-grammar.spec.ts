@@ -3,7 +3,7 @@
  * `dist/lib/xgrammar-<hash>.js`) only for a request with a `responseFormat`, from a plain page
  * with no bundler. Needs `npm run build`.
  */
-import { test, expect } from '@playwright/test';
+import { test, expect } from './fixtures.js';
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
