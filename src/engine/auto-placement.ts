@@ -224,18 +224,19 @@ export function cpuAuto(config: ModelConfig, sizes: BufferSizes, fixed: number |
     const opts = degreeSplit(config, d, env.tensors);
     if (opts) accepted.push({ d, opts });
   }
-  const fits = accepted.filter((a) => cpuFitsAt(config, env.tensors, a.opts, s));
-  const fit = fits[0]?.d;
+  const fitsAt = (a: (typeof accepted)[number]) => cpuFitsAt(config, env.tensors, a.opts, s);
+  const fit = accepted.find(fitsAt)?.d;
   if (fit === undefined) {
     const last = accepted[accepted.length - 1]!;
     const r = cpuRankBytes(config, rankShapes(config, env.tensors, last.opts)[0]!, s);
     throw new RankMemoryError(last.d, r.total, WASM_MEMORY_BYTES, `even at the finest split, of its ${config.nHeads} heads`, undefined);
   }
-  const degrees = fits.filter((a) => a.d <= env.cores || a.d === fit);
+  const degrees = accepted.filter((a) => a.d === fit || (a.d > fit && a.d <= env.cores && fitsAt(a)));
   const fitNote = fit > 1 ? `; a CPU rank holds at most 4 GiB, so at least ${plural(fit, 'rank')}` : '';
   const why = `${seen}: CPU ranks (WebAssembly SIMD), up to one per core (${plural(env.cores, 'core')})${fitNote}`;
   if (degrees.length === 1) return place(degrees[0]!, `${why}: ${plural(degrees[0]!.d, 'CPU rank')}`);
-  return { candidates: degrees.map((a) => place(a, why)), labels: degrees.map((a) => plural(a.d, 'CPU rank')), why };
+  const label = (a: (typeof accepted)[number]) => `${plural(a.d, 'CPU rank')}${a.opts.axes?.heads ? ` (heads ${a.opts.axes.heads.join('/')})` : ''}`;
+  return { candidates: degrees.map((a) => place(a, why)), labels: degrees.map(label), why };
 }
 
 /** GPU ranks over `adapters` (today's auto: one rank per distinct adapter, or the smallest degree that fits one). */
