@@ -38,6 +38,7 @@ export type {
 } from './engine/types.js';
 export type { KvCacheOption } from './gpu/kernels/kv-format.js';
 export type { DevicesOption } from './engine/placement.js';
+export type { AxisSplit } from './parallel/axis-split.js';
 export type { DeviceSpec, AdapterFilter } from './gpu/core/adapter.js';
 export type { ModelConfig } from './model/config.js';
 export {

@@ -70,13 +70,14 @@ interface ModelFiles { gguf: string; onnx?: string }
 /**
  * Every configuration of one quantisation of a model; ours at GPU TP 1 first (the tokens everyone
  * is compared with). Our TP 2 rows split the heads unevenly where an even split would cut a block
- * of wo (`wholeBlockSplit`), and their config names the heads per rank (`gpu tp2 8:4`).
+ * of wo, the MLP and vocab even (`wholeBlockSplit`), and their config names the heads per rank
+ * (`gpu tp2 heads 8:4`).
  */
 export function plannedConfigs(quant: GgufQuant, ctx: number, model: ModelConfig): Planned[] {
   const quantised = quant === 'q8_0' || quant === 'q4_0';
   const ours = (devices: 'gpu' | 'cpu', tp: number): Planned => {
     const split = wholeBlockSplit(model, quant, tp);
-    const heads = split ? ` ${split.map((s) => Math.round(s * model.nHeads)).join(':')}` : '';
+    const heads = split?.heads ? ` heads ${split.heads.join(':')}` : '';
     // llama.cpp quantises activations for every quantised matrix (Q8_K for K-quants), so ours runs
     // its int8-activation mode wherever it has one: Q8_0/Q4_0 on both rank kinds, K-quant mixes on
     // CPU ranks (GPU ranks keep f32 activations against q8_m weights, so those rows stay weight-only).

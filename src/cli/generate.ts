@@ -100,11 +100,14 @@ export async function generateCommand(o: GenerateCommandOptions): Promise<void> 
     if (o.json) {
       const { stats, ...out } = r;
       const p = stats.placement;
-      console.log(JSON.stringify({ ...out, ranks, ...(p && { placement: { mode: p.mode, reason: p.reason } }) }));
+      console.log(JSON.stringify({ ...out, ranks, ...(p && { placement: { mode: p.mode, reason: p.reason, split: p.split } }) }));
     } else {
       process.stdout.write('\n');
       const p = r.stats.placement;
-      const split = p && p.split !== 'even' ? ` split ${p.ranks.map((x) => x.heads[1] - x.heads[0]).join('/')} heads` : '';
+      const per = (r: [number, number]) => r[1] - r[0];
+      const split = p && p.split !== 'even'
+        ? ` split heads ${p.ranks.map((x) => per(x.heads)).join('/')}, MLP ${p.ranks.map((x) => per(x.hidden)).join('/')}, vocab ${p.ranks.map((x) => per(x.vocab)).join('/')}`
+        : '';
       console.error(
         `tp=${r.tp} (${ranks.map((x) => x.backend).join(', ')})${split} kv-cache ${r.stats.ranks[0]?.precision.kvCache ?? '?'}, load ${r.timings.load_ms.toFixed(0)} ms, prefill ${r.timings.prefill_tokens_per_s.toFixed(1)} tok/s, decode ${r.timings.decode_tokens_per_s.toFixed(1)} tok/s`,
       );

@@ -10,11 +10,12 @@ import { WebGpuTpError } from '../errors.js';
 import { checkKvCacheOption as checkKvCache, type KvCacheOption } from '../gpu/kernels/kv-format.js';
 import type { SynthShape } from '../model/synth.js';
 import { devicesFor, parseDevices, type CliDevices } from './devices.js';
+import { parseSplitFlag } from './split-flag.js';
 
 const USAGE = `webgpu-tp — tensor-parallel LLM inference over WebGPU, in headless Chromium
 
 Usage:
-  webgpu-tp generate --model PATH|URL [--tokenizer PATH|URL] [--chat] [--devices DEVICES] [--tp N] [--split 0.5,0.25,0.25] [--prompt TEXT]
+  webgpu-tp generate --model PATH|URL [--tokenizer PATH|URL] [--chat] [--devices DEVICES] [--tp N] [--split SHARES] [--prompt TEXT]
                      [--max-tokens N] [--temperature T] [--top-p P] [--seed S]
                      [--ignore-eos] [--no-cache] [--weight-only] [--no-runq-exact] [--int8-activations] [--kv-cache auto|f16|f32] [--json]
                      (a llama2.c v2 / runq.c Q8_0 model runs W8A8 as runq.c does;
@@ -27,6 +28,9 @@ Usage:
       --devices: where the ranks run: auto, gpu, cpu (WebAssembly SIMD CPU ranks), high-performance, low-power
                  or fallback (GPU ranks on that adapter), each with --tp ranks; N ranks on the default adapter;
                  or one rank per item of a list: gpu,cpu (a GPU and a CPU rank), cpu,cpu
+      --split: per-rank shares of the work, e.g. 0.5,0.25,0.25 (every axis: heads, MLP units, vocab rows), or per axis,
+               the others even: heads=2,1 (a name starts each axis's list: heads=2,1,vocab=1,1; axes heads, hidden, vocab).
+               A stories110M-shaped K-quant GGUF at --tp 2 takes heads=2,1: wo's 768 inputs are 3 super-blocks of 256
       --kv-cache: f16 halves the KV cache (f32 math); auto (default) is f16 where the adapter has shader-f16
       --model: a llama2.c .bin, a .gguf (its tokenizer inside), a .safetensors with config.json beside it, a Hugging Face
                model directory, or a URL prefix of one (https://huggingface.co/ORG/NAME/resolve/main)
@@ -121,7 +125,7 @@ export async function main(argv: string[]): Promise<number> {
     if (!values.model) throw new UsageError('generate needs --model');
     const { generateCommand } = await import('./generate.js');
     // --split or --devices alone sets the rank count (a list, a count, or the engine's choice); with --tp they must agree.
-    const split = values.split === undefined ? undefined : values.split.split(',').map((x) => num('--split', x, { min: 0, max: 1 }));
+    const split = values.split === undefined ? undefined : splitFlag(values.split);
     const devices = values.devices === undefined ? undefined : devicesFlag(values.devices);
     const tp = values.tp === undefined ? (split || devices ? 0 : 1) : num('--tp', values.tp, { int: true, min: 1 });
     await generateCommand({
@@ -247,6 +251,15 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 class UsageError extends Error {}
+
+/** --split, refused as a usage error. */
+function splitFlag(value: string): ReturnType<typeof parseSplitFlag> {
+  try {
+    return parseSplitFlag(value);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
 
 /** --devices, refused as a usage error. */
 function devicesFlag(value: string): CliDevices {

@@ -1,6 +1,6 @@
 /**
  * Each rank's backend as the CLI reports it (`generate --json`'s `ranks`, `bench generate`'s
- * rows): a CPU rank (WebAssembly SIMD) or a GPU one (WebGPU), with its adapter and heads.
+ * rows): a CPU rank (WebAssembly SIMD) or a GPU one (WebGPU), with its adapter and its share of each axis.
  */
 import type { EngineStats, RankBackend } from '../engine/types.js';
 
@@ -12,13 +12,17 @@ export interface RankReport {
   spec?: string;
   /** Query heads [start, end). */
   heads?: [number, number];
+  /** MLP hidden units [start, end). */
+  hidden?: [number, number];
+  /** Vocabulary rows [start, end). */
+  vocab?: [number, number];
 }
 
 export function rankReports(stats: EngineStats): RankReport[] {
   const placed = stats.placement?.ranks ?? [];
   return stats.ranks.map((r) => {
     const p = placed.find((x) => x.rank === r.rank);
-    return { rank: r.rank, backend: r.backend, adapter: r.adapter, ...(p && { spec: p.spec, heads: p.heads }) };
+    return { rank: r.rank, backend: r.backend, adapter: r.adapter, ...(p && { spec: p.spec, heads: p.heads, hidden: p.hidden, vocab: p.vocab }) };
   });
 }
 

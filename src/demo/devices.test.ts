@@ -11,7 +11,7 @@ function stats(adapters: string[], extra: Record<string, unknown>[] = []): Engin
     tensorParallel: ranks.length, loadMs: 0, ranks, schedulerMs: 0, warnings: [],
     placement: {
       mode: 'list', reason: '', adapters, split: 'even', fractions: [],
-      ranks: adapters.map((adapter, rank) => ({ rank, backend: 'gpu' as const, spec: 'default', adapter, heads: [0, 1] as [number, number] })),
+      ranks: adapters.map((adapter, rank) => ({ rank, backend: 'gpu' as const, spec: 'default', adapter, heads: [0, 1] as [number, number], hidden: [0, 1] as [number, number], vocab: [0, 1] as [number, number] })),
     },
   };
 }

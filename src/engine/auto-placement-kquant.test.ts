@@ -22,7 +22,7 @@ const offered = (d: PlacementDecision): Placement[] => ('candidates' in d ? d.ca
 /** The plan each placement would get, as engine.ts builds it: every one must be accepted. */
 function expectAccepted(d: PlacementDecision): void {
   for (const p of offered(d)) {
-    const opts = p.fractions ? { fractions: p.fractions } : { tensorParallel: p.specs.length };
+    const opts = { tensorParallel: p.specs.length, fractions: p.fractions, axes: p.axes };
     expect(() => makePlan(c110, opts, tensors), `${p.specs.length} ranks, fractions ${String(p.fractions)}`).not.toThrow();
   }
 }
@@ -45,14 +45,31 @@ describe('auto on a K-quant-shaped plan offers only degrees and splits the plan 
     }
   });
 
-  it('CPU ranks: 2 and 4 cores never offer 2 or 4 ranks', async () => {
+  it('CPU ranks: 2 ranks take the heads 8:4 in whole super-blocks with the MLP and vocab even; 4 ranks are never offered', async () => {
     const two = await placeRanks({}, c110, sizes, never, noCalibration, env({ cores: 2 }));
-    expect(offered(two).map((p) => p.specs.length)).toEqual([1]);
+    expect(offered(two).map((p) => p.specs.length)).toEqual([1, 2]);
+    const [, pair] = offered(two);
+    expect(pair).toMatchObject({ axes: { heads: [8, 4] }, report: { split: 'blocks' } });
+    expect(pair!.fractions).toBeUndefined();
+    expect(pair!.report.reason).toMatch(/at 2 ranks, query heads 8\/4 in whole super-blocks of wo, the MLP and vocab even/);
+    const plan = makePlan(c110, { tensorParallel: 2, axes: pair!.axes }, tensors);
+    expect(plan.ranks.map((r) => [r.heads, r.hidden, r.vocab])).toEqual([[[0, 8], [0, 1024], [0, 16000]], [[8, 12], [1024, 2048], [16000, 32000]]]);
     const four = await placeRanks({}, c110, sizes, never, noCalibration, env({ cores: 4 }));
-    expect(offered(four).map((p) => p.specs.length)).toEqual([1, 3]);
+    expect(offered(four).map((p) => p.specs.length)).toEqual([1, 2, 3]);
+    expect(offered(four)[2]!.axes).toBeUndefined();
     const cpu = await placeRanks({ devices: 'cpu', tensorParallel: 'auto' }, c110, sizes, never, noCalibration, env({ cores: 8, hasGpu: true }));
-    expect(offered(cpu).map((p) => p.specs.length)).toEqual([1, 3]);
+    expect(offered(cpu).map((p) => p.specs.length)).toEqual([1, 2, 3]);
     for (const d of [two, four, cpu]) expectAccepted(d);
+  });
+
+  it('auto with a given count of CPU ranks takes the per-axis split where the even one cuts a super-block; an explicit split is kept', async () => {
+    const two = await placeRanks({ tensorParallel: 2 }, c110, sizes, never, noCalibration, env({ cores: 2 }));
+    expect(two).toMatchObject({ axes: { heads: [8, 4] }, report: { split: 'blocks' } });
+    const given = await placeRanks({ split: { heads: [2, 1], vocab: [3, 1] } }, c110, sizes, never, noCalibration, env({ cores: 2 }));
+    expect(given).toMatchObject({ axes: { heads: [2, 1], vocab: [3, 1] }, report: { split: 'explicit' } });
+    const three = await placeRanks({ tensorParallel: 3 }, c110, sizes, never, noCalibration, env({ cores: 2 }));
+    expect(three).toMatchObject({ report: { split: 'even' } });
+    expect((three as Placement).axes).toBeUndefined();
   });
 
   it('a degree that is none is refused naming only the degrees that keep super-blocks whole', async () => {

@@ -8,7 +8,8 @@
  *   join only if its timed steps beat the GPU's alone.
  * - A fallback adapter, or no WebGPU at all, gets CPU ranks: from the smallest degree that fits
  *   4 GiB per rank up to one per core, each degree timed for a few decode steps, the fastest
- *   kept.
+ *   kept. A degree whose even split would cut a super-block of wo (a 768-wide K-quant at TP 2)
+ *   takes the heads in whole blocks with the MLP and vocab even (`degreeSplit`).
  * - A request CPU ranks cannot run yet (quantised weights in groups other than GGUF's 32,
  *   runq.c's exact arithmetic) gets GPU ranks, and the reason says why. GGUF Q8_0 and Q4_0, weight-only
  *   or with int8 activations, are placed as f32 is.
@@ -18,11 +19,11 @@
 import { PlanError, RankMemoryError, WebGpuUnavailableError } from '../errors.js';
 import { adapterKey, adapterName, backendOf, isSoftwareAdapter, CPU_ADAPTER_NAME, type DeviceSpec } from '../gpu/core/adapter.js';
 import type { ModelConfig } from '../model/config.js';
-import { evenDegrees, makePlan, splitUnits } from '../parallel/plan.js';
+import { degreeSplit, evenDegrees, makePlan, splitUnits, type PlanOptions } from '../parallel/plan.js';
 import { proportionalSizes } from '../parallel/split.js';
-import { cpuFitsAt, cpuRankBytes, evenRankShapes, WASM_MEMORY_BYTES } from './cpu-memory.js';
+import { cpuFitsAt, cpuRankBytes, rankShapes, WASM_MEMORY_BYTES } from './cpu-memory.js';
 import type {
-  AdapterProbe, BufferSizes, Calibrate, Placement, PlacementDecision, PlacementEnv, ProbedAdapter, TimedChoice,
+  AdapterProbe, BufferSizes, Calibrate, ExplicitSplit, Placement, PlacementDecision, PlacementEnv, ProbedAdapter, TimedChoice,
 } from './placement-types.js';
 import type { PlacementTiming } from './types.js';
 
@@ -110,13 +111,16 @@ export function timedPlacement(t: TimedChoice, msPerStep: readonly number[], ste
 const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
 const cpuSpecs = (n: number): DeviceSpec[] => Array.from({ length: n }, () => ({ cpu: true }));
 
-/** `n` CPU ranks, evenly split, or by `fractions`. */
-function onCpu(n: number, reason: string, fractions?: number[]): Placement {
+/** `n` CPU ranks, evenly split, or as `split` says (`chosen`: a split auto chose, not the caller). */
+function onCpu(n: number, reason: string, split?: ExplicitSplit, chosen = false): Placement {
   return {
-    specs: cpuSpecs(n), keys: cpuSpecs(n).map(() => 'cpu'), fractions,
-    report: { mode: 'auto', reason, adapters: [CPU_ADAPTER_NAME], split: fractions ? 'explicit' : 'even', fractions: [] },
+    specs: cpuSpecs(n), keys: cpuSpecs(n).map(() => 'cpu'), ...split,
+    report: { mode: 'auto', reason, adapters: [CPU_ADAPTER_NAME], split: split ? (chosen ? 'blocks' : 'explicit') : 'even', fractions: [] },
   };
 }
+
+/** A per-axis split's reason: which heads each rank holds and why. */
+const blockNote = (heads: readonly number[]) => `query heads ${heads.join('/')} in whole super-blocks of wo, the MLP and vocab even`;
 
 async function distinctAdapters(probe: AdapterProbe): Promise<ProbedAdapter[]> {
   const asked: DeviceSpec[] = [{ powerPreference: 'high-performance' }, { powerPreference: 'low-power' }];
@@ -131,7 +135,7 @@ async function distinctAdapters(probe: AdapterProbe): Promise<ProbedAdapter[]> {
 /** Resolves `devices: "auto"`; `fixed` is a rank count given by `tensorParallel` or `split`. */
 export async function autoPlacement(
   config: ModelConfig, sizes: BufferSizes, probe: AdapterProbe, calibrate: Calibrate,
-  fixed: number | undefined, split: number[] | undefined, env: PlacementEnv,
+  fixed: number | undefined, split: ExplicitSplit | undefined, env: PlacementEnv,
 ): Promise<PlacementDecision> {
   const found = env.hasGpu ? await distinctAdapters(probe) : [];
   const real = found.filter((a) => !isSoftwareAdapter(a.id));
@@ -199,37 +203,54 @@ async function mixedCandidate(config: ModelConfig, calibrate: Calibrate, gpu: Pl
   };
 }
 
-/** CPU ranks: the smallest degree that fits up to one per core, timed when there is a choice. */
-export function cpuAuto(config: ModelConfig, sizes: BufferSizes, fixed: number | undefined, split: number[] | undefined, env: PlacementEnv, seen: string): PlacementDecision {
+/**
+ * CPU ranks: the smallest degree that fits up to one per core, timed when there is a choice. A
+ * degree whose even split would cut a super-block of wo takes `degreeSplit`'s per-axis one.
+ */
+export function cpuAuto(config: ModelConfig, sizes: BufferSizes, fixed: number | undefined, split: ExplicitSplit | undefined, env: PlacementEnv, seen: string): PlacementDecision {
   const s = { ...sizes, kvBytes: env.kvBytes };
-  if (fixed !== undefined) return onCpu(fixed, `${seen}: ${plural(fixed, 'CPU rank')} (WebAssembly SIMD), as ${split ? 'split' : 'tensorParallel'} says`, split);
-  // Only degrees the plan accepts (a K-quant file's super-blocks rule some out) are ever offered.
-  const accepted = evenDegrees(config, env.tensors);
-  const fit = accepted.find((d) => cpuFitsAt(config, env.tensors, d, s));
-  if (fit === undefined) {
-    const d = Math.max(...accepted);
-    const r = cpuRankBytes(config, evenRankShapes(config, env.tensors, d)[0]!, s);
-    throw new RankMemoryError(d, r.total, WASM_MEMORY_BYTES, `even at the finest split, of its ${config.nHeads} heads`, undefined);
+  const place = ({ d, opts }: { d: number; opts: PlanOptions }, reason: string): Placement => {
+    const heads = opts.axes?.heads;
+    return heads ? onCpu(d, `${reason}; at ${plural(d, 'rank')}, ${blockNote(heads)}`, { axes: { heads } }, true) : onCpu(d, reason);
+  };
+  if (fixed !== undefined) {
+    const reason = `${seen}: ${plural(fixed, 'CPU rank')} (WebAssembly SIMD), as ${split ? 'split' : 'tensorParallel'} says`;
+    const opts = split ? undefined : degreeSplit(config, fixed, env.tensors);
+    return opts?.axes ? place({ d: fixed, opts }, reason) : onCpu(fixed, reason, split);
   }
-  const degrees = accepted.filter((d) => d >= fit && (d <= env.cores || d === fit) && cpuFitsAt(config, env.tensors, d, s));
+  // Only splits the plan accepts (a K-quant file's super-blocks rule some out) are ever offered.
+  const accepted: { d: number; opts: PlanOptions }[] = [];
+  for (let d = 1; d <= config.nHeads; d++) {
+    const opts = degreeSplit(config, d, env.tensors);
+    if (opts) accepted.push({ d, opts });
+  }
+  const fitsAt = (a: (typeof accepted)[number]) => cpuFitsAt(config, env.tensors, a.opts, s);
+  const fit = accepted.find(fitsAt)?.d;
+  if (fit === undefined) {
+    const last = accepted[accepted.length - 1]!;
+    const r = cpuRankBytes(config, rankShapes(config, env.tensors, last.opts)[0]!, s);
+    throw new RankMemoryError(last.d, r.total, WASM_MEMORY_BYTES, `even at the finest split, of its ${config.nHeads} heads`, undefined);
+  }
+  const degrees = accepted.filter((a) => a.d === fit || (a.d > fit && a.d <= env.cores && fitsAt(a)));
   const fitNote = fit > 1 ? `; a CPU rank holds at most 4 GiB, so at least ${plural(fit, 'rank')}` : '';
   const why = `${seen}: CPU ranks (WebAssembly SIMD), up to one per core (${plural(env.cores, 'core')})${fitNote}`;
-  if (degrees.length === 1) return onCpu(degrees[0]!, `${why}: ${plural(degrees[0]!, 'CPU rank')}`);
-  return { candidates: degrees.map((d) => onCpu(d, why)), labels: degrees.map((d) => plural(d, 'CPU rank')), why };
+  if (degrees.length === 1) return place(degrees[0]!, `${why}: ${plural(degrees[0]!.d, 'CPU rank')}`);
+  const label = (a: (typeof accepted)[number]) => `${plural(a.d, 'CPU rank')}${a.opts.axes?.heads ? ` (heads ${a.opts.axes.heads.join('/')})` : ''}`;
+  return { candidates: degrees.map((a) => place(a, why)), labels: degrees.map(label), why };
 }
 
 /** GPU ranks over `adapters` (today's auto: one rank per distinct adapter, or the smallest degree that fits one). */
 async function gpuAuto(
-  config: ModelConfig, sizes: BufferSizes, calibrate: Calibrate, distinct: ProbedAdapter[], fixed: number | undefined, split: number[] | undefined, seen: string,
+  config: ModelConfig, sizes: BufferSizes, calibrate: Calibrate, distinct: ProbedAdapter[], fixed: number | undefined, split: ExplicitSplit | undefined, seen: string,
   env: PlacementEnv,
 ): Promise<Placement> {
   const names = distinct.map((d) => adapterName(d.id));
   const sameNote = distinct.length === 1 ? 'high-performance and low-power are the same adapter' : `${distinct.length} distinct adapters`;
-  const placed = (at: ProbedAdapter[], reason: string, extra: Partial<Placement['report']> = {}, fractions?: number[]): Placement => ({
+  const placed = (at: ProbedAdapter[], reason: string, extra: Partial<Placement['report']> = {}, chosen?: ExplicitSplit): Placement => ({
     specs: at.map((a) => a.spec),
     keys: at.map((a) => adapterKey(a.id)),
-    fractions,
-    report: { mode: 'auto', adapters: names, split: fractions ? (split ? 'explicit' : 'calibrated') : 'even', fractions: [], ...extra, reason: `${seen}; ${reason}` },
+    ...chosen,
+    report: { mode: 'auto', adapters: names, split: chosen ? (split ? 'explicit' : 'calibrated') : 'even', fractions: [], ...extra, reason: `${seen}; ${reason}` },
   });
 
   if (fixed !== undefined) {
@@ -262,6 +283,6 @@ async function gpuAuto(
     `${sameNote} (${names.join(' + ')}): one rank each, query heads ${kept.map((x) => x.heads).join('/')} by measured speed` +
       (dropped ? `; ${plural(dropped, 'adapter')} too slow for a whole head left out` : ''),
     { calibrationMs: ms, split: kept.length > 1 ? 'calibrated' : 'even' },
-    kept.length > 1 ? kept.map((x) => x.heads / config.nHeads) : undefined,
+    kept.length > 1 ? { fractions: kept.map((x) => x.heads / config.nHeads) } : undefined,
   );
 }

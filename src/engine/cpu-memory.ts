@@ -7,7 +7,7 @@
 import { RankMemoryError } from '../errors.js';
 import type { ModelConfig, TensorInfo } from '../model/config.js';
 import { llama2cTensorTable } from '../model/formats/llama2c.js';
-import { evenDegrees, makePlan, quantGroupBytes, styleFor, type Plan, type QuantDtype, type RankPlan } from '../parallel/plan.js';
+import { evenDegrees, makePlan, quantGroupBytes, styleFor, type Plan, type PlanOptions, type QuantDtype, type RankPlan } from '../parallel/plan.js';
 import { q8mTileExtraBytes } from '../cpu/kquant-bytes.js';
 
 /** wasm32's limit: 65536 pages of 64 KiB. */
@@ -75,15 +75,20 @@ export function largestCpuRank(c: ModelConfig, ranks: readonly RankShape[], cpu:
   return best;
 }
 
+/** The ranks of an even `d`-rank plan (see `rankShapes`). */
+export function evenRankShapes(c: ModelConfig, tensors: readonly TensorInfo[] | undefined, d: number): RankShape[] {
+  return rankShapes(c, tensors, { tensorParallel: d });
+}
+
 /**
- * The ranks of an even `d`-rank plan without slicing every row of every layer: the ranges come
+ * The ranks of the plan `opts` gives without slicing every row of every layer: the ranges come
  * from the plan of the first layer (every layer has the same shapes), and each tensor's share is
  * its bytes in proportion to the rows or columns the rank owns.
  */
-export function evenRankShapes(c: ModelConfig, tensors: readonly TensorInfo[] = llama2cTensorTable(c), d: number): RankShape[] {
+export function rankShapes(c: ModelConfig, tensors: readonly TensorInfo[] = llama2cTensorTable(c), opts: PlanOptions): RankShape[] {
   const firstLayer = tensors.filter((t) => !t.name.startsWith('layers.') || t.name.startsWith('layers.0.'));
   const extra = q8mTileExtraBytes(tensors);
-  return makePlan(c, { tensorParallel: d }, firstLayer).ranks.map((r) => {
+  return makePlan(c, opts, firstLayer).ranks.map((r) => {
     let byteLength = 0;
     let tileExtra = 0;
     for (const t of tensors) {
@@ -102,9 +107,9 @@ export function evenRankShapes(c: ModelConfig, tensors: readonly TensorInfo[] = 
   });
 }
 
-/** Whether every rank of an even `d`-rank plan fits one memory as a CPU rank. */
-export function cpuFitsAt(c: ModelConfig, tensors: readonly TensorInfo[] | undefined, d: number, s: CpuStateSizes, limit = WASM_MEMORY_BYTES): boolean {
-  const ranks = evenRankShapes(c, tensors, d);
+/** Whether every rank of an even `d`-rank plan (or of the plan `d` gives) fits one memory as a CPU rank. */
+export function cpuFitsAt(c: ModelConfig, tensors: readonly TensorInfo[] | undefined, d: number | PlanOptions, s: CpuStateSizes, limit = WASM_MEMORY_BYTES): boolean {
+  const ranks = rankShapes(c, tensors, typeof d === 'number' ? { tensorParallel: d } : d);
   return largestCpuRank(c, ranks, ranks.map(() => true), s)!.total <= limit;
 }
 

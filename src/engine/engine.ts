@@ -21,7 +21,7 @@ import { openGgufForEngine } from './gguf-open.js';
 import type { ByteSource } from '../loader/source.js';
 import type { TensorInfo } from '../model/config.js';
 import { TokenSampler } from './sampling.js';
-import { makePlan, type Plan } from '../parallel/plan.js';
+import { makePlan, type AxisSplit, type Plan } from '../parallel/plan.js';
 import type { ModelConfig } from '../model/config.js';
 import { createCompletions, type Completions } from './completions.js';
 import { createChatCompletions, type ChatCompletions, type ChatMessage } from './chat-completions.js';
@@ -89,8 +89,14 @@ export interface EngineOptions {
    * Per-rank shares of the work for unequal devices, e.g. `[0.5, 0.25, 0.25]` (normalized). Query
    * heads are given out whole, KV heads follow them, MLP units go in aligned blocks and vocabulary
    * rows follow the shares. Its length is the rank count (must agree with `tensorParallel`/`devices`).
+   *
+   * Or shares per axis, `{heads?, hidden?, vocab?}` (each one per rank, all of one length), an
+   * axis left out split evenly: `{heads: [8, 4]}` runs a stories110M-shaped K-quant file (wo's
+   * 768 inputs are 3 super-blocks of 256) at TP 2 with the heads 8:4 and the MLP and vocab even,
+   * where `[2, 1]` would give rank 0 two thirds of every matrix. KV heads follow the query heads.
+   * `stats().placement.ranks` gives each rank's heads, MLP units and vocab rows.
    */
-  split?: number[];
+  split?: readonly number[] | AxisSplit;
   /**
    * Positions of KV cache to allocate (default: the model's seq_len, at most 4096: HF configs
    * state contexts of 131072 tokens, whose KV cache would take gigabytes). More than the model's
@@ -276,8 +282,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     calibrateDevices,
     { hasGpu, cores: navigator.hardwareConcurrency || 1, cpuBlocker: cpuBlocker(tensors, rank), tensors, kvBytes: sizes.kvBytes },
   );
-  const planOf = (p: Placement) =>
-    p.fractions ? makePlan(config, { fractions: p.fractions }, tensors) : makePlan(config, { tensorParallel: p.specs.length }, tensors);
+  const planOf = (p: Placement) => makePlan(config, { tensorParallel: p.specs.length, fractions: p.fractions, axes: p.axes }, tensors);
   const loadGroup = async (p: Placement, plan: Plan, tabs?: TabRanksOptions) => {
     notAborted(options.signal);
     try {
@@ -331,7 +336,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       rank: r.rank,
       backend: backendOf(placement.specs[r.rank]),
       spec: tabs && r.rank >= plan.world - tabs.count ? `tab "${tabs.id}"` : describeSpec(placement.specs[r.rank]),
-      adapter: names[r.rank] ?? '', heads: r.heads,
+      adapter: names[r.rank] ?? '', heads: r.heads, hidden: r.hidden, vocab: r.vocab,
     })),
   };
   const engine = assembleEngine(config, plan.world, group, tokenizer, async () => group.stats(), () => group.dispose(), () => group.resetStats(), source.name);

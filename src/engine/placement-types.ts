@@ -1,6 +1,7 @@
 /** The types placement.ts and auto-placement.ts share: what they are given and what they decide. */
 import type { AdapterIdentity, DeviceSpec } from '../gpu/core/adapter.js';
 import type { TensorInfo } from '../model/config.js';
+import type { AxisSplit } from '../parallel/plan.js';
 import type { DevicePlacement } from './types.js';
 
 /**
@@ -14,7 +15,16 @@ export type DevicesOption = 'auto' | 'gpu' | 'cpu' | number | readonly DeviceSpe
 export interface PlacementOptions {
   devices?: DevicesOption;
   tensorParallel?: number | 'auto';
-  split?: readonly number[];
+  /** Per-rank shares for every axis (a list), or per axis (`{heads: [8, 4]}`, the others even). */
+  split?: readonly number[] | AxisSplit;
+}
+
+/** An explicit split as the plan takes it: shares for every axis, and per-axis ones. */
+export interface ExplicitSplit {
+  /** Per-rank shares of every axis for an uneven plan; undefined for an even one. */
+  fractions?: number[];
+  /** Per-axis shares, in place of `fractions` (or of the even split) on those axes. */
+  axes?: AxisSplit;
 }
 
 /** The sizes a rank's unsplittable buffers depend on. */
@@ -32,13 +42,11 @@ export interface ProbedAdapter {
   limit: number;
 }
 
-/** The decision: one spec per rank, the split, and the report `stats()` shows. */
-export interface Placement {
+/** The decision: one spec per rank, the split (none: even), and the report `stats()` shows. */
+export interface Placement extends ExplicitSplit {
   specs: (DeviceSpec | undefined)[];
   /** Adapter identity key per rank (kernel tuning is shared between ranks on one adapter). */
   keys: string[];
-  /** Per-rank shares for an uneven plan; undefined for an even one. */
-  fractions?: number[];
   report: Omit<DevicePlacement, 'ranks'>;
 }
 

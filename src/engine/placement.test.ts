@@ -99,6 +99,11 @@ describe('placeRanks', () => {
       await expect(placeRanks({ devices: bad as never }, config, sizes, probe, noCalibration)).rejects.toBeInstanceOf(InvalidArgumentError);
     }
     await expect(placeRanks({ split: [0.5, -1] }, config, sizes, probe, noCalibration)).rejects.toBeInstanceOf(InvalidArgumentError);
+    // per axis: known axes, positive shares, one rank count
+    for (const split of [{ heads: [1, 1], vocab: [1, 1, 1] }, { kvHeads: [1, 1] }, {}, { heads: [1, 0] }, 'heads=1,1'] as never[]) {
+      await expect(placeRanks({ split }, config, sizes, probe, noCalibration), JSON.stringify(split)).rejects.toBeInstanceOf(InvalidArgumentError);
+    }
+    await expect(placeRanks({ tensorParallel: 3, split: { hidden: [1, 1] } }, config, sizes, probe, noCalibration)).rejects.toThrow(/tensorParallel says 3 ranks but split says 2/);
   });
 
   it('a filter that matches nothing fails before any worker starts', async () => {
@@ -206,6 +211,9 @@ describe('auto chooses the kind of rank', () => {
     const s = await place({ split: [3, 1] }, config, sizes, never, noCalibration, env({ hasGpu: false, cores: 4 }));
     expect(s.fractions).toEqual([3, 1]);
     expect(s.report.split).toBe('explicit');
+    const a = await place({ split: { heads: [1, 1], hidden: [3, 1] } }, config, sizes, never, noCalibration, env({ hasGpu: false, cores: 4 }));
+    expect(a).toMatchObject({ specs: [{ cpu: true }, { cpu: true }], axes: { heads: [1, 1], hidden: [3, 1] }, report: { split: 'explicit' } });
+    expect(a.fractions).toBeUndefined();
   });
 
   it('what CPU ranks cannot run sends auto to GPU ranks, and says why', async () => {

@@ -13,8 +13,10 @@
  *   `tensorParallel: "auto"`, the degrees that fit up to one per core, timed as under `"auto"`.
  * - `devices: [spec, ...]`: one rank per spec; `tensorParallel`, if a number, must equal the length.
  *   A `{cpu: true}` spec is a CPU rank: nothing is probed for it.
- * - `split: [f0, f1, ...]`: per-rank shares (normalized); its length is the rank count, so it
- *   must agree with `tensorParallel` and `devices` when they give one.
+ * - `split: [f0, f1, ...]`: per-rank shares (normalized) of every axis; its length is the rank
+ *   count, so it must agree with `tensorParallel` and `devices` when they give one.
+ *   `split: {heads: [...], hidden: [...], vocab: [...]}` gives shares per axis (each one per
+ *   rank, all of one length); an axis left out is split evenly.
  * Any disagreement is an `InvalidArgumentError` saying which two options disagree; a GPU rank
  * without `navigator.gpu` is a `WebGpuUnavailableError` naming CPU ranks as the remedy.
  */
@@ -23,15 +25,16 @@ import {
   adapterKey, adapterName, checkDeviceSpec, describeSpec, identityOf, isCpuSpec, requestAdapterFor, CPU_ADAPTER_NAME, type DeviceSpec,
 } from '../gpu/core/adapter.js';
 import type { ModelConfig } from '../model/config.js';
-import { degreeError } from '../parallel/plan.js';
+import { AXIS_NAMES as AXES } from '../parallel/axis-split.js';
+import { degreeError, type AxisSplit } from '../parallel/plan.js';
 import { autoPlacement, cpuAuto } from './auto-placement.js';
 import type {
-  AdapterProbe, BufferSizes, Calibrate, PlacementDecision, PlacementEnv, PlacementOptions, ProbedAdapter,
+  AdapterProbe, BufferSizes, Calibrate, ExplicitSplit, PlacementDecision, PlacementEnv, PlacementOptions, ProbedAdapter,
 } from './placement-types.js';
 import type { DevicePlacement } from './types.js';
 
 export type {
-  AdapterProbe, BufferSizes, Calibrate, DevicesOption, Placement, PlacementDecision, PlacementEnv, PlacementOptions, ProbedAdapter, TimedChoice,
+  AdapterProbe, BufferSizes, Calibrate, DevicesOption, ExplicitSplit, Placement, PlacementDecision, PlacementEnv, PlacementOptions, ProbedAdapter, TimedChoice,
 } from './placement-types.js';
 export { CALIBRATION_NOISE, chooseTimed, headsFromTimes, largestBuffer, timedPlacement, TIMING_MARGIN } from './auto-placement.js';
 
@@ -46,13 +49,36 @@ export function browserProbe(gpu: GPU): AdapterProbe {
   };
 }
 
-function checkSplit(split: unknown): number[] | undefined {
-  if (split === undefined) return undefined;
-  if (!Array.isArray(split) || split.length < 1 || split.some((f) => typeof f !== 'number' || !(Number.isFinite(f) && f > 0))) {
-    throw new InvalidArgumentError(`split must be a non-empty list of positive numbers, got ${JSON.stringify(split)}`);
+function shares(what: string, xs: unknown): number[] {
+  if (!Array.isArray(xs) || xs.length < 1 || xs.some((f) => typeof f !== 'number' || !(Number.isFinite(f) && f > 0))) {
+    throw new InvalidArgumentError(`${what} must be a non-empty list of positive numbers, got ${JSON.stringify(xs)}`);
   }
-  return [...(split as number[])];
+  return [...(xs as number[])];
 }
+
+/** The `split` option as the plan takes it, and the rank count it gives. */
+function checkSplit(split: unknown): (ExplicitSplit & { n: number }) | undefined {
+  if (split === undefined) return undefined;
+  if (Array.isArray(split)) {
+    const fractions = shares('split', split);
+    return { fractions, n: fractions.length };
+  }
+  const remedy = `Give split as a list of per-rank shares, or as an object of them per axis (${AXES.join(', ')}), e.g. {heads: [2, 1]}`;
+  if (typeof split !== 'object' || split === null) throw new InvalidArgumentError(`split must be a list or an object of lists, got ${JSON.stringify(split)}`, remedy);
+  const given = Object.entries(split as Record<string, unknown>).filter(([, v]) => v !== undefined);
+  const unknown = given.filter(([k]) => !(AXES as readonly string[]).includes(k)).map(([k]) => k);
+  if (unknown.length) throw new InvalidArgumentError(`split has no axis ${unknown.join(', ')}: the axes are ${AXES.join(', ')} (KV heads follow the query heads)`, remedy);
+  if (given.length === 0) throw new InvalidArgumentError('split names no axis', remedy);
+  const axes: Record<string, number[]> = {};
+  for (const [k, v] of given) axes[k] = shares(`split.${k}`, v);
+  const lengths = new Set(Object.values(axes).map((xs) => xs.length));
+  if (lengths.size > 1) {
+    throw new InvalidArgumentError(`split's axes name different rank counts (${Object.entries(axes).map(([k, xs]) => `${k}: ${xs.length}`).join(', ')})`, 'Give every axis one share per rank');
+  }
+  return { axes: axes as AxisSplit, n: [...lengths][0]! };
+}
+
+const explicit = (s: ExplicitSplit | undefined): ExplicitSplit => (s ? { ...(s.fractions && { fractions: s.fractions }), ...(s.axes && { axes: s.axes }) } : {});
 
 function agree(a: { what: string; n: number | undefined }, b: { what: string; n: number | undefined }): void {
   if (a.n !== undefined && b.n !== undefined && a.n !== b.n) {
@@ -76,12 +102,12 @@ export async function placeRanks(
   }
   const tpN = typeof tp === 'number' ? tp : undefined;
   const devices = opts.devices;
-  const fromSplit = { what: 'split', n: split?.length };
+  const fromSplit = { what: 'split', n: split?.n };
   const fromTp = { what: 'tensorParallel', n: tpN };
 
   if (devices === 'auto' || devices === undefined) {
     agree(fromTp, fromSplit);
-    return autoPlacement(config, sizes, probe, calibrate, tpN ?? split?.length, split, env);
+    return autoPlacement(config, sizes, probe, calibrate, tpN ?? split?.n, split && explicit(split), env);
   }
 
   let specs: (DeviceSpec | undefined)[];
@@ -91,12 +117,12 @@ export async function placeRanks(
       if (env.cpuBlocker) throw new ModelFormatError(`devices "cpu": CPU ranks do not run ${env.cpuBlocker} yet`, 'Use devices "auto" or "gpu"');
       return cpuAuto(config, sizes, undefined, undefined, env, 'devices: "cpu"');
     }
-    const n = tpN ?? split?.length ?? 1;
+    const n = tpN ?? split?.n ?? 1;
     agree(fromTp, fromSplit);
     specs = Array.from({ length: n }, () => ({ cpu: true }));
     mode = 'cpu';
   } else if (devices === 'gpu') {
-    const n = tpN ?? split?.length ?? 1;
+    const n = tpN ?? split?.n ?? 1;
     agree(fromTp, fromSplit);
     specs = Array.from({ length: n }, () => undefined);
     mode = 'gpu';
@@ -143,7 +169,7 @@ export async function placeRanks(
   return {
     specs,
     keys,
-    fractions: split,
+    ...explicit(split),
     report: { mode, reason, adapters: names, split: split ? 'explicit' : 'even', fractions: [] },
   };
 }

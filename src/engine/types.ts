@@ -211,9 +211,13 @@ export interface DevicePlacement {
   reason: string;
   /** The distinct adapters the choice saw, by name. */
   adapters: string[];
-  /** How the work is split: evenly, by the `split` option, or by measuring each adapter. */
-  split: 'even' | 'explicit' | 'calibrated';
-  /** Each rank's share of the query heads as planned (sums to 1). */
+  /**
+   * How the work is split: evenly, by the `split` option, by measuring each adapter, or (`blocks`,
+   * under `"auto"`) the query heads in whole super-blocks of wo with the MLP and vocab even,
+   * where an even split would cut one.
+   */
+  split: 'even' | 'explicit' | 'calibrated' | 'blocks';
+  /** Each rank's share of the query heads as planned (sums to 1); `ranks` gives every axis's ranges. */
   fractions: number[];
   /** ms per calibration matmul on each of `adapters`, when they were measured. */
   calibrationMs?: number[];
@@ -229,6 +233,10 @@ export interface DevicePlacement {
     adapter: string;
     /** Query heads [start, end). */
     heads: [number, number];
+    /** MLP hidden units [start, end). */
+    hidden: [number, number];
+    /** Vocabulary rows of the classifier [start, end). */
+    vocab: [number, number];
   }[];
 }
 

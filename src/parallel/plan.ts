@@ -24,7 +24,12 @@
 import { PlanError } from '../errors.js';
 import type { ModelConfig, TensorInfo } from '../model/config.js';
 import { llama2cTensorTable } from '../model/formats/llama2c.js';
-import { evenSizes, proportionalSizes, type Range, rangesFromSizes } from './split.js';
+import {
+  axisSizes, checkEveryRankGets, degreeError as degreeErrorIn, degreesIn, gcd, lcm, perAxisRemedy, splitForDegree, type SplitOptions, type SplitUnits,
+} from './axis-split.js';
+import { type Range, rangesFromSizes } from './split.js';
+
+export type { AxisName, AxisSplit, SplitUnits } from './axis-split.js';
 
 /** Bumped whenever slicing changes, so cached shards keyed by `sliceListHash` are not reused. */
 export const planVersion = 1;
@@ -122,22 +127,8 @@ export interface Plan {
   ranks: RankPlan[];
 }
 
-export interface PlanOptions {
-  /** Number of ranks; must divide n_heads when `fractions` is not given. */
-  tensorParallel?: number;
-  /**
-   * Per-rank shares of the work (any positive numbers, normalized), for unequal devices.
-   * Query heads are given out whole in proportion, KV heads follow their queries, MLP units go
-   * in blocks of `hiddenBlock`, vocab rows follow the fractions.
-   */
-  fractions?: readonly number[];
-  /** MLP units per block for uneven splits (default: the largest power of two ≤ 64 dividing hidden_dim). */
-  hiddenBlock?: number;
-}
-
-function orList(xs: readonly number[]): string {
-  return xs.length === 1 ? `${xs[0]}` : `${xs.slice(0, -1).join(', ')} or ${xs[xs.length - 1]}`;
-}
+/** How to split: a degree, per-rank `fractions` for every axis, and per-axis overrides (`axes`). */
+export type PlanOptions = SplitOptions;
 
 function patternRegex(pattern: string): RegExp {
   const escaped = pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'));
@@ -152,45 +143,7 @@ export function styleFor(name: string, spec: PlanSpec = llamaPlan): ShardSpec {
 
 /** The error for a degree that does not divide the heads (or is no degree at all): it lists the valid ones. */
 export function degreeError(config: ModelConfig, tp: unknown, tensors?: readonly TensorInfo[], spec?: PlanSpec): PlanError {
-  const nHeads = config.nHeads;
-  return new PlanError(
-    `tensorParallel must divide the ${nHeads} heads: use ${orList(evenDegrees(config, tensors, spec))} (got ${String(tp)})`,
-    `Pick one of those degrees, or pass explicit fractions (at most ${nHeads}) for an uneven split`,
-  );
-}
-
-/** Query heads per rank, validated; the world size is its length. */
-function headSizes(config: ModelConfig, opts: PlanOptions, tensors: readonly TensorInfo[], spec: PlanSpec): number[] {
-  const nHeads = config.nHeads;
-  const { tensorParallel: tp, fractions } = opts;
-  if (fractions === undefined) {
-    if (tp === undefined || !Number.isInteger(tp) || tp < 1 || nHeads % tp !== 0) throw degreeError(config, tp, tensors, spec);
-    return evenSizes(nHeads, tp);
-  }
-  if (!Array.isArray(fractions) || fractions.length < 1 || fractions.some((f) => !(Number.isFinite(f) && f > 0))) {
-    throw new PlanError(`fractions must be a non-empty list of positive numbers, got [${String(fractions)}]`);
-  }
-  if (tp !== undefined && tp !== fractions.length) {
-    throw new PlanError(`tensorParallel ${tp} does not match the ${fractions.length} fractions`, 'Give one fraction per rank');
-  }
-  if (fractions.length > nHeads) {
-    throw new PlanError(`${fractions.length} ranks cannot share ${nHeads} heads: use at most ${nHeads} fractions`);
-  }
-  const sizes = proportionalSizes(nHeads, fractions);
-  const empty = sizes.findIndex((s) => s === 0);
-  if (empty >= 0) {
-    throw new PlanError(
-      `rank ${empty}'s fraction ${fractions[empty]} gives it none of the ${nHeads} query heads (split: ${sizes.join(', ')})`,
-      'Raise its fraction or use fewer ranks',
-    );
-  }
-  return sizes;
-}
-
-function defaultHiddenBlock(hiddenDim: number): number {
-  let b = 64;
-  while (hiddenDim % b !== 0) b /= 2;
-  return b;
+  return degreeErrorIn(config, tp, splitUnits(config, tensors, spec));
 }
 
 /** Which rows (column/vocab) or columns (row) of a tensor a rank owns, in elements. */
@@ -335,20 +288,6 @@ function rowSplitGroup(tensors: readonly TensorInfo[], specs: readonly ShardSpec
   return g;
 }
 
-const gcd = (x: number, y: number): number => (y === 0 ? x : gcd(y, x % y));
-
-function lcm(a: number, b: number): number {
-  return (a / gcd(a, b)) * b;
-}
-
-/** What a split must keep whole: every rank's first query head is a multiple of `heads`, and MLP units go in groups of `hidden`. */
-export interface SplitUnits {
-  heads: number;
-  hidden: number;
-  /** Columns of wo a rank's heads must start on a multiple of (a group, super-block or f16 pair; 1 for f32). */
-  headColumns: number;
-}
-
 function unitsOf(config: ModelConfig, tensors: readonly TensorInfo[], specs: readonly ShardSpec[]): SplitUnits {
   const headColumns = rowSplitGroup(tensors, specs, 'heads');
   return { heads: headColumns / gcd(headColumns, config.headSize), hidden: rowSplitGroup(tensors, specs, 'hidden'), headColumns };
@@ -357,15 +296,6 @@ function unitsOf(config: ModelConfig, tensors: readonly TensorInfo[], specs: rea
 /** The units `tensors` must be split in (their quantisation groups, K-quant super-blocks or f16 pairs). */
 export function splitUnits(config: ModelConfig, tensors: readonly TensorInfo[] = llama2cTensorTable(config), spec: PlanSpec = llamaPlan): SplitUnits {
   return unitsOf(config, tensors, tensors.map((t) => styleFor(t.name, spec)));
-}
-
-function degreesIn(config: ModelConfig, u: SplitUnits): number[] {
-  const out: number[] = [];
-  for (let d = 1; d <= config.nHeads; d++) {
-    const heads = config.nHeads / d;
-    if (Number.isInteger(heads) && heads % u.heads === 0 && config.hiddenDim / u.hidden >= d && config.vocabSize >= d) out.push(d);
-  }
-  return out;
 }
 
 /**
@@ -378,16 +308,23 @@ export function evenDegrees(config: ModelConfig, tensors: readonly TensorInfo[] 
 }
 
 /**
- * Splits a model over ranks. Query heads split evenly (or by `fractions`); each rank gets the
- * KV heads its query heads read, so KV heads are split when tp ≤ n_kv_heads and replicated when
- * tp > n_kv_heads; MLP units and vocab rows split as evenly as possible (first ranks get the
- * extra) or by the fractions.
+ * The split `d` ranks take for `tensors`: even where that keeps every group and super-block of
+ * wo whole, else the heads alone in whole blocks with the MLP and vocab even (`{heads: [8, 4]}`
+ * for a 768-wide K-quant at TP 2); undefined when no split at `d` gives every rank something.
+ */
+export function degreeSplit(config: ModelConfig, d: number, tensors: readonly TensorInfo[] = llama2cTensorTable(config), spec: PlanSpec = llamaPlan): PlanOptions | undefined {
+  return splitForDegree(config, splitUnits(config, tensors, spec), d);
+}
+
+/**
+ * Splits a model over ranks. Query heads split evenly (or by their shares: `axes.heads`, else
+ * `fractions`); each rank gets the KV heads its query heads read, so KV heads are split when
+ * tp ≤ n_kv_heads and replicated when tp > n_kv_heads; MLP units and vocab rows split as evenly
+ * as possible (first ranks get the extra) or by their shares.
  */
 export function makePlan(
   config: ModelConfig, opts: PlanOptions, tensors: readonly TensorInfo[] = llama2cTensorTable(config), spec: PlanSpec = llamaPlan,
 ): Plan {
-  const heads = headSizes(config, opts, tensors, spec);
-  const world = heads.length;
   const kvMul = config.nHeads / config.nKvHeads;
   if (!Number.isInteger(kvMul)) {
     throw new PlanError(`n_kv_heads must divide n_heads, got ${config.nHeads} heads and ${config.nKvHeads} kv heads`);
@@ -407,37 +344,21 @@ export function makePlan(
 
   // Quantisation groups of row-split tensors must not straddle ranks: split in whole groups.
   const units = unitsOf(config, tensors, specs);
-  const hiddenGroup = units.hidden;
-  if (config.hiddenDim % hiddenGroup !== 0) {
-    throw new PlanError(`hidden_dim ${config.hiddenDim} does not split into whole quantisation groups of ${hiddenGroup}`, 'The model file is inconsistent');
-  }
-  let hidden: number[];
-  let vocabRows: number[];
-  if (opts.fractions) {
-    const block = opts.hiddenBlock ?? defaultHiddenBlock(config.hiddenDim);
-    if (!Number.isInteger(block) || block < 1) throw new PlanError(`hiddenBlock must be a positive integer, got ${block}`);
-    hidden = proportionalSizes(config.hiddenDim, opts.fractions, lcm(block, hiddenGroup));
-    vocabRows = proportionalSizes(config.vocabSize, opts.fractions);
-  } else {
-    hidden = evenSizes(config.hiddenDim / hiddenGroup, world).map((n) => n * hiddenGroup);
-    vocabRows = evenSizes(config.vocabSize, world);
-  }
+  const sizes = axisSizes(config, opts, units);
+  const { heads, hidden, vocab: vocabRows } = sizes;
+  const world = heads.length;
   const headGroup = units.headColumns;
   for (const [r, [h0]] of rangesFromSizes(heads).entries()) {
     if ((h0 * config.headSize) % headGroup !== 0) {
       const unit = headGroup === 2 ? 'a pair of f16 halves (one u32)'
         : tensors.some((t) => t.quant?.block === headGroup) ? `a K-quant super-block of ${headGroup}` : `a quantisation group of ${headGroup}`;
-      const works = degreesIn(config, units);
       throw new PlanError(
-        `rank ${r}'s heads start at column ${h0 * config.headSize} of wo, inside ${unit} (head size ${config.headSize}); even splits that keep them whole: tensorParallel ${works.join(', ')}`,
-        `Use one of those degrees, or a split whose ranks' heads start on multiples of ${units.heads} heads (every split works when the head size is a multiple of ${headGroup})`,
+        `rank ${r}'s heads start at column ${h0 * config.headSize} of wo, inside ${unit} (head size ${config.headSize}); even splits that keep them whole: tensorParallel ${degreesIn(config, units).join(', ')}`,
+        `Use one of those degrees, or a split whose ranks' heads start on multiples of ${units.heads} heads (every split works when the head size is a multiple of ${headGroup})${perAxisRemedy(config, units, world)}`,
       );
     }
   }
-  for (const [what, sizes] of [['MLP hidden units', hidden], ['vocab rows', vocabRows]] as const) {
-    const r = sizes.findIndex((s) => s === 0);
-    if (r >= 0) throw new PlanError(`rank ${r} gets none of the ${what} (split: ${sizes.join(', ')})`, 'Use fewer ranks or a larger fraction for it');
-  }
+  checkEveryRankGets(sizes);
 
   const headRanges = rangesFromSizes(heads);
   const hiddenRanges = rangesFromSizes(hidden);

@@ -3,10 +3,11 @@
  * Pure types: importing this from Node pulls in no browser code.
  */
 import type { DevicesOption } from '../../engine/placement.js';
+import type { AxisSplit } from '../../parallel/axis-split.js';
 
 /** One engine configuration, loaded once in its own browser context. */
 export type PeerSpec =
-  | { engine: 'ours'; model: string; tp: number; devices?: DevicesOption; int8Activations?: boolean; split?: number[] }
+  | { engine: 'ours'; model: string; tp: number; devices?: DevicesOption; int8Activations?: boolean; split?: readonly number[] | AxisSplit }
   | { engine: 'wllama'; model: string; threads: number; gpu: boolean; ctx: number }
   | { engine: 'onnxruntime-web'; model: string; threads: number; ep: 'wasm' | 'webgpu' };
 

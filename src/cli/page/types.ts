@@ -5,6 +5,7 @@
  */
 import type { EngineStats } from '../../engine/types.js';
 import type { DevicesOption } from '../../engine/placement.js';
+import type { AxisSplit } from '../../parallel/axis-split.js';
 
 export interface PageGenerateOptions {
   /** A llama2.c file's URL, or a Hugging Face model's base URL as `{hf}`. */
@@ -18,8 +19,8 @@ export interface PageGenerateOptions {
    * among them). "gpu" goes to the engine as is, for a placement that takes it.
    */
   devices?: DevicesOption;
-  /** Engine `split`: per-rank shares. */
-  split?: number[];
+  /** Engine `split`: per-rank shares of every axis (a list), or per axis (`{heads: [8, 4]}`). */
+  split?: readonly number[] | AxisSplit;
   prompt: string;
   maxTokens: number;
   temperature: number;
