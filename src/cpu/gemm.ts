@@ -7,7 +7,7 @@
 import { CPU_GEMM_RELAXED_WASM_BASE64, CPU_GEMM_WASM_BASE64 } from './gemm-wasm.js';
 import type { CpuKernels, CpuKernelVariant, MatmulArgs } from './kernels.js';
 import { InvalidArgumentError } from '../errors.js';
-import { CpuPanel } from './panel.js';
+import { CpuPanel, panelScratchBytes } from './panel.js';
 
 interface GemmExports {
   gemm(y: number, x: number, xStride: number, w: number, m: number, k: number, n: number, flags: number, bias: number, dtype: number, scratch: number): void;
@@ -31,14 +31,14 @@ function gemmModule(variant: CpuKernelVariant): WebAssembly.Module {
 export class CpuGemm {
   private constructor(
     private readonly g: GemmExports,
-    /** 32·maxK + 32 bytes, free between calls (the kernels' matmul widens f16 blocks into it). */
+    /** 32·maxK + 512 bytes, free between calls (the kernels' matmul widens f16 blocks into it, the panel matmul interleaves rows there). */
     readonly scratch: number,
     readonly maxK: number,
   ) {}
 
   /** The GEMM on `kernels`' memory (in its variant), with a scratch panel for k up to maxK allocated there. */
   static create(kernels: CpuKernels, maxK: number): CpuGemm {
-    const scratch = kernels.alloc(32 * maxK + 32);
+    const scratch = kernels.alloc(Math.max(32 * maxK + 32, panelScratchBytes(maxK)));
     const inst = new WebAssembly.Instance(gemmModule(kernels.variant), { env: { memory: kernels.memory } });
     return new CpuGemm(inst.exports as unknown as GemmExports, scratch, maxK);
   }
@@ -61,12 +61,12 @@ export class CpuGemm {
 /**
  * The matmul a rank binds its ops to: the GEMM for GEMM_MIN_ROWS rows or more on tiled or panel
  * weights; below that, the panel matmul on panel weights and the kernels' matmul on the others
- * (with the GEMM's scratch to widen f16 blocks in). The scratches are allocated on the kernels'
- * memory now.
+ * (each with the GEMM's scratch: the calls never overlap). The scratch is allocated on the
+ * kernels' memory now.
  */
 export function matmulFor(kernels: CpuKernels, maxK: number): (a: MatmulArgs) => void {
   const g = CpuGemm.create(kernels, maxK);
-  const p = CpuPanel.create(kernels, maxK);
+  const p = CpuPanel.create(kernels, maxK, g.scratch);
   return (a) => {
     if (a.m >= GEMM_MIN_ROWS && a.layout !== 'rows' && a.layout !== undefined) g.gemm(a);
     else if (a.layout === 'panel') p.matmul(a);

@@ -60,17 +60,24 @@ function panelModule(variant: CpuKernelVariant): WebAssembly.Module {
   return m;
 }
 
+/** Bytes of the scratch a panel matmul for k up to maxK needs: the batch's values interleaved, then one block's sums. */
+export function panelScratchBytes(maxK: number): number {
+  return 32 * maxK + 512;
+}
+
 export class CpuPanel {
   private constructor(
     private readonly p: PanelExports,
-    /** 32·maxK + 512 bytes: the batch's values interleaved, then one block's sums. */
+    /** panelScratchBytes(maxK) bytes, free between calls. */
     private readonly scratch: number,
     readonly maxK: number,
   ) {}
 
-  /** The panel matmul on `kernels`' memory (in its variant), with its scratch for k up to maxK allocated there. */
-  static create(kernels: CpuKernels, maxK: number): CpuPanel {
-    const scratch = kernels.alloc(32 * maxK + 512);
+  /**
+   * The panel matmul on `kernels`' memory (in its variant), for k up to maxK, with `scratch`
+   * (panelScratchBytes(maxK) bytes, which other kernels may use between its calls) or one of its own.
+   */
+  static create(kernels: CpuKernels, maxK: number, scratch = kernels.alloc(panelScratchBytes(maxK))): CpuPanel {
     const inst = new WebAssembly.Instance(panelModule(kernels.variant), { env: { memory: kernels.memory } });
     return new CpuPanel(inst.exports as unknown as PanelExports, scratch, maxK);
   }
