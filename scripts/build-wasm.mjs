@@ -138,6 +138,7 @@ const MODULES = [
     names: { simd: 'DOT_PEAK_WASM_BASE64', relaxed: 'DOT_PEAK_RELAXED_WASM_BASE64' },
   },
   { wat: '../src/cpu/kquant.wat', out: '../src/cpu/kquant-wasm.ts', names: { simd: 'CPU_KQUANT_WASM_BASE64', relaxed: 'CPU_KQUANT_RELAXED_WASM_BASE64' } },
+  { wat: '../src/cpu/panel.wat', out: '../src/cpu/panel-wasm.ts', names: { simd: 'CPU_PANEL_WASM_BASE64', relaxed: 'CPU_PANEL_RELAXED_WASM_BASE64' } },
 ];
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

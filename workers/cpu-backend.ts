@@ -9,10 +9,11 @@
 import type { ModelConfig } from '../src/model/config.js';
 import { rankDims, type RankPlan } from '../src/parallel/plan.js';
 import { ropeTables } from '../src/model/reference.js';
-import { CpuKernels, type CpuKernelsOptions, type CpuKvDtype, type CpuWeightLayout } from '../src/cpu/kernels.js';
+import { CpuKernels, type CpuKernelsOptions, type CpuKvDtype } from '../src/cpu/kernels.js';
 import { qkNorm } from '../src/cpu/qk-norm.js';
 import { CpuQuantKernels } from '../src/cpu/quant.js';
 import { matmulFor } from '../src/cpu/gemm.js';
+import { panelMatrix } from './cpu-panel.js';
 import { InvalidArgumentError, ModelFormatError, PlanError } from '../src/errors.js';
 import type { Activation, Backend, LayerOps, RankState, RowOp, StateOptions } from './backend.js';
 import { commonForm, sliceViews, type SliceView } from './slice-views.js';
@@ -55,14 +56,15 @@ function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer, o: C
     if (v.dtype !== 'f32') throw new ModelFormatError(`rank ${r.rank}: tensor ${name} must be f32, got ${v.dtype}`);
     return kernels.put(v.f);
   };
-  /** The named parts' rows one after another (k = cols), in `layout`. */
-  const matrix = (names: string[], cols: number, layout: CpuWeightLayout = 'tiled'): CpuMatrix => {
+  /** The named parts' rows one after another (k = cols), in `layout` (f32 ones asked tiled go in panels). */
+  const matrix = (names: string[], cols: number, layout: 'rows' | 'tiled' = 'tiled'): CpuMatrix => {
     const parts = commonForm(names.map(view));
     const dtype = parts[0]!.dtype;
     if (dtype === 'q8_m') return kquantMatrix(kernels, names.map(view), cols, layout, `rank ${r.rank}: ${names[0]}`);
     if (dtype !== 'f32' && dtype !== 'f16') return quantMatrix(quant, kernels, parts, cols, layout, `rank ${r.rank}: ${names[0]}`);
     const values = parts.map((p) => (p.dtype === 'f32' ? p.f : p.dtype === 'f16' ? p.h : undefined)!);
     const rows = values.reduce((n, v) => n + v.length, 0) / cols;
+    if (layout === 'tiled' && dtype === 'f32') return panelMatrix(kernels, values as Float32Array[], rows, cols);
     if (layout === 'tiled') {
       const at = kernels.alloc(CpuKernels.tiledBytes(rows, cols, dtype));
       kernels.tile(at, values, cols);

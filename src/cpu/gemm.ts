@@ -7,6 +7,7 @@
 import { CPU_GEMM_RELAXED_WASM_BASE64, CPU_GEMM_WASM_BASE64 } from './gemm-wasm.js';
 import type { CpuKernels, CpuKernelVariant, MatmulArgs } from './kernels.js';
 import { InvalidArgumentError } from '../errors.js';
+import { CpuPanel, panelScratchBytes } from './panel.js';
 
 interface GemmExports {
   gemm(y: number, x: number, xStride: number, w: number, m: number, k: number, n: number, flags: number, bias: number, dtype: number, scratch: number): void;
@@ -30,33 +31,45 @@ function gemmModule(variant: CpuKernelVariant): WebAssembly.Module {
 export class CpuGemm {
   private constructor(
     private readonly g: GemmExports,
-    /** 32·maxK + 32 bytes, free between calls (the kernels' matmul widens f16 blocks into it). */
+    /** 32·maxK + 512 bytes, free between calls (the kernels' matmul widens f16 blocks into it, the panel matmul interleaves rows there). */
     readonly scratch: number,
     readonly maxK: number,
   ) {}
 
   /** The GEMM on `kernels`' memory (in its variant), with a scratch panel for k up to maxK allocated there. */
   static create(kernels: CpuKernels, maxK: number): CpuGemm {
-    const scratch = kernels.alloc(32 * maxK + 32);
+    const scratch = kernels.alloc(Math.max(32 * maxK + 32, panelScratchBytes(maxK)));
     const inst = new WebAssembly.Instance(gemmModule(kernels.variant), { env: { memory: kernels.memory } });
     return new CpuGemm(inst.exports as unknown as GemmExports, scratch, maxK);
   }
 
-  /** y = x·wᵀ (+ bias), or y += it, for a `tiled` w; the same sums as `CpuKernels.matmul` up to rounding order. */
+  /**
+   * y = x·wᵀ (+ bias), or y += it, for a `tiled` w (the same sums as `CpuKernels.matmul` up to
+   * rounding order) or an f32 `panel` one (the same bits as `CpuPanel.matmul`).
+   */
   gemm(a: MatmulArgs): void {
-    if (a.layout !== 'tiled') throw new InvalidArgumentError(`the CPU GEMM takes tiled weights, got ${a.layout ?? 'rows'}`, 'Lay the matrix out with CpuKernels.tile');
+    const panel = a.layout === 'panel' && a.dtype === 'f32';
+    if (a.layout !== 'tiled' && !panel) {
+      throw new InvalidArgumentError(`the CPU GEMM takes tiled or f32 panel weights, got ${a.dtype} ${a.layout ?? 'rows'}`, 'Lay the matrix out with CpuKernels.tile');
+    }
     if (a.k > this.maxK) throw new InvalidArgumentError(`the CPU GEMM was made for k ≤ ${this.maxK}, got ${a.k}`, 'Create it with the largest k it will multiply');
-    const flags = (a.accumulate ? 1 : 0) | (a.bias !== undefined ? 2 : 0);
+    const flags = (a.accumulate ? 1 : 0) | (a.bias !== undefined ? 2 : 0) | (panel ? 4 : 0);
     this.g.gemm(a.y, a.x, a.xStride ?? a.k, a.w, a.m, a.k, a.n, flags, a.bias ?? 0, a.dtype === 'f16' ? 1 : 0, this.scratch);
   }
 }
 
 /**
- * The matmul a rank binds its ops to: the GEMM for GEMM_MIN_ROWS rows or more on tiled weights,
- * the kernels' matmul otherwise (with the GEMM's scratch to widen f16 blocks in). The scratch is
- * allocated on the kernels' memory now.
+ * The matmul a rank binds its ops to: the GEMM for GEMM_MIN_ROWS rows or more on tiled or panel
+ * weights; below that, the panel matmul on panel weights and the kernels' matmul on the others
+ * (each with the GEMM's scratch: the calls never overlap). The scratch is allocated on the
+ * kernels' memory now.
  */
 export function matmulFor(kernels: CpuKernels, maxK: number): (a: MatmulArgs) => void {
   const g = CpuGemm.create(kernels, maxK);
-  return (a) => (a.m >= GEMM_MIN_ROWS && a.layout === 'tiled' ? g.gemm(a) : kernels.matmul({ ...a, scratch: g.scratch }));
+  const p = CpuPanel.create(kernels, maxK, g.scratch);
+  return (a) => {
+    if (a.m >= GEMM_MIN_ROWS && a.layout !== 'rows' && a.layout !== undefined) g.gemm(a);
+    else if (a.layout === 'panel') p.matmul(a);
+    else kernels.matmul({ ...a, scratch: g.scratch });
+  };
 }

@@ -5,7 +5,7 @@
  * activations and sums are f32.
  */
 import { CPU_KERNELS_RELAXED_WASM_BASE64, CPU_KERNELS_WASM_BASE64 } from './kernels-wasm.js';
-import { CpuMemoryError } from '../errors.js';
+import { CpuMemoryError, InvalidArgumentError } from '../errors.js';
 
 /** How a weight matrix or embedding table stores its values. */
 export type CpuWeightDtype = 'f32' | 'f16';
@@ -19,8 +19,11 @@ export type CpuKernelVariant = 'simd' | 'relaxed';
 /** What a KV cache stores: f32, or halves (rounded to nearest even as they are written; attention computes in f32). */
 export type CpuKvDtype = 'f32' | 'f16';
 
-/** How a matrix's rows lie in memory: `rows` (n, k) row-major, or `tiled` (`CpuKernels.tile`). */
-export type CpuWeightLayout = 'rows' | 'tiled';
+/**
+ * How a matrix's rows lie in memory: `rows` (n, k) row-major, `tiled` (`CpuKernels.tile`), or
+ * `panel` (f32 only: panel.ts `writePanels`, multiplied by `CpuPanel` and the GEMM, not by `matmul`).
+ */
+export type CpuWeightLayout = 'rows' | 'tiled' | 'panel';
 
 interface KernelExports {
   matmul(y: number, x: number, xStride: number, w: number, m: number, k: number, n: number, flags: number, bias: number, dtype: number, scratch: number): void;
@@ -224,6 +227,7 @@ export class CpuKernels {
 
   /** y = x·wᵀ (+ bias), or y += it; every weight is read from memory once for the whole batch. */
   matmul(a: MatmulArgs): void {
+    if (a.layout === 'panel') throw new InvalidArgumentError('the kernels\' matmul takes rows or tiled weights, got panel', 'Multiply panel weights with CpuPanel (src/cpu/panel.ts)');
     const flags = (a.accumulate ? 1 : 0) | (a.bias !== undefined ? 2 : 0) | (a.layout === 'tiled' ? 4 : 0);
     this.k.matmul(a.y, a.x, a.xStride ?? a.k, a.w, a.m, a.k, a.n, flags, a.bias ?? 0, a.dtype === 'f16' ? 1 : 0, a.scratch ?? 0);
   }

@@ -1,0 +1,255 @@
+;; The CPU rank's f32 matmul on `panel` weights for batches of 1 to 8 rows: y (m, n) = x (m, k) · wᵀ.
+;; Layout (panel.ts `writePanels`): blocks of 16 weight rows, each k-major (turn j holds the 16
+;; rows' weight j, 64 bytes), so one v128 load holds four outputs' weights and each input value
+;; is a splat reused across them. A short last block is 4, 8 or 12 rows wide (rows padded to a
+;; multiple of four with zeros).
+;; Each output's sum runs over k in order, one MADD a turn, in a lane of its own: the bits are the
+;; same for every m and every tile shape, so a row gets the same sums alone as in any batch.
+;; Register tiles: 4 input rows × 8 columns (8 accumulators, two weight vectors, one splat: V8's
+;; 15 SIMD registers), 2 × 16 and 1 × 16 for the last rows, 1 × 4 for a short block. A block is
+;; walked in chunks of 64 turns (4 KB), every tile of the chunk while it is in L1, the sums kept
+;; in the scratch between chunks (64 bytes an input row). Batches of more than 8 rows take gemm.wat.
+;; Instantiated on the rank's memory beside kernels.wat. Compiled into panel-wasm.ts by
+;; scripts/build-wasm.mjs (npm run build:wasm).
+(module
+  (import "env" "memory" (memory 1 65536))
+
+  ;; Four input rows (their values interleaved at q: turn j's at q + j·ms, row r's at + 4r) against
+  ;; 8 columns of weights at p (ps bytes a turn); the sums at c (row r's 8 at c + 64r) are read,
+  ;; added to and written back.
+  (func $t48 (param $p i32) (param $ps i32) (param $q i32) (param $ms i32) (param $turns i32) (param $c i32)
+    (local $end i32) (local $w0 v128) (local $w1 v128) (local $s v128)
+    (local $a0 v128) (local $b0 v128) (local $a1 v128) (local $b1 v128) (local $a2 v128) (local $b2 v128) (local $a3 v128) (local $b3 v128)
+    (local.set $a0 (v128.load offset=0 (local.get $c)))
+    (local.set $b0 (v128.load offset=16 (local.get $c)))
+    (local.set $a1 (v128.load offset=64 (local.get $c)))
+    (local.set $b1 (v128.load offset=80 (local.get $c)))
+    (local.set $a2 (v128.load offset=128 (local.get $c)))
+    (local.set $b2 (v128.load offset=144 (local.get $c)))
+    (local.set $a3 (v128.load offset=192 (local.get $c)))
+    (local.set $b3 (v128.load offset=208 (local.get $c)))
+    (local.set $end (i32.add (local.get $p) (i32.mul (local.get $turns) (local.get $ps))))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $p) (local.get $end)))
+      (local.set $w0 (v128.load offset=0 (local.get $p)))
+      (local.set $w1 (v128.load offset=16 (local.get $p)))
+      (local.set $s (v128.load32_splat offset=0 (local.get $q)))
+      (local.set $a0 (MADD (local.get $w0) (local.get $s) (local.get $a0)))
+      (local.set $b0 (MADD (local.get $w1) (local.get $s) (local.get $b0)))
+      (local.set $s (v128.load32_splat offset=4 (local.get $q)))
+      (local.set $a1 (MADD (local.get $w0) (local.get $s) (local.get $a1)))
+      (local.set $b1 (MADD (local.get $w1) (local.get $s) (local.get $b1)))
+      (local.set $s (v128.load32_splat offset=8 (local.get $q)))
+      (local.set $a2 (MADD (local.get $w0) (local.get $s) (local.get $a2)))
+      (local.set $b2 (MADD (local.get $w1) (local.get $s) (local.get $b2)))
+      (local.set $s (v128.load32_splat offset=12 (local.get $q)))
+      (local.set $a3 (MADD (local.get $w0) (local.get $s) (local.get $a3)))
+      (local.set $b3 (MADD (local.get $w1) (local.get $s) (local.get $b3)))
+      (local.set $p (i32.add (local.get $p) (local.get $ps)))
+      (local.set $q (i32.add (local.get $q) (local.get $ms)))
+      (br $l)))
+    (v128.store offset=0 (local.get $c) (local.get $a0))
+    (v128.store offset=16 (local.get $c) (local.get $b0))
+    (v128.store offset=64 (local.get $c) (local.get $a1))
+    (v128.store offset=80 (local.get $c) (local.get $b1))
+    (v128.store offset=128 (local.get $c) (local.get $a2))
+    (v128.store offset=144 (local.get $c) (local.get $b2))
+    (v128.store offset=192 (local.get $c) (local.get $a3))
+    (v128.store offset=208 (local.get $c) (local.get $b3)))
+
+  ;; Two input rows (at q as $t48's) against all 16 columns at p (64 bytes a turn); sums at c as $t48's.
+  (func $t216 (param $p i32) (param $q i32) (param $ms i32) (param $turns i32) (param $c i32)
+    (local $end i32) (local $w0 v128) (local $w1 v128) (local $w2 v128) (local $w3 v128) (local $s v128)
+    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $b0 v128) (local $b1 v128) (local $b2 v128) (local $b3 v128)
+    (local.set $a0 (v128.load offset=0 (local.get $c)))
+    (local.set $a1 (v128.load offset=16 (local.get $c)))
+    (local.set $a2 (v128.load offset=32 (local.get $c)))
+    (local.set $a3 (v128.load offset=48 (local.get $c)))
+    (local.set $b0 (v128.load offset=64 (local.get $c)))
+    (local.set $b1 (v128.load offset=80 (local.get $c)))
+    (local.set $b2 (v128.load offset=96 (local.get $c)))
+    (local.set $b3 (v128.load offset=112 (local.get $c)))
+    (local.set $end (i32.add (local.get $p) (i32.shl (local.get $turns) (i32.const 6))))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $p) (local.get $end)))
+      (local.set $w0 (v128.load offset=0 (local.get $p)))
+      (local.set $w1 (v128.load offset=16 (local.get $p)))
+      (local.set $w2 (v128.load offset=32 (local.get $p)))
+      (local.set $w3 (v128.load offset=48 (local.get $p)))
+      (local.set $s (v128.load32_splat offset=0 (local.get $q)))
+      (local.set $a0 (MADD (local.get $w0) (local.get $s) (local.get $a0)))
+      (local.set $a1 (MADD (local.get $w1) (local.get $s) (local.get $a1)))
+      (local.set $a2 (MADD (local.get $w2) (local.get $s) (local.get $a2)))
+      (local.set $a3 (MADD (local.get $w3) (local.get $s) (local.get $a3)))
+      (local.set $s (v128.load32_splat offset=4 (local.get $q)))
+      (local.set $b0 (MADD (local.get $w0) (local.get $s) (local.get $b0)))
+      (local.set $b1 (MADD (local.get $w1) (local.get $s) (local.get $b1)))
+      (local.set $b2 (MADD (local.get $w2) (local.get $s) (local.get $b2)))
+      (local.set $b3 (MADD (local.get $w3) (local.get $s) (local.get $b3)))
+      (local.set $p (i32.add (local.get $p) (i32.const 64)))
+      (local.set $q (i32.add (local.get $q) (local.get $ms)))
+      (br $l)))
+    (v128.store offset=0 (local.get $c) (local.get $a0))
+    (v128.store offset=16 (local.get $c) (local.get $a1))
+    (v128.store offset=32 (local.get $c) (local.get $a2))
+    (v128.store offset=48 (local.get $c) (local.get $a3))
+    (v128.store offset=64 (local.get $c) (local.get $b0))
+    (v128.store offset=80 (local.get $c) (local.get $b1))
+    (v128.store offset=96 (local.get $c) (local.get $b2))
+    (v128.store offset=112 (local.get $c) (local.get $b3)))
+
+  ;; One input row (at q, ms bytes a turn) against all 16 columns at p (64 bytes a turn), one
+  ;; weight stream: the gemv.
+  (func $t116 (param $p i32) (param $q i32) (param $ms i32) (param $turns i32) (param $c i32)
+    (local $end i32) (local $s v128) (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
+    (local.set $a0 (v128.load offset=0 (local.get $c)))
+    (local.set $a1 (v128.load offset=16 (local.get $c)))
+    (local.set $a2 (v128.load offset=32 (local.get $c)))
+    (local.set $a3 (v128.load offset=48 (local.get $c)))
+    (local.set $end (i32.add (local.get $p) (i32.shl (local.get $turns) (i32.const 6))))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $p) (local.get $end)))
+      (local.set $s (v128.load32_splat (local.get $q)))
+      (local.set $a0 (MADD (v128.load offset=0 (local.get $p)) (local.get $s) (local.get $a0)))
+      (local.set $a1 (MADD (v128.load offset=16 (local.get $p)) (local.get $s) (local.get $a1)))
+      (local.set $a2 (MADD (v128.load offset=32 (local.get $p)) (local.get $s) (local.get $a2)))
+      (local.set $a3 (MADD (v128.load offset=48 (local.get $p)) (local.get $s) (local.get $a3)))
+      (local.set $p (i32.add (local.get $p) (i32.const 64)))
+      (local.set $q (i32.add (local.get $q) (local.get $ms)))
+      (br $l)))
+    (v128.store offset=0 (local.get $c) (local.get $a0))
+    (v128.store offset=16 (local.get $c) (local.get $a1))
+    (v128.store offset=32 (local.get $c) (local.get $a2))
+    (v128.store offset=48 (local.get $c) (local.get $a3)))
+
+  ;; One input row (at q, ms bytes a turn) against 4 columns at p (ps bytes a turn): a short last block's.
+  (func $t14 (param $p i32) (param $ps i32) (param $q i32) (param $ms i32) (param $turns i32) (param $c i32)
+    (local $end i32) (local $a v128)
+    (local.set $a (v128.load (local.get $c)))
+    (local.set $end (i32.add (local.get $p) (i32.mul (local.get $turns) (local.get $ps))))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $p) (local.get $end)))
+      (local.set $a (MADD (v128.load (local.get $p)) (v128.load32_splat (local.get $q)) (local.get $a)))
+      (local.set $p (i32.add (local.get $p) (local.get $ps)))
+      (local.set $q (i32.add (local.get $q) (local.get $ms)))
+      (br $l)))
+    (v128.store (local.get $c) (local.get $a)))
+
+  ;; The first nv sums of one input row (at a) into y at yp: (flags&1 ? y : 0) + (v + (flags&2 ? bias : 0)),
+  ;; bias at bp, as kernels.wat's matmul stores them.
+  (func $store (param $yp i32) (param $a i32) (param $bp i32) (param $nv i32) (param $flags i32)
+    (local $c i32) (local $v v128) (local $f f32)
+    (block $d (loop $l
+      (br_if $d (i32.gt_u (i32.add (local.get $c) (i32.const 4)) (local.get $nv)))
+      (local.set $v (v128.load (local.get $a)))
+      (if (i32.and (local.get $flags) (i32.const 2))
+        (then (local.set $v (f32x4.add (local.get $v) (v128.load (local.get $bp))))))
+      (if (i32.and (local.get $flags) (i32.const 1))
+        (then (local.set $v (f32x4.add (v128.load (local.get $yp)) (local.get $v)))))
+      (v128.store (local.get $yp) (local.get $v))
+      (local.set $yp (i32.add (local.get $yp) (i32.const 16)))
+      (local.set $a (i32.add (local.get $a) (i32.const 16)))
+      (local.set $bp (i32.add (local.get $bp) (i32.const 16)))
+      (local.set $c (i32.add (local.get $c) (i32.const 4)))
+      (br $l)))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $c) (local.get $nv)))
+      (local.set $f (f32.load (local.get $a)))
+      (if (i32.and (local.get $flags) (i32.const 2))
+        (then (local.set $f (f32.add (local.get $f) (f32.load (local.get $bp))))))
+      (if (i32.and (local.get $flags) (i32.const 1))
+        (then (local.set $f (f32.add (f32.load (local.get $yp)) (local.get $f)))))
+      (f32.store (local.get $yp) (local.get $f))
+      (local.set $yp (i32.add (local.get $yp) (i32.const 4)))
+      (local.set $a (i32.add (local.get $a) (i32.const 4)))
+      (local.set $bp (i32.add (local.get $bp) (i32.const 4)))
+      (local.set $c (i32.add (local.get $c) (i32.const 1)))
+      (br $l))))
+
+  ;; y (m, n) = x (m, k; rows xStride floats apart) · wᵀ for m ≤ 8, w (n, k) in panels (above).
+  ;; flags: 1 accumulate into y, 2 add bias (n,). scratch: 32·k + 512 bytes: the rows' values
+  ;; interleaved (turn j's m values together, so each tile reads its splats from one pointer), then
+  ;; the sums of one block. A block goes chunk by chunk, every tile of a chunk while it is in L1.
+  (func (export "matmul") (param $y i32) (param $x i32) (param $xStride i32) (param $w i32)
+    (param $m i32) (param $k i32) (param $n i32) (param $flags i32) (param $bias i32) (param $scratch i32)
+    (local $i i32) (local $width i32) (local $ps i32) (local $q i32) (local $ms i32) (local $acc i32)
+    (local $j i32) (local $turns i32) (local $pc i32) (local $qc i32) (local $r i32) (local $h i32) (local $src i32) (local $dst i32)
+    (local.set $acc (i32.add (local.get $scratch) (i32.shl (local.get $k) (i32.const 5))))
+    (local.set $ms (i32.shl (local.get $m) (i32.const 2)))
+    ;; One row is read where it is.
+    (local.set $q (local.get $x))
+    (if (i32.gt_u (local.get $m) (i32.const 1)) (then
+      (local.set $q (local.get $scratch))
+      (block $rd (loop $rl
+        (br_if $rd (i32.ge_u (local.get $r) (local.get $m)))
+        (local.set $src (i32.add (local.get $x) (i32.shl (i32.mul (local.get $r) (local.get $xStride)) (i32.const 2))))
+        (local.set $dst (i32.add (local.get $scratch) (i32.shl (local.get $r) (i32.const 2))))
+        (local.set $j (i32.const 0))
+        (block $jd (loop $jl
+          (br_if $jd (i32.ge_u (local.get $j) (local.get $k)))
+          (f32.store (local.get $dst) (f32.load (local.get $src)))
+          (local.set $src (i32.add (local.get $src) (i32.const 4)))
+          (local.set $dst (i32.add (local.get $dst) (local.get $ms)))
+          (local.set $j (i32.add (local.get $j) (i32.const 1)))
+          (br $jl)))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $rl)))))
+    (block $blocksDone (loop $blocks
+      (br_if $blocksDone (i32.ge_u (local.get $i) (local.get $n)))
+      (local.set $width (select (i32.const 16) (i32.and (i32.add (i32.sub (local.get $n) (local.get $i)) (i32.const 3)) (i32.const -4))
+        (i32.ge_u (i32.sub (local.get $n) (local.get $i)) (i32.const 16))))
+      (local.set $ps (i32.shl (local.get $width) (i32.const 2)))
+      (memory.fill (local.get $acc) (i32.const 0) (i32.shl (local.get $m) (i32.const 6)))
+      (local.set $j (i32.const 0))
+      (block $chunksDone (loop $chunks
+        (br_if $chunksDone (i32.ge_u (local.get $j) (local.get $k)))
+        (local.set $turns (select (i32.const 64) (i32.sub (local.get $k) (local.get $j)) (i32.gt_u (i32.sub (local.get $k) (local.get $j)) (i32.const 64))))
+        (local.set $pc (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $ps))))
+        (local.set $qc (i32.add (local.get $q) (i32.mul (local.get $j) (local.get $ms))))
+        (local.set $r (i32.const 0))
+        (if (i32.eq (local.get $width) (i32.const 16))
+          (then
+            (block $quadsDone (loop $quads
+              (br_if $quadsDone (i32.gt_u (i32.add (local.get $r) (i32.const 4)) (local.get $m)))
+              (call $t48 (local.get $pc) (i32.const 64) (local.get $qc) (local.get $ms) (local.get $turns) (i32.add (local.get $acc) (i32.shl (local.get $r) (i32.const 6))))
+              (call $t48 (i32.add (local.get $pc) (i32.const 32)) (i32.const 64) (local.get $qc) (local.get $ms) (local.get $turns)
+                (i32.add (local.get $acc) (i32.add (i32.shl (local.get $r) (i32.const 6)) (i32.const 32))))
+              (local.set $qc (i32.add (local.get $qc) (i32.const 16)))
+              (local.set $r (i32.add (local.get $r) (i32.const 4)))
+              (br $quads)))
+            (if (i32.le_u (i32.add (local.get $r) (i32.const 2)) (local.get $m)) (then
+              (call $t216 (local.get $pc) (local.get $qc) (local.get $ms) (local.get $turns) (i32.add (local.get $acc) (i32.shl (local.get $r) (i32.const 6))))
+              (local.set $qc (i32.add (local.get $qc) (i32.const 8)))
+              (local.set $r (i32.add (local.get $r) (i32.const 2)))))
+            (if (i32.lt_u (local.get $r) (local.get $m)) (then
+              (call $t116 (local.get $pc) (local.get $qc) (local.get $ms) (local.get $turns) (i32.add (local.get $acc) (i32.shl (local.get $r) (i32.const 6)))))))
+          (else
+            (block $rowsDone (loop $rowsL
+              (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $m)))
+              (local.set $h (i32.const 0))
+              (block $colsDone (loop $cols
+                (br_if $colsDone (i32.ge_u (local.get $h) (local.get $width)))
+                (call $t14 (i32.add (local.get $pc) (i32.shl (local.get $h) (i32.const 2))) (local.get $ps) (local.get $qc) (local.get $ms) (local.get $turns)
+                  (i32.add (local.get $acc) (i32.add (i32.shl (local.get $r) (i32.const 6)) (i32.shl (local.get $h) (i32.const 2)))))
+                (local.set $h (i32.add (local.get $h) (i32.const 4)))
+                (br $cols)))
+              (local.set $qc (i32.add (local.get $qc) (i32.const 4)))
+              (local.set $r (i32.add (local.get $r) (i32.const 1)))
+              (br $rowsL)))))
+        (local.set $j (i32.add (local.get $j) (i32.const 64)))
+        (br $chunks)))
+      (local.set $r (i32.const 0))
+      (block $storeDone (loop $stores
+        (br_if $storeDone (i32.ge_u (local.get $r) (local.get $m)))
+        (call $store
+          (i32.add (local.get $y) (i32.shl (i32.add (i32.mul (local.get $r) (local.get $n)) (local.get $i)) (i32.const 2)))
+          (i32.add (local.get $acc) (i32.shl (local.get $r) (i32.const 6)))
+          (i32.add (local.get $bias) (i32.shl (local.get $i) (i32.const 2)))
+          (select (i32.const 16) (i32.sub (local.get $n) (local.get $i)) (i32.ge_u (i32.sub (local.get $n) (local.get $i)) (i32.const 16)))
+          (local.get $flags))
+        (local.set $r (i32.add (local.get $r) (i32.const 1)))
+        (br $stores)))
+      (local.set $w (i32.add (local.get $w) (i32.mul (local.get $ps) (local.get $k))))
+      (local.set $i (i32.add (local.get $i) (i32.const 16)))
+      (br $blocks))))
+)
