@@ -130,9 +130,13 @@ export const STATUS_PARKED = 2;
  *   [0] m            rows in this step
  *   [1] nLogitRows   rows whose logits are wanted
  *   [2] kind         STEP_FORWARD (other kinds reserved)
+ *   [3] reply        REPLY_LOGITS: each wanted row's logits; REPLY_BEST: each row's best (value, id) over the rank's slice
  *   [4 ..)           tokens[maxRows], positions[maxRows], slots[maxRows], logitRows[maxRows]
  */
 export const STEP_FORWARD = 1;
+export const REPLY_LOGITS = 0;
+/** A greedy step: a rank answers each wanted row with its slice's best (src/engine/vocab-argmax.ts), not its logits. */
+export const REPLY_BEST = 1;
 const HEADER = 4;
 
 export function commandWords(maxRows: number): number {
@@ -154,6 +158,8 @@ export interface StepRowsIn {
   positions: ArrayLike<number>;
   slots: ArrayLike<number>;
   logitRows: ArrayLike<number>;
+  /** Default REPLY_LOGITS. */
+  reply?: number;
 }
 
 /** Encodes a step into `words` (length `commandWords(maxRows)`); returns how many words are live. */
@@ -162,6 +168,7 @@ export function encodeStep(words: Int32Array, maxRows: number, s: StepRowsIn): n
   words[0] = m;
   words[1] = s.logitRows.length;
   words[2] = STEP_FORWARD;
+  words[3] = s.reply ?? REPLY_LOGITS;
   for (let r = 0; r < m; r++) {
     words[HEADER + r] = s.tokens[r]!;
     words[HEADER + maxRows + r] = s.positions[r]!;
@@ -182,6 +189,11 @@ export function decodeStep(words: Int32Array, maxRows: number): StepInput {
     slots: words.subarray(HEADER + 2 * maxRows, HEADER + 2 * maxRows + m),
     logitRows: words.subarray(HEADER + 3 * maxRows, HEADER + 3 * maxRows + nl),
   };
+}
+
+/** What a posted step asks a rank to answer with: REPLY_LOGITS or REPLY_BEST. */
+export function stepReply(words: Int32Array): number {
+  return words[3]!;
 }
 
 // ------------------------------------------------------------------------------ tabs joining an engine

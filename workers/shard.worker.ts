@@ -14,7 +14,7 @@
  */
 import * as Comlink from 'comlink';
 import {
-  decodeStep, installErrorTransfer, type RankApi, type ShardInit, type ShardInitResult, type StepInput,
+  decodeStep, installErrorTransfer, REPLY_BEST, stepReply, type RankApi, type ShardInit, type ShardInitResult, type StepInput,
 } from '../src/protocol.js';
 import type { Communicator } from '../src/collective/index.js';
 import { channelEndpoint } from '../src/engine/tab-link.js';
@@ -29,6 +29,7 @@ import { openTransport, type RankTransport } from './transport.js';
 import type { RankReport } from '../src/engine/types.js';
 import { cpuCompute, gpuCompute, runsExact, type RankCompute } from './rank-compute.js';
 import { cpuExactCompute } from './cpu-exact-compute.js';
+import { BEST_FLOATS, sliceBests } from '../src/engine/vocab-argmax.js';
 
 installErrorTransfer();
 
@@ -46,6 +47,8 @@ export class ShardWorker implements RankApi {
   private stopped = false;
   private loopDone: Promise<void> = Promise.resolve();
   private warnings: string[] = [];
+  /** A greedy step's logits rows, which stay on this rank. */
+  private kept = new Float32Array(0);
 
   async init(o: ShardInit): Promise<ShardInitResult> {
     this.init_ = o;
@@ -89,9 +92,18 @@ export class ShardWorker implements RankApi {
         if (this.lostReason !== null) throw new DeviceLostError(o.rank, this.lostReason);
         const input = decodeStep(step.words, o.maxRows);
         if (input.m < 1 || input.m > o.maxRows) throw new InvalidArgumentError(`step of ${input.m} rows, expected 1..${o.maxRows}`);
-        const into = step.logits(input.logitRows.length * d.vocab);
-        await this.runForward(input, into);
-        step.done(into);
+        const nl = input.logitRows.length;
+        // A greedy step's logits stay here: only each row's best (value, id) leaves the rank.
+        const best = stepReply(step.words) === REPLY_BEST;
+        if (best && this.kept.length < nl * d.vocab) this.kept = new Float32Array(nl * d.vocab);
+        const logits = best ? this.kept.subarray(0, nl * d.vocab) : step.logits(nl * d.vocab);
+        await this.runForward(input, logits);
+        if (!best) step.done(logits);
+        else {
+          const out = step.logits(nl * BEST_FLOATS);
+          sliceBests(logits, nl, d.vocab, o.plan.vocab[0], out);
+          step.done(out);
+        }
       } catch (e) {
         if (!(e instanceof WebGpuTpError) && this.lostReason === null) await Promise.race([this.compute!.lost, new Promise((r) => setTimeout(r, 100))]);
         const err = this.lostReason !== null && !(e instanceof DeviceLostError) ? new DeviceLostError(o.rank, this.lostReason) : e;

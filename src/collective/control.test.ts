@@ -122,6 +122,27 @@ describe('control block: failing fast and parking after an abort', () => {
     expect(await ctrl.waitStep(seq, 100)).toBe('done');
   });
 
+  it('waitStep sleeps once for a step whose ranks finish one after another: only the last rank wakes it', async () => {
+    const ctrl = new ControlBlock(createCollectiveBuffer({ world: 3, slotFloats: 0 }));
+    const seq = ctrl.postStep([1]);
+    const waitAsync = (Atomics as unknown as { waitAsync: (...a: unknown[]) => { async: boolean } }).waitAsync;
+    let sleeps = 0;
+    const spy = vi.spyOn(Atomics as unknown as { waitAsync: typeof waitAsync }, 'waitAsync').mockImplementation((...a: unknown[]) => {
+      const r = waitAsync(...a);
+      if (r.async) sleeps++;
+      return r;
+    });
+    try {
+      for (const [r, ms] of [[0, 1], [1, 3], [2, 6]] as const) setTimeout(() => ctrl.signalDone(r, seq, STATUS_OK), ms);
+      expect(await ctrl.waitStep(seq, 10_000)).toBe('done');
+      // Woken by rank 0 and rank 1 as well, it would sleep three times; the bound leaves room for
+      // one 20 ms poll on a slow machine.
+      expect(sleeps).toBeLessThan(3);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   it('waitParked names the ranks that did not park; a park for an older step does not count', async () => {
     const ctrl = new ControlBlock(createCollectiveBuffer({ world: 3, slotFloats: 0 }));
     ctrl.park(2); // parked at step 0, before the step below

@@ -17,7 +17,7 @@
  */
 import { AbortedError, CollectiveTimeoutError, DisposedError, InvalidArgumentError } from '../errors.js';
 import {
-  ABORT, CMD_BASE, DISPOSE, DONE_SEQ, DONE_STATUS, DOORBELL, EPOCH, LINE_WORDS, PROGRESS, REPLY_BASE, REPLY_WORDS,
+  ABORT, ARRIVED, CMD_BASE, DISPOSE, DONE_SEQ, DONE_STATUS, DOORBELL, EPOCH, LINE_WORDS, PROGRESS, REPLY_BASE, REPLY_WORDS,
   STEP_SEQ, readLayout, type Layout, collectiveBytes, type CollectiveBuffer,
 } from './layout.js';
 import { DEFAULT_TIMEOUT_MS } from './shared-group.js';
@@ -98,6 +98,7 @@ export class ControlBlock {
     }
     this.commands.set(words);
     this.commands.fill(0, words.length);
+    Atomics.store(this.f, ARRIVED, 0);
     const seq = Atomics.add(this.f, STEP_SEQ, 1) + 1;
     this.ring();
     return seq;
@@ -132,21 +133,21 @@ export class ControlBlock {
     const deadline = performance.now() + timeoutMs;
     for (;;) {
       if (this.disposed) throw new DisposedError();
-      let pending = -1;
-      let seen = 0;
+      // Read the arrivals before the check: a rank that finishes after it changes them, so the
+      // wait below returns at once instead of sleeping through its signal.
+      const arrived = Atomics.load(this.f, ARRIVED);
+      let pending = false;
       for (let j = 0; j < this.world; j++) {
         const i = this.doneIndex(j);
-        const v = Atomics.load(this.f, i + DONE_SEQ);
-        if (((v - seq) | 0) < 0) {
-          if (pending < 0) [pending, seen] = [j, v];
-        } else if (Atomics.load(this.f, i + DONE_STATUS) !== STATUS_OK) return 'failed';
+        if (((Atomics.load(this.f, i + DONE_SEQ) - seq) | 0) < 0) pending = true;
+        else if (Atomics.load(this.f, i + DONE_STATUS) !== STATUS_OK) return 'failed';
       }
-      if (pending < 0) return 'done';
+      if (!pending) return 'done';
       const left = deadline - performance.now();
       if (left <= 0) return 'timeout';
-      // Wait on the value the check saw: a rank that finished since then has changed it already,
-      // so the wait returns at once (re-reading here could sleep through its signal to the deadline).
-      await waitAsync(this.f, this.doneIndex(pending) + DONE_SEQ, seen, Math.min(left, this.world > 1 ? POLL_MS : left));
+      // Only the last rank (or a failed one) wakes this wait: one main-thread wake-up a step, not
+      // one per rank; the poll is a safety net for a signal from before the post's reset.
+      await waitAsync(this.f, ARRIVED, arrived, Math.min(left, POLL_MS));
     }
   }
 
@@ -257,6 +258,7 @@ export class ControlBlock {
     Atomics.store(this.f, i + DONE_STATUS, status);
     Atomics.store(this.f, i + DONE_SEQ, seq);
     Atomics.notify(this.f, i + DONE_SEQ);
+    if (Atomics.add(this.f, ARRIVED, 1) + 1 >= this.world || status !== STATUS_OK) Atomics.notify(this.f, ARRIVED);
   }
 
   /**

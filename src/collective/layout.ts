@@ -2,7 +2,7 @@
  * The shared memory of one tensor-parallel group: a single SharedArrayBuffer holding
  *
  *   header line            world, slot size, offsets (read by every attacher)
- *   step line              the step sequence and the doorbell (main thread → workers)
+ *   step line              the step sequence and the doorbell (main thread → workers), ranks done
  *   flag line              abort, dispose, epoch
  *   command words          the step's Int32 command (≥ 64 words)
  *   done lines   × world   per rank: last step done, status, reply words (worker → main thread)
@@ -36,6 +36,8 @@ const H_DATA_OFFSET = 6;
 /** Step line: the sequence number of the last posted step, and a doorbell bumped on every event. */
 export const STEP_SEQ = LINE_WORDS;
 export const DOORBELL = LINE_WORDS + 1;
+/** Ranks done with the posted step (zeroed by each post): the main thread sleeps on it, woken once by the last. */
+export const ARRIVED = LINE_WORDS + 2;
 /** Flag line. */
 export const ABORT = 2 * LINE_WORDS;
 export const DISPOSE = 2 * LINE_WORDS + 1;

@@ -136,6 +136,11 @@ export class TokenSampler {
       (params.repetitionPenalty !== 1 || params.presencePenalty !== 0 || params.frequencyPenalty !== 0);
   }
 
+  /** Whether the pick is the logits' argmax: temperature 0, and no penalty or bias moves a logit first. */
+  get greedy(): boolean {
+    return f(this.params.temperature) === 0 && !this.penalised && this.params.logitBias.size === 0;
+  }
+
   /** Adds `token` to the penalty window. */
   accept(token: number): void {
     if (!this.penalised) return;

@@ -31,6 +31,12 @@ export interface StepBackend {
   readonly contextLength: number;
   /** Runs one step; returns the logits of the rows listed in `logitsFor`, in that order, valid until the next step (a backend may reuse them). */
   step(rows: StepRow[], logitsFor: number[]): Promise<Float32Array[]>;
+  /**
+   * Runs one step and returns the argmax of each row's logits (ties to the lower id, as
+   * `argmax`), computed where the logits are; the scheduler calls it when every row's sampler
+   * would only take that argmax.
+   */
+  stepArgmax?(rows: StepRow[], logitsFor: number[]): Promise<number[]>;
 }
 
 export interface TokenizerLike {
@@ -46,6 +52,8 @@ export interface TokenizerLike {
 export interface SamplerLike {
   /** Picks the next token; it may overwrite `logits`. */
   sample(logits: Float32Array): number;
+  /** True when `sample` is the logits' argmax, whatever came before (greedy, no penalties or bias). */
+  readonly greedy?: boolean;
   /** Tells it a token of the sequence (each prompt token, then each sampled one), for the penalties. */
   accept?(token: number): void;
 }
@@ -274,10 +282,13 @@ export class Scheduler {
           room--;
         }
       }
-      let logits: Float32Array[];
+      // Greedy rows with nothing else to read in the logits take only their argmax from the ranks.
+      const argmaxOnly = this.backend.stepArgmax !== undefined && owners.length > 0 &&
+        owners.every((s) => s.sampler.greedy && !s.grammar && s.topLogprobs === undefined);
+      let picks: readonly (Float32Array | number)[];
       const tStep = performance.now();
       try {
-        logits = await this.backend.step(rows, logitsFor);
+        picks = argmaxOnly ? await this.backend.stepArgmax!(rows, logitsFor) : await this.backend.step(rows, logitsFor);
       } catch (e) {
         // Every sequence in the batch shared the failed step: each fails with its error. The
         // ranks' KV caches may be rebuilt (empty) or half written, so nothing kept is trusted.
@@ -292,7 +303,7 @@ export class Scheduler {
       this.slots.wrote(rows);
       if (owners.some((s) => s.grammar)) await Promise.all(owners.map((s) => this.prepareGrammar(s)));
       owners.forEach((s, i) => {
-        if (!s.cancelled) this.advance(s, logits[i]!);
+        if (!s.cancelled) this.advance(s, picks[i]!);
       });
       this.steps++;
       this.schedulerMsSum += tStep - tBuild + (performance.now() - tDone);
@@ -335,16 +346,14 @@ export class Scheduler {
     }
   }
 
-  /** Samples the sequence's next token from its logits, streams it, and ends it when due. */
-  private advance(s: Sequence, logits: Float32Array): void {
+  /**
+   * Samples the sequence's next token from its logits (or takes the argmax the ranks picked),
+   * streams it, and ends it when due.
+   */
+  private advance(s: Sequence, pick: Float32Array | number): void {
     if (s.generated.length === 0) s.tFirst = performance.now();
     if (s.generated.length >= s.budget) return this.finish(s, 'length');
-    // The sampler may overwrite the logits, and logprobs are of the raw ones.
-    const raw = s.topLogprobs === undefined ? undefined : logits.slice();
-    s.grammar?.mask(logits);
-    let next = s.sampler.sample(logits);
-    // A draw's rounding fallback (run.c's last index) can land on a masked token.
-    if (s.grammar && !s.grammar.allows(next)) next = argmax(logits, logits.length);
+    const { next, raw } = typeof pick === 'number' ? { next: pick, raw: undefined } : this.sample(s, pick);
     s.sampler.accept?.(next);
     try {
       s.grammar?.accept(next);
@@ -375,6 +384,17 @@ export class Scheduler {
     }
     s.out.push({ token: next, text, done: false, ...(logprobs && { logprobs }) });
     if (s.generated.length >= s.budget) this.finish(s, 'length');
+  }
+
+  /** The sequence's next token from its logits, and the raw logits when it wants logprobs. */
+  private sample(s: Sequence, logits: Float32Array): { next: number; raw: Float32Array | undefined } {
+    // The sampler may overwrite the logits, and logprobs are of the raw ones.
+    const raw = s.topLogprobs === undefined ? undefined : logits.slice();
+    s.grammar?.mask(logits);
+    let next = s.sampler.sample(logits);
+    // A draw's rounding fallback (run.c's last index) can land on a masked token.
+    if (s.grammar && !s.grammar.allows(next)) next = argmax(logits, logits.length);
+    return { next, raw };
   }
 
   /** `token`'s log-probability after `prev`, and the `top` most likely tokens' there. */

@@ -17,7 +17,7 @@
  * `FailurePolicy` chosen once.
  */
 import * as Comlink from 'comlink';
-import { commandWords, encodeStep, installErrorTransfer, type RankApi, type RankOptions, type ShardInitResult } from '../protocol.js';
+import { commandWords, encodeStep, installErrorTransfer, REPLY_BEST, REPLY_LOGITS, type RankApi, type RankOptions, type ShardInitResult } from '../protocol.js';
 import type { ByteSource } from '../loader/source.js';
 import type { ModelConfig } from '../model/config.js';
 import type { Plan, RankPlan } from '../parallel/plan.js';
@@ -31,6 +31,7 @@ import { acceptTabs, TAB_REMEDY, type TabHost, type TabPeer } from './tab-host.j
 import { collectiveGroup } from './tab-link.js';
 import { alive, MessageSteps, SharedSteps, type GroupRank, type GroupSteps, type Released } from './group-steps.js';
 import { backendOf, type DeviceSpec } from '../gpu/core/adapter.js';
+import { pickBest } from './vocab-argmax.js';
 // The shard worker is bundled inline (Vite `?worker&inline`): its code, dependencies included,
 // is a string in the built module and starts as a module worker from a Blob URL. A
 // `new URL('…worker.ts', import.meta.url)` worker would be a second file beside the library,
@@ -228,6 +229,28 @@ export class WorkerGroup implements StepBackend {
   private readonly rowsOut: Float32Array[] = [];
 
   async step(rows: StepRow[], logitsFor: number[]): Promise<Float32Array[]> {
+    const rowsOf = await this.run(rows, logitsFor, REPLY_LOGITS);
+    // Each rank's logits are its vocabulary slice; the full row is their concatenation, into
+    // rows kept across steps (a fresh 32000-float row costs ~10x its copy on the main thread).
+    const c = this.o.config;
+    return logitsFor.map((_, j) => {
+      const out = (this.rowsOut[j] ??= new Float32Array(c.vocabSize));
+      for (const rp of this.o.plan.ranks) {
+        const n = rp.vocab[1] - rp.vocab[0];
+        out.set(rowsOf(rp.rank).subarray(j * n, (j + 1) * n), rp.vocab[0]);
+      }
+      return out;
+    });
+  }
+
+  /** A greedy step: each rank answers with its slice's best, and the logits never leave the ranks. */
+  async stepArgmax(rows: StepRow[], logitsFor: number[]): Promise<number[]> {
+    const rowsOf = await this.run(rows, logitsFor, REPLY_BEST);
+    return logitsFor.map((_, j) => pickBest(rowsOf, this.ranks.length, j));
+  }
+
+  /** Runs one step on every rank; resolves with each rank's answer, or throws the step's typed error. */
+  private async run(rows: StepRow[], logitsFor: number[], reply: number): Promise<(rank: number) => Float32Array> {
     await this.recovery;
     if (this.disposed) throw new DisposedError();
     if (this.broken) throw this.broken;
@@ -237,20 +260,11 @@ export class WorkerGroup implements StepBackend {
       positions: rows.map((r) => r.position),
       slots: rows.map((r) => r.slot),
       logitRows: logitsFor,
+      reply,
     });
     const outcome = await this.steps!.run(this.words.subarray(0, live), this.ranks);
     if (!outcome.ok) throw await this.fail(outcome.seq, outcome.timedOut);
-    // Each rank's logits are its vocabulary slice; the full row is their concatenation, into
-    // rows kept across steps (a fresh 32000-float row costs ~10x its copy on the main thread).
-    const c = this.o.config;
-    return logitsFor.map((_, j) => {
-      const out = (this.rowsOut[j] ??= new Float32Array(c.vocabSize));
-      for (const rp of this.o.plan.ranks) {
-        const n = rp.vocab[1] - rp.vocab[0];
-        out.set(outcome.rowsOf(rp.rank).subarray(j * n, (j + 1) * n), rp.vocab[0]);
-      }
-      return out;
-    });
+    return outcome.rowsOf;
   }
 
   /**
