@@ -121,6 +121,25 @@ describe('CPU quantised GEMM (WebAssembly SIMD)', () => {
     expect(Array.from(kn.f32(ys, m * n))).toEqual(Array.from(kn.f32(y, m * n)));
   });
 
+  // The rows are repacked into scratch in blocks of four (a short last block padded), so an odd m
+  // at the full maxM and maxK is the case that would overrun it.
+  it.each(variants.flatMap((v) => dtypes.flatMap((d) => [[v, d, 9], [v, d, 13]] as const)))('%s, %s: m %i at maxM and maxK writes nothing past its scratch', (variant, dtype, m) => {
+    const [k, n] = [160, 13];
+    const kn = CpuKernels.create(undefined, { variant });
+    const qk = CpuQuantKernels.create(kn);
+    const w = weights(kn, qk, n, k, dtype, 3);
+    const xp = kn.put(randoms(m * k, 4));
+    const xa = kn.alloc(CpuQuantKernels.activationBytes(m, k));
+    qk.quantize(xa, xp, m, k);
+    const y = kn.alloc(m * n * 4);
+    const g = CpuQuantGemm.create(kn, m, k);
+    const canary = kn.alloc(4096);
+    kn.i32(canary, 1024).fill(0x5a5a5a5a);
+    g.matmulA8({ y, xa, w: w.at, dtype, m, k, n });
+    g.matmul({ y, x: xp, w: w.at, dtype, m, k, n });
+    expect(kn.i32(canary, 1024).every((v) => v === 0x5a5a5a5a)).toBe(true);
+  });
+
   it('refuses more rows or a longer k than it was made for', () => {
     const kn = CpuKernels.create();
     const g = CpuQuantGemm.create(kn, QGEMM_MIN_ROWS, 64);

@@ -46,9 +46,9 @@ export class CpuQuantGemm {
     readonly maxK: number,
   ) {}
 
-  /** Scratch bytes for m rows of k values: the tile's sums, one unpacked group, the panel, the rows as i16. */
+  /** Scratch bytes for m rows of k values: the tile's sums, one unpacked group, the panel, the rows in blocks of four (mode 1's: 272 bytes a group). */
   static scratchBytes(maxM: number, maxK: number): number {
-    return 384 + 33 * maxK + 2 * maxM * maxK;
+    return 384 + 33 * maxK + Math.ceil((17 * maxK * (maxM + 3)) / 8);
   }
 
   /** The GEMM on `kernels`' memory (in its variant), with scratch for up to maxM rows of maxK values allocated there. */
