@@ -163,8 +163,8 @@ describe('CPU q8_m kernels (WebAssembly SIMD)', () => {
     });
   });
 
-  // q6 drops the mins (each exactly −32·scale) and packs the codes in 6 bits: the same sums as the
-  // byte16 tiles of the same matrix, bit for bit, weight-only and int8.
+  // q6 drops the mins (each exactly −32·scale) and computes them: the same sums as the small16
+  // tiles of the same matrix, bit for bit, weight-only and int8.
   describe.each(variants)('%s, Q6_K as q6 against small16', (variant) => {
     it.each([[1, 256, 5], [4, 512, 7], [9, 768, 10]])('m %i, k %i, n %i: the same bits', (m, k, n) => {
       const { part } = affineMatrix('Q6_K', n, k, 5);
@@ -187,8 +187,9 @@ describe('CPU q8_m kernels (WebAssembly SIMD)', () => {
         kq.matmulA8({ y: yp, xa, xi16: sums, w: wp, form, m, k, n });
         return [y, Array.from(kn.f32(yp, m * n))];
       };
-      // one byte a value (rows padded to four), against small16's 1.5
-      expect(CpuKQuantKernels.tiledBytes(n, k, 'q6')).toBe(Math.ceil(n / 4) * 4 * k);
+      // 1.25 bytes a value (rows padded to four), against small16's 1.5
+      expect(CpuKQuantKernels.tiledBytes(n, k, 'q6')).toBe(Math.ceil(n / 4) * 4 * k * 1.25);
+      expect(CpuKQuantKernels.tiledBytes(n, k, 'small16')).toBe(Math.ceil(n / 4) * 4 * k * 1.5);
       const [q6, small] = [run('q6'), run('small16')];
       expect(q6[0]).toEqual(small[0]);
       expect(q6[1]).toEqual(small[1]);

@@ -9,11 +9,11 @@ import type { CpuKernels, CpuKernelVariant } from './kernels.js';
 import { ModelFormatError } from '../errors.js';
 
 /**
- * How a tiled q8_m matrix stores its codes: `nibble` (every code < 16, groups of 32: Q4_K, Q4_1);
- * `q6` (groups of 16, codes < 64 and every min −32·scale: Q6_K) as 6-bit codes and no mins, one
- * byte a value; or a byte each in groups of 32 or 16: `small32` / `small16` when every code is
- * below 64 (Q5_x, Q5_K), which int8 activations then take through the relaxed i8 × i7 dot, else
- * `byte32` / `byte16` (Q8_0 parts, codes to 255).
+ * How a tiled q8_m matrix stores its codes: `nibble` (every code < 16, groups of 32: Q4_K, Q4_1),
+ * or a byte each in groups of 32 or 16: `small32` / `small16` when every code is below 64 (Q5_x,
+ * Q5_K), which int8 activations then take through the relaxed i8 × i7 dot; `q6` when besides every
+ * min of a group of 16 is −32·scale (Q6_K), stored without its mins (1.25 bytes a value against
+ * small16's 1.5); else `byte32` / `byte16` (Q8_0 parts, codes to 255).
  */
 export type KqForm = 'nibble' | 'byte32' | 'byte16' | 'small32' | 'small16' | 'q6';
 
@@ -71,9 +71,9 @@ export const KQ_CHUNK = 32;
 /** kquant.wat's form: its layout (0 nibbles, 1 bytes in groups of 32, 2 of 16, 3 q6), | 4 for byte codes below 64. */
 const FORM_CODE: Readonly<Record<KqForm, number>> = { nibble: 0, byte32: 1, byte16: 2, small32: 5, small16: 6, q6: 3 };
 /** Bytes of one (block of four rows, 32 values): codes, then scales, then mins (none in q6). */
-const CHUNK_BYTES: Readonly<Record<KqForm, number>> = { nibble: 96, byte32: 160, byte16: 192, small32: 160, small16: 192, q6: 128 };
+const CHUNK_BYTES: Readonly<Record<KqForm, number>> = { nibble: 96, byte32: 160, byte16: 192, small32: 160, small16: 192, q6: 160 };
 /** Where a chunk's scales start. */
-const SCALES_AT: Readonly<Record<KqForm, number>> = { nibble: 64, byte32: 128, byte16: 128, small32: 128, small16: 128, q6: 96 };
+const SCALES_AT: Readonly<Record<KqForm, number>> = { nibble: 64, byte32: 128, byte16: 128, small32: 128, small16: 128, q6: 128 };
 const SMALL_CODES = 64;
 const groupOf = (form: KqForm): number => (form === 'byte16' || form === 'small16' || form === 'q6' ? 16 : 32);
 const isSmall = (form: KqForm): boolean => form === 'small32' || form === 'small16' || form === 'q6';
@@ -172,13 +172,6 @@ export class CpuKQuantKernels {
           const e0 = r * k + j * KQ_CHUNK;
           if (form === 'nibble') {
             for (let e = 0; e < 16; e++) out[o + c * 16 + e] = p.q[e0 + e]! | (p.q[e0 + e + 16]! << 4);
-          } else if (form === 'q6') {
-            // Low nibbles as the nibble form; the top two bits of rows 2i and 2i+1 share 16 bytes.
-            for (let e = 0; e < 16; e++) {
-              const [a, b] = [p.q[e0 + e]!, p.q[e0 + e + 16]!];
-              out[o + c * 16 + e] = (a & 15) | ((b & 15) << 4);
-              out[o + 64 + (c >> 1) * 16 + e]! |= ((a >> 4) | ((b >> 4) << 2)) << ((c & 1) * 4);
-            }
           } else {
             out.set(p.q.subarray(e0, e0 + KQ_CHUNK), o + c * 32);
           }

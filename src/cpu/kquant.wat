@@ -10,8 +10,8 @@
 ;;   then four scales and four mins (96 bytes). Q4_K thus reads about what Q4_0 reads.
 ;; - byte form: 32 codes a row; then the scales of values 0..15 of the four rows and, for groups
 ;;   of 16 only, those of values 16..31; then the mins the same way (160 or 192 bytes).
-;; - q6 form (Q6_K: groups of 16, codes < 64, min −32·scale): 6-bit codes and the scales only,
-;;   128 bytes (kquant-q6.wat).
+;; - q6 form (Q6_K: groups of 16, codes < 64, every min −32·scale): the byte form's codes and
+;;   scales, no mins (160 bytes; kquant-q6.wat).
 ;;
 ;; Two arithmetics:
 ;; - weight-only (`matmulKQ`): f32 activations; per group scale·Σ code·x + min·Σx, Σx once per
@@ -63,9 +63,8 @@
       (local.set $c (i32.add (local.get $c) (i32.const 1)))
       (br $l))))
 
-  ;; Bytes of one (block of four rows, 32 values) in form 0 (nibbles), 1 (bytes, groups of 32), 2 (bytes, groups of 16), 3 (q6).
+  ;; Bytes of one (block of four rows, 32 values) in form 0 (nibbles), 1 (bytes, groups of 32), 2 (bytes, groups of 16), 3 (q6: as 1).
   (func $chunk (param $form i32) (result i32)
-    (if (i32.eq (local.get $form) (i32.const 3)) (then (return (i32.const 128))))
     (select (i32.const 96) (i32.add (i32.const 160) (i32.shl (i32.eq (local.get $form) (i32.const 2)) (i32.const 5))) (i32.eqz (local.get $form))))
 
   ;; ---- weight-only: f32 activations ------------------------------------------------------------
