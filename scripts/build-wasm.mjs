@@ -14,6 +14,7 @@
 // - `(IDOT a b c d)`: the products a·b and c·d of int8 lanes (b's and d's each 0..63), summed into
 //   i32x4 lanes: relaxed SIMD's i8 × i7 dot (i16 pair sums, exact for such b and d) in the relaxed
 //   variant, i16 dot products in the plain one; the lanes' total is the same.
+// - `(IDOT1 a b)`: the same for the one product a·b.
 // - `;;@relaxed-only` … `;;@end-relaxed`: the lines between, in the relaxed variant only.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -93,6 +94,9 @@ export function expandWat(source, variant = 'simd') {
   s = expandCalls(s, 'IDOT', ([a, b, c, d]) => (variant === 'relaxed'
     ? `(i32x4.extadd_pairwise_i16x8_s (i16x8.add (i16x8.relaxed_dot_i8x16_i7x16_s ${a} ${b}) (i16x8.relaxed_dot_i8x16_i7x16_s ${c} ${d})))`
     : `(i32x4.add (i32x4.add ${dot16('low', a, b)} ${dot16('high', a, b)}) (i32x4.add ${dot16('low', c, d)} ${dot16('high', c, d)}))`));
+  s = expandCalls(s, 'IDOT1', ([a, b]) => (variant === 'relaxed'
+    ? `(i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s ${a} ${b}))`
+    : `(i32x4.add ${dot16('low', a, b)} ${dot16('high', a, b)})`));
   s = expandCalls(s, 'MADD', ([a, b, c]) => (variant === 'relaxed' ? `(f32x4.relaxed_madd ${a} ${b} ${c})` : `(f32x4.add (f32x4.mul ${a} ${b}) ${c})`));
   return s;
 }

@@ -56,7 +56,7 @@ function matmulA8Oracle(x: Float32Array, w: KqPart, m: number, k: number, n: num
 
 setFlagsFromString('--experimental-wasm-relaxed-simd');
 const variants: CpuKernelVariant[] = relaxedSimdAvailable() ? ['simd', 'relaxed'] : ['simd'];
-const formOf: Record<AffineType, KqForm> = { Q4_1: 'nibble', Q5_0: 'small32', Q5_1: 'small32', Q4_K: 'nibble', Q5_K: 'small32', Q6_K: 'small16' };
+const formOf: Record<AffineType, KqForm> = { Q4_1: 'nibble', Q5_0: 'small32', Q5_1: 'small32', Q4_K: 'nibble', Q5_K: 'small32', Q6_K: 'q6' };
 // k: whole blocks (256 for the K-quants; odd counts of 32 for the rest); n: short last blocks of 1..3 rows; m: the gemv to 9 rows.
 const sizesOf = (t: AffineType): [number, number, number][] => (AFFINE_BLOCK[t].values === 256
   ? [[1, 256, 5], [3, 512, 7], [9, 256, 10]]
@@ -75,7 +75,7 @@ describe('CPU q8_m kernels (WebAssembly SIMD)', () => {
       expect(bytes.toString('base64')).toBe(committed);
     });
 
-  it.each(cases.map((c) => [c.what, c] as const))('%s tiles in its form: nibbles only where every code is below 16, small bytes where below 64', (_, c) => {
+  it.each(cases.map((c) => [c.what, c] as const))('%s tiles in its form: nibbles only where every code is below 16, q6 for Q6_K\'s groups, small bytes where below 64', (_, c) => {
     expect(CpuKQuantKernels.formOf(c.mat(4, c.sizes[0]![1], 1).part)).toBe(c.form);
   });
 
@@ -122,13 +122,15 @@ describe('CPU q8_m kernels (WebAssembly SIMD)', () => {
 
   // The i8 × i7 dot sums products in i16 lanes: codes of 63 against activations of ±127 whose
   // signs agree over each group fill them to 4·127·63 (IDOT) and 2·127·63 (a group of 16's half).
-  describe.each(variants.flatMap((v) => [32, 16].map((gs) => [v, gs] as const)))('%s, codes at 63 in groups of %i', (variant, groupSize) => {
+  // q6 (mins −32·scale) mixes in codes of 0: its top two bits all set or all clear.
+  const bounds: [KqForm, number][] = [['small32', 32], ['small16', 16], ['q6', 16]];
+  describe.each(variants.flatMap((v) => bounds.map(([form, gs]) => [v, form, gs] as const)))('%s, codes at 63 as %s (groups of %i)', (variant, form, groupSize) => {
     const [m, k, n] = [3, 256, 6];
     const r = mulberry32(9);
-    const q = Uint8Array.from({ length: n * k }, () => (r() < 0.8 ? 63 : Math.floor(r() * 64)));
+    const q = Uint8Array.from({ length: n * k }, () => (r() < 0.8 ? 63 : form === 'q6' && r() < 0.5 ? 0 : Math.floor(r() * 64)));
     const s = randoms(((n * k) / groupSize) * 2, 4);
+    if (form === 'q6') for (let g = 0; g < s.length; g += 2) s[g + 1] = f(-32 * s[g]!);
     const part: KqPart = { q, s, groupSize };
-    const form: KqForm = groupSize === 16 ? 'small16' : 'small32';
 
     it('tiles small, and int8 sums equal the oracle bit for bit at the i16 lanes\' bound', () => {
       expect(CpuKQuantKernels.formOf(part)).toBe(form);
@@ -157,7 +159,53 @@ describe('CPU q8_m kernels (WebAssembly SIMD)', () => {
       big[k + 17] = 64;
       const wp = kn.alloc(CpuKQuantKernels.tiledBytes(n, k, form));
       expect(CpuKQuantKernels.formOf({ ...part, q: big })).toBe(groupSize === 16 ? 'byte16' : 'byte32');
-      expect(() => kq.tile(wp, [{ ...part, q: big }], k, form)).toThrow(/codes of 64 or more cannot tile as small/);
+      expect(() => kq.tile(wp, [{ ...part, q: big }], k, form)).toThrow(`codes of 64 or more cannot tile as ${form}`);
+    });
+  });
+
+  // q6 drops the mins (each exactly −32·scale) and computes them: the same sums as the small16
+  // tiles of the same matrix, bit for bit, weight-only and int8.
+  describe.each(variants)('%s, Q6_K as q6 against small16', (variant) => {
+    it.each([[1, 256, 5], [4, 512, 7], [9, 768, 10]])('m %i, k %i, n %i: the same bits', (m, k, n) => {
+      const { part } = affineMatrix('Q6_K', n, k, 5);
+      const kn = CpuKernels.create(undefined, { variant });
+      const qk = CpuQuantKernels.create(kn);
+      const kq = CpuKQuantKernels.create(kn);
+      const x = randoms(m * k, 6);
+      const xp = kn.put(x);
+      const sums = kn.alloc(CpuKQuantKernels.sumsBytes(m, k));
+      const xa = kn.alloc(CpuQuantKernels.activationBytes(m, k));
+      qk.quantize(xa, xp, m, k);
+      const run = (form: KqForm): [number[], number[]] => {
+        const wp = kn.alloc(CpuKQuantKernels.tiledBytes(n, k, form));
+        kq.tile(wp, halves(part, n, k), k, form);
+        const yp = kn.alloc(m * n * 4);
+        kq.sums16(sums, xp, m, k);
+        kq.matmul({ y: yp, x: xp, xs16: sums, w: wp, form, m, k, n });
+        const y = Array.from(kn.f32(yp, m * n));
+        kq.a8sums16(sums, xa, m, k);
+        kq.matmulA8({ y: yp, xa, xi16: sums, w: wp, form, m, k, n });
+        return [y, Array.from(kn.f32(yp, m * n))];
+      };
+      // 1.25 bytes a value (rows padded to four), against small16's 1.5
+      expect(CpuKQuantKernels.tiledBytes(n, k, 'q6')).toBe(Math.ceil(n / 4) * 4 * k * 1.25);
+      expect(CpuKQuantKernels.tiledBytes(n, k, 'small16')).toBe(Math.ceil(n / 4) * 4 * k * 1.5);
+      const [q6, small] = [run('q6'), run('small16')];
+      expect(q6[0]).toEqual(small[0]);
+      expect(q6[1]).toEqual(small[1]);
+      expect(q6[1]).toEqual(Array.from(matmulA8Oracle(x, part, m, k, n)));
+    });
+
+    it('refuses to tile as q6 a group whose min is not −32·scale', () => {
+      const { part } = affineMatrix('Q6_K', 4, 256, 7);
+      const s = Float32Array.from(part.s);
+      s[2 * 5 + 1] = f(s[2 * 5 + 1]! + 2 ** -20);
+      const odd = { ...part, s };
+      expect(CpuKQuantKernels.formOf(odd)).toBe('small16');
+      const kn = CpuKernels.create(undefined, { variant });
+      const kq = CpuKQuantKernels.create(kn);
+      const wp = kn.alloc(CpuKQuantKernels.tiledBytes(4, 256, 'q6'));
+      expect(() => kq.tile(wp, [odd], 256, 'q6')).toThrow(/min is not −32·scale cannot tile as q6/);
     });
   });
 

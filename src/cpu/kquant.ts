@@ -11,10 +11,11 @@ import { ModelFormatError } from '../errors.js';
 /**
  * How a tiled q8_m matrix stores its codes: `nibble` (every code < 16, groups of 32: Q4_K, Q4_1),
  * or a byte each in groups of 32 or 16: `small32` / `small16` when every code is below 64 (Q5_x,
- * Q5_K; Q6_K), which int8 activations then take through the relaxed i8 × i7 dot, else `byte32` /
- * `byte16` (Q8_0 parts, codes to 255).
+ * Q5_K), which int8 activations then take through the relaxed i8 × i7 dot; `q6` when besides every
+ * min of a group of 16 is −32·scale (Q6_K), stored without its mins (1.25 bytes a value against
+ * small16's 1.5); else `byte32` / `byte16` (Q8_0 parts, codes to 255).
  */
-export type KqForm = 'nibble' | 'byte32' | 'byte16' | 'small32' | 'small16';
+export type KqForm = 'nibble' | 'byte32' | 'byte16' | 'small32' | 'small16' | 'q6';
 
 /** Rows of q8_m values: a byte code each, two floats (scale, min) per group of groupSize (32 or 16). */
 export interface KqPart {
@@ -67,13 +68,21 @@ export interface KqSegment {
 }
 
 export const KQ_CHUNK = 32;
-/** kquant.wat's form: its layout (0 nibbles, 1 bytes in groups of 32, 2 of 16), | 4 for codes below 64. */
-const FORM_CODE: Readonly<Record<KqForm, number>> = { nibble: 0, byte32: 1, byte16: 2, small32: 5, small16: 6 };
-/** Bytes of one (block of four rows, 32 values): codes, then scales, then mins. */
-const CHUNK_BYTES: Readonly<Record<KqForm, number>> = { nibble: 96, byte32: 160, byte16: 192, small32: 160, small16: 192 };
+/** kquant.wat's form: its layout (0 nibbles, 1 bytes in groups of 32, 2 of 16, 3 q6), | 4 for byte codes below 64. */
+const FORM_CODE: Readonly<Record<KqForm, number>> = { nibble: 0, byte32: 1, byte16: 2, small32: 5, small16: 6, q6: 3 };
+/** Bytes of one (block of four rows, 32 values): codes, then scales, then mins (none in q6). */
+const CHUNK_BYTES: Readonly<Record<KqForm, number>> = { nibble: 96, byte32: 160, byte16: 192, small32: 160, small16: 192, q6: 160 };
+/** Where a chunk's scales start. */
+const SCALES_AT: Readonly<Record<KqForm, number>> = { nibble: 64, byte32: 128, byte16: 128, small32: 128, small16: 128, q6: 128 };
 const SMALL_CODES = 64;
-const groupOf = (form: KqForm): number => (form === 'byte16' || form === 'small16' ? 16 : 32);
-const isSmall = (form: KqForm): boolean => form === 'small32' || form === 'small16';
+const groupOf = (form: KqForm): number => (form === 'byte16' || form === 'small16' || form === 'q6' ? 16 : 32);
+const isSmall = (form: KqForm): boolean => form === 'small32' || form === 'small16' || form === 'q6';
+
+/** Whether every group's min is −32·scale (Q6_K's x = d·sc·(q − 32)): q6 tiles then store no min. */
+function minsAreQ6(p: KqPart): boolean {
+  for (let i = 0; i < p.s.length; i += 2) if (p.s[i + 1] !== -32 * p.s[i]!) return false;
+  return true;
+}
 
 /** Every code's bits or'd: below 16 (or 64) exactly when every code is. */
 function codeBits(q: Uint8Array): number {
@@ -121,7 +130,7 @@ export class CpuKQuantKernels {
   static formOf(p: KqPart): KqForm {
     if (p.groupSize !== 16 && p.groupSize !== 32) throw new ModelFormatError(`q8_m groups of ${p.groupSize} values are not GGUF's (32 or 16)`);
     const bits = codeBits(p.q);
-    if (p.groupSize === 16) return bits < SMALL_CODES ? 'small16' : 'byte16';
+    if (p.groupSize === 16) return bits >= SMALL_CODES ? 'byte16' : minsAreQ6(p) ? 'q6' : 'small16';
     return bits < 16 ? 'nibble' : bits < SMALL_CODES ? 'small32' : 'byte32';
   }
 
@@ -144,6 +153,9 @@ export class CpuKQuantKernels {
     if (isSmall(form)) {
       for (const p of parts) if (codeBits(p.q) >= SMALL_CODES) throw new ModelFormatError(`q8_m codes of 64 or more cannot tile as ${form} (codes below ${SMALL_CODES})`);
     }
+    if (form === 'q6') {
+      for (const p of parts) if (!minsAreQ6(p)) throw new ModelFormatError('q8_m groups whose min is not −32·scale cannot tile as q6 (Q6_K\'s form)', 'Tile them as small16');
+    }
     const rows = parts.flatMap((p) => Array.from({ length: p.q.length / k }, (_, r) => ({ p, r })));
     const n = rows.length;
     const total = CpuKQuantKernels.tiledBytes(n, k, form);
@@ -151,7 +163,6 @@ export class CpuKQuantKernels {
     const f = new Float32Array(out.buffer);
     const cb = CHUNK_BYTES[form];
     const g = k / KQ_CHUNK;
-    const codeBytes = form === 'nibble' ? 64 : 128;
     for (let i = 0; i < n; i += 4) {
       for (let c = 0; c < 4 && i + c < n; c++) {
         const { p, r } = rows[i + c]!;
@@ -166,8 +177,11 @@ export class CpuKQuantKernels {
           }
           // Scales and mins of values 0..15 and 16..31 (one pair when the group is 32).
           const pair = (half: number) => 2 * Math.floor((e0 + 16 * half) / p.groupSize);
-          const s = (o + codeBytes) / 4;
-          if (groupOf(form) === 16) {
+          const s = (o + SCALES_AT[form]) / 4;
+          if (form === 'q6') {
+            f[s + c] = p.s[pair(0)]!;
+            f[s + 4 + c] = p.s[pair(1)]!;
+          } else if (groupOf(form) === 16) {
             f[s + c] = p.s[pair(0)]!;
             f[s + 4 + c] = p.s[pair(1)]!;
             f[s + 8 + c] = p.s[pair(0) + 1]!;

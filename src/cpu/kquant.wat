@@ -10,6 +10,8 @@
 ;;   then four scales and four mins (96 bytes). Q4_K thus reads about what Q4_0 reads.
 ;; - byte form: 32 codes a row; then the scales of values 0..15 of the four rows and, for groups
 ;;   of 16 only, those of values 16..31; then the mins the same way (160 or 192 bytes).
+;; - q6 form (Q6_K: groups of 16, codes < 64, every min −32·scale): the byte form's codes and
+;;   scales, no mins (160 bytes; kquant-q6.wat).
 ;;
 ;; Two arithmetics:
 ;; - weight-only (`matmulKQ`): f32 activations; per group scale·Σ code·x + min·Σx, Σx once per
@@ -61,7 +63,7 @@
       (local.set $c (i32.add (local.get $c) (i32.const 1)))
       (br $l))))
 
-  ;; Bytes of one (block of four rows, 32 values) in form 0 (nibbles), 1 (bytes, groups of 32), 2 (bytes, groups of 16).
+  ;; Bytes of one (block of four rows, 32 values) in form 0 (nibbles), 1 (bytes, groups of 32), 2 (bytes, groups of 16), 3 (q6: as 1).
   (func $chunk (param $form i32) (result i32)
     (select (i32.const 96) (i32.add (i32.const 160) (i32.shl (i32.eq (local.get $form) (i32.const 2)) (i32.const 5))) (i32.eqz (local.get $form))))
 
@@ -260,9 +262,11 @@
       (block $rowsDone (loop $rows
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $m)))
         (call $store4 (local.get $y) (local.get $ys) (local.get $r) (local.get $i) (local.get $nv) (local.get $flags) (local.get $bias)
-          (if (result v128) (local.get $form)
-            (then (call $wb (local.get $w) (local.get $xr) (local.get $sr) (local.get $g) (local.get $hh)))
-            (else (call $wn (local.get $w) (local.get $xr) (local.get $sr) (local.get $g)))))
+          (if (result v128) (i32.eq (local.get $form) (i32.const 3))
+            (then (call $wq (local.get $w) (local.get $xr) (local.get $sr) (local.get $g)))
+            (else (if (result v128) (local.get $form)
+              (then (call $wb (local.get $w) (local.get $xr) (local.get $sr) (local.get $g) (local.get $hh)))
+              (else (call $wn (local.get $w) (local.get $xr) (local.get $sr) (local.get $g)))))))
         (local.set $xr (i32.add (local.get $xr) (i32.shl (local.get $xStride) (i32.const 2))))
         (local.set $sr (i32.add (local.get $sr) (i32.shl (local.get $g) (i32.const 3))))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
@@ -431,7 +435,7 @@
 ;;@end-relaxed
 
   ;; y (m rows, ys apart) = the int8 rows xa (quantizeA8's form for k; xi16 their a8sums16) · wᵀ,
-  ;; w tiled in `form` (| 4: byte codes all below 64); flags as matmulKQ's.
+  ;; w tiled in `form` (| 4: byte codes all below 64; 3: q6, in either build); flags as matmulKQ's.
   (func (export "matmulKQA8") (param $y i32) (param $ys i32) (param $xa i32) (param $xi16 i32) (param $w i32)
     (param $m i32) (param $k i32) (param $n i32) (param $flags i32) (param $bias i32) (param $form i32)
     (local $i i32) (local $r i32) (local $g i32) (local $block i32) (local $xr i32) (local $ir i32) (local $nv i32) (local $hh i32) (local $aStride i32)
@@ -451,6 +455,9 @@
       (block $rowsDone (loop $rows
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $m)))
         (block $got
+          (if (i32.eq (local.get $form) (i32.const 3)) (then
+            (local.set $v (call $aq (local.get $w) (local.get $xr) (local.get $ir) (i32.add (local.get $xr) (local.get $k)) (local.get $g)))
+            (br $got)))
 ;;@relaxed-only
           (if (local.get $small) (then
             (local.set $v (call $as (local.get $w) (local.get $xr) (local.get $ir) (i32.add (local.get $xr) (local.get $k)) (local.get $g) (local.get $hh)))
@@ -487,4 +494,5 @@
         (br $l)))
       (local.set $r (i32.add (local.get $r) (i32.const 1)))
       (br $rows))))
+;;@include kquant-q6.wat
 )

@@ -109,15 +109,15 @@ describe('GGUF K-quant files: reader, stream, plan and slice views', () => {
     await expect(readGguf(source(truncated))).rejects.toThrow(/cut short/);
   });
 
-  it('CPU ranks take q8_m weights, each fused part in its own form (Q4_K nibbles beside Q6_K bytes), and auto has no blocker', async () => {
+  it('CPU ranks take q8_m weights, each fused part in its own form (Q4_K nibbles beside Q6_K in q6), and auto has no blocker', async () => {
     const { layout } = await loadGgufDequantized(mixed);
     const s = await stream(mixed);
     const [r] = makePlan(layout.config, { tensorParallel: 1 }, layout.tensors).ranks;
     const w = createCpuBackend().createWeights(layout.config, r!, packRank(r!, s));
     const forms = (m: { segments?: readonly { form: string; rows: number }[] }) => m.segments?.map((x) => [x.form, x.rows]);
     // layer 0: wq|wk Q4_K, wv Q6_K; layer 1: wk Q8_0 (codes to 255) between them
-    expect(forms(w.layers[0]!.wqkv)).toEqual([['nibble', 768], ['small16', 256]]);
-    expect(forms(w.layers[1]!.wqkv)).toEqual([['nibble', 512], ['byte32', 256], ['small16', 256]]);
+    expect(forms(w.layers[0]!.wqkv)).toEqual([['nibble', 768], ['q6', 256]]);
+    expect(forms(w.layers[1]!.wqkv)).toEqual([['nibble', 512], ['byte32', 256], ['q6', 256]]);
     expect(w.tokEmbeddings).toMatchObject({ dtype: 'q8_m', layout: 'rows', groupSize: 16 });
     expect(cpuBlocker(layout.tensors, { activations: 'f32', runqExact: false })).toBeUndefined();
     // The memory check counts the tiles: layer 1's Q8_0 wk and layer 0's Q4_0 w3 tile as q8_m, 3/16 byte a value more.
