@@ -46,7 +46,7 @@ test('`webgpu-tp generate --split 0.5,0.25,0.25` runs 3 ranks with 4/2/2 heads a
   ], { timeout: 240_000 });
   expect(stdout.trimEnd().length).toBeGreaterThan(100);
   expect(greedy.text.startsWith(stdout.trimEnd())).toBe(true);
-  expect(stderr).toMatch(/tp=3 \(gpu, gpu, gpu\) split 4\/2\/2 heads .*decode [\d.]+ tok\/s/);
+  expect(stderr).toMatch(/tp=3 \(gpu, gpu, gpu\) split heads 4\/2\/2, MLP \d+\/\d+\/\d+, vocab 256\/128\/128 .*decode [\d.]+ tok\/s/);
 });
 
 test('`--split` and `--tp` that disagree fail with the InvalidArgumentError', async () => {
