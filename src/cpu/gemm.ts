@@ -5,7 +5,8 @@
  * weights once for the whole batch, stays the faster one.
  */
 import { CPU_GEMM_RELAXED_WASM_BASE64, CPU_GEMM_WASM_BASE64 } from './gemm-wasm.js';
-import type { CpuKernels, CpuKernelVariant, MatmulArgs } from './kernels.js';
+import { variantModules } from './wasm-variants.js';
+import { matmulFlags, type CpuKernels, type MatmulArgs } from './kernels.js';
 import { InvalidArgumentError } from '../errors.js';
 import { CpuPanel, panelScratchBytes } from './panel.js';
 
@@ -16,17 +17,7 @@ interface GemmExports {
 /** Rows from which `matmulFor`'s matmul takes the GEMM. */
 export const GEMM_MIN_ROWS = 9;
 
-const compiled = new Map<CpuKernelVariant, WebAssembly.Module>();
-
-function gemmModule(variant: CpuKernelVariant): WebAssembly.Module {
-  let m = compiled.get(variant);
-  if (!m) {
-    const base64 = variant === 'relaxed' ? CPU_GEMM_RELAXED_WASM_BASE64 : CPU_GEMM_WASM_BASE64;
-    m = new WebAssembly.Module(Uint8Array.from(atob(base64), (c) => c.charCodeAt(0)));
-    compiled.set(variant, m);
-  }
-  return m;
-}
+const gemmModule = variantModules(CPU_GEMM_WASM_BASE64, CPU_GEMM_RELAXED_WASM_BASE64);
 
 export class CpuGemm {
   private constructor(
@@ -53,7 +44,7 @@ export class CpuGemm {
       throw new InvalidArgumentError(`the CPU GEMM takes tiled or f32 panel weights, got ${a.dtype} ${a.layout ?? 'rows'}`, 'Lay the matrix out with CpuKernels.tile');
     }
     if (a.k > this.maxK) throw new InvalidArgumentError(`the CPU GEMM was made for k ≤ ${this.maxK}, got ${a.k}`, 'Create it with the largest k it will multiply');
-    const flags = (a.accumulate ? 1 : 0) | (a.bias !== undefined ? 2 : 0) | (panel ? 4 : 0);
+    const flags = matmulFlags(a) | (panel ? 4 : 0);
     this.g.gemm(a.y, a.x, a.xStride ?? a.k, a.w, a.m, a.k, a.n, flags, a.bias ?? 0, a.dtype === 'f16' ? 1 : 0, this.scratch);
   }
 }

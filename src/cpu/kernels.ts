@@ -6,6 +6,7 @@
  */
 import { CPU_KERNELS_RELAXED_WASM_BASE64, CPU_KERNELS_WASM_BASE64 } from './kernels-wasm.js';
 import { CpuMemoryError, InvalidArgumentError } from '../errors.js';
+import { variantModules, wasmBytes, type CpuKernelVariant } from './wasm-variants.js';
 
 /** How a weight matrix or embedding table stores its values. */
 export type CpuWeightDtype = 'f32' | 'f16';
@@ -14,7 +15,7 @@ export type CpuWeightDtype = 'f32' | 'f16';
  * The kernels' build: `relaxed` multiplies and adds with `f32x4.relaxed_madd` (fused where the
  * CPU has FMA), `simd` with SIMD128's mul then add. Each gives the same bits on every call.
  */
-export type CpuKernelVariant = 'simd' | 'relaxed';
+export type { CpuKernelVariant };
 
 /** What a KV cache stores: f32, or halves (rounded to nearest even as they are written; attention computes in f32). */
 export type CpuKvDtype = 'f32' | 'f16';
@@ -82,10 +83,9 @@ export interface AttentionArgs {
   headOffset: number;
 }
 
-const bytesOf = (base64: string): Uint8Array<ArrayBuffer> => Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
 
 /** f32x4.relaxed_madd of three zero vectors: it validates only where the engine has relaxed SIMD. */
-const RELAXED_PROBE = bytesOf('AGFzbQEAAAABBAFgAAADAgEACj4BPAD9DAAAAAAAAAAAAAAAAAAAAAD9DAAAAAAAAAAAAAAAAAAAAAD9DAAAAAAAAAAAAAAAAAAAAAD9hQIaCw==');
+const RELAXED_PROBE = wasmBytes('AGFzbQEAAAABBAFgAAADAgEACj4BPAD9DAAAAAAAAAAAAAAAAAAAAAD9DAAAAAAAAAAAAAAAAAAAAAD9DAAAAAAAAAAAAAAAAAAAAAD9hQIaCw==');
 
 let relaxedSupport: boolean | undefined;
 
@@ -95,16 +95,10 @@ export function relaxedSimdAvailable(): boolean {
   return relaxedSupport;
 }
 
-const compiled = new Map<CpuKernelVariant, WebAssembly.Module>();
+/** The flag bits every matmul entry of the CPU kernels takes: 1 accumulates into y, 2 adds the bias. */
+export const matmulFlags = (a: { accumulate?: boolean; bias?: number }): number => (a.accumulate ? 1 : 0) | (a.bias !== undefined ? 2 : 0);
 
-function kernelModule(variant: CpuKernelVariant): WebAssembly.Module {
-  let m = compiled.get(variant);
-  if (!m) {
-    m = new WebAssembly.Module(bytesOf(variant === 'relaxed' ? CPU_KERNELS_RELAXED_WASM_BASE64 : CPU_KERNELS_WASM_BASE64));
-    compiled.set(variant, m);
-  }
-  return m;
-}
+const kernelModule = variantModules(CPU_KERNELS_WASM_BASE64, CPU_KERNELS_RELAXED_WASM_BASE64);
 
 export interface CpuKernelsOptions {
   /** Default: `relaxed` where the engine has it, else `simd`. */
@@ -228,7 +222,7 @@ export class CpuKernels {
   /** y = x·wᵀ (+ bias), or y += it; every weight is read from memory once for the whole batch. */
   matmul(a: MatmulArgs): void {
     if (a.layout === 'panel') throw new InvalidArgumentError('the kernels\' matmul takes rows or tiled weights, got panel', 'Multiply panel weights with CpuPanel (src/cpu/panel.ts)');
-    const flags = (a.accumulate ? 1 : 0) | (a.bias !== undefined ? 2 : 0) | (a.layout === 'tiled' ? 4 : 0);
+    const flags = matmulFlags(a) | (a.layout === 'tiled' ? 4 : 0);
     this.k.matmul(a.y, a.x, a.xStride ?? a.k, a.w, a.m, a.k, a.n, flags, a.bias ?? 0, a.dtype === 'f16' ? 1 : 0, a.scratch ?? 0);
   }
 

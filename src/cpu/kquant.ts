@@ -5,7 +5,8 @@
  * (weight-only) or the input quantised to int8 per group of 32 (quant.ts `quantize`) first.
  */
 import { CPU_KQUANT_RELAXED_WASM_BASE64, CPU_KQUANT_WASM_BASE64 } from './kquant-wasm.js';
-import type { CpuKernels, CpuKernelVariant } from './kernels.js';
+import { variantModules } from './wasm-variants.js';
+import { matmulFlags, type CpuKernels } from './kernels.js';
 import { ModelFormatError } from '../errors.js';
 
 /**
@@ -91,21 +92,10 @@ function codeBits(q: Uint8Array): number {
   return bits;
 }
 
-const bytesOf = (base64: string): Uint8Array<ArrayBuffer> => Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
-const compiled = new Map<CpuKernelVariant, WebAssembly.Module>();
-
-function kquantModule(variant: CpuKernelVariant): WebAssembly.Module {
-  let m = compiled.get(variant);
-  if (!m) {
-    m = new WebAssembly.Module(bytesOf(variant === 'relaxed' ? CPU_KQUANT_RELAXED_WASM_BASE64 : CPU_KQUANT_WASM_BASE64));
-    compiled.set(variant, m);
-  }
-  return m;
-}
+const kquantModule = variantModules(CPU_KQUANT_WASM_BASE64, CPU_KQUANT_RELAXED_WASM_BASE64);
 
 const instances = new WeakMap<CpuKernels, CpuKQuantKernels>();
 
-const flagsOf = (a: { accumulate?: boolean; bias?: number }): number => (a.accumulate ? 1 : 0) | (a.bias !== undefined ? 2 : 0);
 
 export class CpuKQuantKernels {
   private constructor(private readonly kn: CpuKernels, private readonly k: KQuantExports) {}
@@ -204,7 +194,7 @@ export class CpuKQuantKernels {
   /** y = x·wᵀ (+ bias), or y += it: per group scale·Σ code·x + min·Σx. */
   matmul(a: KqMatmulArgs): void {
     // f32 activations convert every code alike: the layout alone.
-    this.k.matmulKQ(a.y, a.ys ?? a.n, a.x, a.xStride ?? a.k, a.xs16, a.w, a.m, a.k, a.n, flagsOf(a), a.bias ?? 0, FORM_CODE[a.form] & 3);
+    this.k.matmulKQ(a.y, a.ys ?? a.n, a.x, a.xStride ?? a.k, a.xs16, a.w, a.m, a.k, a.n, matmulFlags(a), a.bias ?? 0, FORM_CODE[a.form] & 3);
   }
 
   /** quant.ts `quantize`'s m rows of k values at xa, summed per 16 values into dst (sumsBytes(m, k)). */
@@ -214,7 +204,7 @@ export class CpuKQuantKernels {
 
   /** y = xa·wᵀ (+ bias), or y += it: per group of 32 activations, ((f32)Σ code·xq · scale + (f32)Σxq · min) · xs. */
   matmulA8(a: KqMatmulA8Args): void {
-    this.k.matmulKQA8(a.y, a.ys ?? a.n, a.xa, a.xi16, a.w, a.m, a.k, a.n, flagsOf(a), a.bias ?? 0, FORM_CODE[a.form]);
+    this.k.matmulKQA8(a.y, a.ys ?? a.n, a.xa, a.xi16, a.w, a.m, a.k, a.n, matmulFlags(a), a.bias ?? 0, FORM_CODE[a.form]);
   }
 
   /** y[r] = row tokens[r] of a (vocab, dim) q8_m table (codes at q, pairs at s per group of gs), dequantised. */

@@ -6,7 +6,8 @@
  * in the GEMM, which packs its panels from this layout for more rows).
  */
 import { CPU_PANEL_RELAXED_WASM_BASE64, CPU_PANEL_WASM_BASE64 } from './panel-wasm.js';
-import type { CpuKernels, CpuKernelVariant, MatmulArgs } from './kernels.js';
+import { variantModules } from './wasm-variants.js';
+import { matmulFlags, type CpuKernels, type MatmulArgs } from './kernels.js';
 import { InvalidArgumentError } from '../errors.js';
 
 interface PanelExports {
@@ -48,17 +49,7 @@ export function writePanels(kernels: CpuKernels, dst: number, parts: readonly Fl
   new Uint32Array(kernels.memory.buffer, dst, out.length).set(out);
 }
 
-const compiled = new Map<CpuKernelVariant, WebAssembly.Module>();
-
-function panelModule(variant: CpuKernelVariant): WebAssembly.Module {
-  let m = compiled.get(variant);
-  if (!m) {
-    const base64 = variant === 'relaxed' ? CPU_PANEL_RELAXED_WASM_BASE64 : CPU_PANEL_WASM_BASE64;
-    m = new WebAssembly.Module(Uint8Array.from(atob(base64), (c) => c.charCodeAt(0)));
-    compiled.set(variant, m);
-  }
-  return m;
-}
+const panelModule = variantModules(CPU_PANEL_WASM_BASE64, CPU_PANEL_RELAXED_WASM_BASE64);
 
 /** Bytes of the scratch a panel matmul for k up to maxK needs: the batch's values interleaved, then one block's sums. */
 export function panelScratchBytes(maxK: number): number {
@@ -89,7 +80,7 @@ export class CpuPanel {
     }
     if (a.m > PANEL_MAX_M) throw new InvalidArgumentError(`the panel matmul takes at most ${PANEL_MAX_M} rows, got ${a.m}`, 'Multiply more rows with the CPU GEMM');
     if (a.k > this.maxK) throw new InvalidArgumentError(`the panel matmul was made for k ≤ ${this.maxK}, got ${a.k}`, 'Create it with the largest k it will multiply');
-    const flags = (a.accumulate ? 1 : 0) | (a.bias !== undefined ? 2 : 0);
+    const flags = matmulFlags(a);
     this.p.matmul(a.y, a.x, a.xStride ?? a.k, a.w, a.m, a.k, a.n, flags, a.bias ?? 0, this.scratch);
   }
 }

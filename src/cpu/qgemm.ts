@@ -6,7 +6,8 @@
  * sums up to rounding order.
  */
 import { CPU_QGEMM_RELAXED_WASM_BASE64, CPU_QGEMM_WASM_BASE64 } from './qgemm-wasm.js';
-import type { CpuKernels, CpuKernelVariant } from './kernels.js';
+import { variantModules } from './wasm-variants.js';
+import { matmulFlags, type CpuKernels } from './kernels.js';
 import { QUANT_GROUP, type CpuQuantDtype, type QuantMatmulArgs } from './quant.js';
 import { InvalidArgumentError } from '../errors.js';
 
@@ -25,17 +26,7 @@ export function qgemmMinRows(g: CpuQuantGemm, dtype: CpuQuantDtype, activations:
   return activations === 'int8' && g.mode(dtype, true) === 1 ? 12 : QGEMM_MIN_ROWS;
 }
 
-const compiled = new Map<CpuKernelVariant, WebAssembly.Module>();
-
-function qgemmModule(variant: CpuKernelVariant): WebAssembly.Module {
-  let m = compiled.get(variant);
-  if (!m) {
-    const base64 = variant === 'relaxed' ? CPU_QGEMM_RELAXED_WASM_BASE64 : CPU_QGEMM_WASM_BASE64;
-    m = new WebAssembly.Module(Uint8Array.from(atob(base64), (c) => c.charCodeAt(0)));
-    compiled.set(variant, m);
-  }
-  return m;
-}
+const qgemmModule = variantModules(CPU_QGEMM_WASM_BASE64, CPU_QGEMM_RELAXED_WASM_BASE64);
 
 export class CpuQuantGemm {
   private constructor(
@@ -79,7 +70,7 @@ export class CpuQuantGemm {
       throw new InvalidArgumentError(`the quantised GEMM was made for m ≤ ${this.maxM}, k ≤ ${this.maxK}; got m ${a.m}, k ${a.k}`, 'Create it with the largest m and k it will multiply');
     }
     if (a.k % QUANT_GROUP !== 0) throw new InvalidArgumentError(`the quantised GEMM takes k a multiple of ${QUANT_GROUP}, got ${a.k}`, 'Quantise rows in whole groups');
-    const flags = (a.accumulate ? 1 : 0) | (a.bias !== undefined ? 2 : 0);
+    const flags = matmulFlags(a);
     this.g.gemmQ(a.y, x, xStride, a.w, a.m, a.k, a.n, flags, a.bias ?? 0, a.dtype === 'q4_0' ? 1 : 0, mode, this.scratch);
   }
 }

@@ -5,7 +5,8 @@
  * rows dequantised. Groups are 32 values along a row with an f32 scale each.
  */
 import { CPU_QUANT_RELAXED_WASM_BASE64, CPU_QUANT_WASM_BASE64 } from './quant-wasm.js';
-import type { CpuKernels, CpuKernelVariant } from './kernels.js';
+import { variantModules } from './wasm-variants.js';
+import { matmulFlags, type CpuKernels } from './kernels.js';
 import { ModelFormatError } from '../errors.js';
 
 /** A quantised matrix's form: GGUF Q8_0 (int8 values) or Q4_0 (GGML's nibble bytes). */
@@ -40,21 +41,10 @@ export interface QuantMatmulArgs {
   bias?: number;
 }
 
-const bytesOf = (base64: string): Uint8Array<ArrayBuffer> => Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
-const compiled = new Map<CpuKernelVariant, WebAssembly.Module>();
-
-function quantModule(variant: CpuKernelVariant): WebAssembly.Module {
-  let m = compiled.get(variant);
-  if (!m) {
-    m = new WebAssembly.Module(bytesOf(variant === 'relaxed' ? CPU_QUANT_RELAXED_WASM_BASE64 : CPU_QUANT_WASM_BASE64));
-    compiled.set(variant, m);
-  }
-  return m;
-}
+const quantModule = variantModules(CPU_QUANT_WASM_BASE64, CPU_QUANT_RELAXED_WASM_BASE64);
 
 /** Bytes of one (block of four rows, group) in the tiled layout: four rows' values, then their four scales. */
 const tileGroupBytes = (dtype: CpuQuantDtype): number => (dtype === 'q8_0' ? 4 * 32 : 4 * 16) + 16;
-const flagsOf = (a: { accumulate?: boolean; bias?: number }): number => (a.accumulate ? 1 : 0) | (a.bias !== undefined ? 2 : 0);
 const code = (dtype: CpuQuantDtype): number => (dtype === 'q4_0' ? 1 : 0);
 
 export class CpuQuantKernels {
@@ -108,7 +98,7 @@ export class CpuQuantKernels {
 
   /** y = x·wᵀ (+ bias), or y += it, x (m, k) f32 rows xStride floats apart (default k). */
   matmul(a: QuantMatmulArgs & { x: number; xStride?: number }): void {
-    this.k.matmulQ(a.y, a.x, a.xStride ?? a.k, a.w, a.m, a.k, a.n, flagsOf(a), a.bias ?? 0, code(a.dtype));
+    this.k.matmulQ(a.y, a.x, a.xStride ?? a.k, a.w, a.m, a.k, a.n, matmulFlags(a), a.bias ?? 0, code(a.dtype));
   }
 
   /** m rows of x (k floats, xStride apart) into xa (activationBytes(m, k)), quantised per group as runq.c does. */
@@ -118,7 +108,7 @@ export class CpuQuantKernels {
 
   /** y = xa·wᵀ (+ bias), or y += it, xa `quantize`'s m rows of k values: Σ over groups of ((f32)(Σ xq·wq) · ws) · xs. */
   matmulA8(a: QuantMatmulArgs & { xa: number }): void {
-    this.k.matmulQA8(a.y, a.xa, a.w, a.m, a.k, a.n, flagsOf(a), a.bias ?? 0, code(a.dtype));
+    this.k.matmulQA8(a.y, a.xa, a.w, a.m, a.k, a.n, matmulFlags(a), a.bias ?? 0, code(a.dtype));
   }
 
   /** y[r] = row tokens[r] of a (vocab, dim) table (values plane at q, scales at s), dequantised. */

@@ -6,6 +6,7 @@
 import { W8A8_WASM_BASE64 } from './w8a8-wasm.js';
 import type { CpuKernels } from './kernels.js';
 import { InvalidArgumentError } from '../errors.js';
+import { wasmBytes } from './wasm-variants.js';
 
 /** How the sum meets y: `set` y = Σ; `add` y += Σ (runq.c's residual add); `continue` Σ starts from y. */
 export type W8A8Into = 'set' | 'add' | 'continue';
@@ -39,7 +40,7 @@ export class W8A8Matmul {
 
   /** The matmul on `kernels`' memory. */
   static on(kernels: CpuKernels): W8A8Matmul {
-    compiled ??= new WebAssembly.Module(Uint8Array.from(atob(W8A8_WASM_BASE64), (c) => c.charCodeAt(0)));
+    compiled ??= new WebAssembly.Module(wasmBytes(W8A8_WASM_BASE64));
     const inst = new WebAssembly.Instance(compiled, { env: { memory: kernels.memory } });
     return new W8A8Matmul(inst.exports as unknown as Exports);
   }
