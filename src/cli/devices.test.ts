@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { benchCases, devicesFor, parseDevices, DevicesUsageError } from './devices.js';
+import { benchCases, devicesFor, parseDevices } from './devices.js';
+import { UsageError } from './usage-error.js';
 
 describe('--devices', () => {
   it('passes the kinds through as the engine option, with --tp ranks', () => {
@@ -29,7 +30,7 @@ describe('--devices', () => {
 
   it('refuses what is none of those, naming what it takes', () => {
     for (const bad of ['', 'gpus', 'cpu,tpu', '0', 'cpu,', '1.5']) {
-      expect(() => parseDevices(bad), bad).toThrow(DevicesUsageError);
+      expect(() => parseDevices(bad), bad).toThrow(UsageError);
     }
     expect(() => parseDevices('tpu')).toThrow(/--devices is auto, gpu, cpu, .*; got "tpu"/);
   });

@@ -9,6 +9,7 @@
  * `bench generate` takes `--devices` more than once to compare kinds in one run.
  */
 import type { DeviceSpec } from '../gpu/core/adapter.js';
+import { UsageError } from './usage-error.js';
 
 /** What the page passes to the engine as `devices`: the engine's option, `'gpu'` included. */
 export type CliDevicesOption = 'auto' | 'gpu' | 'cpu' | number | DeviceSpec[];
@@ -38,8 +39,6 @@ function itemSpec(item: string): DeviceSpec | undefined {
   return ADAPTER_WORDS[item];
 }
 
-export class DevicesUsageError extends Error {}
-
 const EXPECTED = 'auto, gpu, cpu, high-performance, low-power, fallback, a rank count, or a comma list of cpu / gpu / adapter words (gpu,cpu)';
 
 export function parseDevices(value: string): CliDevices {
@@ -49,12 +48,12 @@ export function parseDevices(value: string): CliDevices {
   if (word) return { text, option: (tp) => Array.from({ length: tp }, () => word) };
   if (/^\d+$/.test(text)) {
     const n = Number(text);
-    if (n < 1) throw new DevicesUsageError(`--devices: a rank count is ≥ 1; got ${JSON.stringify(value)}`);
+    if (n < 1) throw new UsageError(`--devices: a rank count is ≥ 1; got ${JSON.stringify(value)}`);
     return { text, option: n, ranks: n };
   }
   const items = text.split(',').map((x) => x.trim());
   const specs = items.map(itemSpec);
-  if (items.length < 2 || specs.some((s) => s === undefined)) throw new DevicesUsageError(`--devices is ${EXPECTED}; got ${JSON.stringify(value)}`);
+  if (items.length < 2 || specs.some((s) => s === undefined)) throw new UsageError(`--devices is ${EXPECTED}; got ${JSON.stringify(value)}`);
   return { text: items.join(','), option: specs as DeviceSpec[], ranks: items.length };
 }
 

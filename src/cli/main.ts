@@ -9,8 +9,9 @@ import { parseArgs } from 'node:util';
 import { WebGpuTpError } from '../errors.js';
 import { checkKvCacheOption as checkKvCache, type KvCacheOption } from '../gpu/kernels/kv-format.js';
 import type { SynthShape } from '../model/synth.js';
-import { devicesFor, parseDevices, type CliDevices } from './devices.js';
+import { devicesFor, parseDevices } from './devices.js';
 import { parseSplitFlag } from './split-flag.js';
+import { UsageError } from './usage-error.js';
 
 const USAGE = `webgpu-tp — tensor-parallel LLM inference over WebGPU, in headless Chromium
 
@@ -125,8 +126,8 @@ export async function main(argv: string[]): Promise<number> {
     if (!values.model) throw new UsageError('generate needs --model');
     const { generateCommand } = await import('./generate.js');
     // --split or --devices alone sets the rank count (a list, a count, or the engine's choice); with --tp they must agree.
-    const split = values.split === undefined ? undefined : splitFlag(values.split);
-    const devices = values.devices === undefined ? undefined : devicesFlag(values.devices);
+    const split = values.split === undefined ? undefined : parseSplitFlag(values.split);
+    const devices = values.devices === undefined ? undefined : parseDevices(values.devices);
     const tp = values.tp === undefined ? (split || devices ? 0 : 1) : num('--tp', values.tp, { int: true, min: 1 });
     await generateCommand({
       model: values.model,
@@ -218,7 +219,7 @@ export async function main(argv: string[]): Promise<number> {
         tokenizer: values.tokenizer,
         quant,
         shape,
-        devices: values.devices?.map(devicesFlag),
+        devices: values.devices?.map(parseDevices),
         tp: values.tp === undefined ? undefined : list('--tp', values.tp, [1, 2]),
         maxTokens: num('--max-tokens', values['max-tokens']!, { int: true, min: 1 }),
         spin: values.spin === undefined ? undefined : num('--spin', values.spin, { int: true, min: 0 }),
@@ -248,26 +249,6 @@ export async function main(argv: string[]): Promise<number> {
     return (report as { failed?: unknown[] }).failed?.length ? 1 : 0;
   }
   throw new UsageError(`unknown command ${command}`);
-}
-
-class UsageError extends Error {}
-
-/** --split, refused as a usage error. */
-function splitFlag(value: string): ReturnType<typeof parseSplitFlag> {
-  try {
-    return parseSplitFlag(value);
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-}
-
-/** --devices, refused as a usage error. */
-function devicesFlag(value: string): CliDevices {
-  try {
-    return parseDevices(value);
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
 }
 
 const SHAPES: readonly SynthShape[] = ['stories260K', 'stories15M', 'stories42M', 'stories110M'];

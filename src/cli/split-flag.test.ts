@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseSplitFlag, SplitUsageError } from './split-flag.js';
+import { parseSplitFlag } from './split-flag.js';
+import { UsageError } from './usage-error.js';
 
 describe('--split', () => {
   it('a plain list is shares of every axis; a named list is one axis, the others even', () => {
@@ -20,6 +21,6 @@ describe('--split', () => {
     bad('heads=', /a share is a number > 0; got ""/);
     bad('0.5,x', /got "x"/);
     bad('-1,2', /got "-1"/);
-    expect(() => parseSplitFlag('heads=x')).toThrow(SplitUsageError);
+    expect(() => parseSplitFlag('heads=x')).toThrow(UsageError);
   });
 });

@@ -4,22 +4,20 @@
  * starts each axis's list, so `heads=2,1,vocab=3,1` sets two. The axes are heads, hidden, vocab.
  */
 import { AXIS_NAMES, type AxisName, type AxisSplit } from '../parallel/axis-split.js';
-
-/** A malformed --split (main.ts prints it with the usage). */
-export class SplitUsageError extends Error {}
+import { UsageError } from './usage-error.js';
 
 const EXPECTED = `per-rank shares (0.6667,0.3333), or per axis (heads=2,1; axes ${AXIS_NAMES.join(', ')}; several as heads=2,1,vocab=1,1)`;
 
 function share(item: string, value: string): number {
   const v = item.trim() === '' ? NaN : Number(item);
-  if (!(Number.isFinite(v) && v > 0)) throw new SplitUsageError(`--split: a share is a number > 0; got ${JSON.stringify(item)} in ${JSON.stringify(value)}`);
+  if (!(Number.isFinite(v) && v > 0)) throw new UsageError(`--split: a share is a number > 0; got ${JSON.stringify(item)} in ${JSON.stringify(value)}`);
   return v;
 }
 
 export function parseSplitFlag(value: string): number[] | AxisSplit {
   const items = value.split(',');
   if (!items[0]!.includes('=')) {
-    if (items.some((x) => x.includes('='))) throw new SplitUsageError(`--split is ${EXPECTED}, not both; got ${JSON.stringify(value)}`);
+    if (items.some((x) => x.includes('='))) throw new UsageError(`--split is ${EXPECTED}, not both; got ${JSON.stringify(value)}`);
     return items.map((x) => share(x, value));
   }
   const axes: Partial<Record<AxisName, number[]>> = {};
@@ -29,8 +27,8 @@ export function parseSplitFlag(value: string): number[] | AxisSplit {
     if (eq >= 0) {
       const name = item.slice(0, eq).trim();
       const axis = AXIS_NAMES.find((a) => a === name);
-      if (!axis) throw new SplitUsageError(`--split: no axis ${JSON.stringify(name)}; the axes are ${AXIS_NAMES.join(', ')}`);
-      if (axes[axis]) throw new SplitUsageError(`--split names ${axis} twice in ${JSON.stringify(value)}`);
+      if (!axis) throw new UsageError(`--split: no axis ${JSON.stringify(name)}; the axes are ${AXIS_NAMES.join(', ')}`);
+      if (axes[axis]) throw new UsageError(`--split names ${axis} twice in ${JSON.stringify(value)}`);
       current = axes[axis] = [];
       current.push(share(item.slice(eq + 1), value));
     } else {
@@ -38,6 +36,6 @@ export function parseSplitFlag(value: string): number[] | AxisSplit {
     }
   }
   const lengths = new Set(Object.values(axes).map((xs) => xs.length));
-  if (lengths.size > 1) throw new SplitUsageError(`--split: every axis has one share per rank; got ${JSON.stringify(value)}`);
+  if (lengths.size > 1) throw new UsageError(`--split: every axis has one share per rank; got ${JSON.stringify(value)}`);
   return axes;
 }
