@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { makePlan } from '../parallel/plan.js';
 import { llama2cConfig, SYNTH_SHAPES } from '../model/synth.js';
 import { llama2cTensorTable } from '../model/formats/llama2c.js';
-import { wholeBlockSplit } from './bench-peers-split.js';
+import { encodeGguf } from '../model/formats/gguf-write.js';
+import { readGguf } from '../model/formats/gguf.js';
+import { kquantModel } from '../../test-support/model/kquant-gguf.js';
+import { wholeBlockSplit, writtenTensors } from './bench-peers-split.js';
 import { plannedConfigs } from './bench-peers.js';
 
 describe('bench peers\' TP split', () => {
@@ -16,10 +19,21 @@ describe('bench peers\' TP split', () => {
     // 12 heads of 64: runs of 4 heads per super-block of 256, 3 runs over 2 ranks
     expect(wholeBlockSplit(c110, 'q4_k_m', 2)).toEqual({ heads: [8, 4] });
     expect(wholeBlockSplit(c110, 'q4_k_m', 3)).toBeUndefined();
+    expect(wholeBlockSplit(c110, 'q6_k', 2)).toEqual({ heads: [8, 4] });
+    expect(wholeBlockSplit(c110, 'f16', 2)).toBeUndefined();
     // stories15M: 6 heads of 48 in Q4_0's groups of 32 (runs of 2 heads); its Q4_K_M wo falls back to Q5_0
     expect(wholeBlockSplit(c15, 'q4_0', 2)).toEqual({ heads: [4, 2] });
     expect(wholeBlockSplit(c15, 'q4_k_m', 2)).toEqual({ heads: [4, 2] });
     expect(wholeBlockSplit(c15, 'f32', 2)).toBeUndefined();
+  });
+
+  it('derives the units from the tensor table the reader makes of the written file', async () => {
+    const model = kquantModel();
+    for (const quant of ['q4_k_m', 'q4_0', 'f16'] as const) {
+      const bytes = encodeGguf(model, quant);
+      const read = await readGguf({ name: 'm.gguf', size: async () => bytes.byteLength, head: async (n) => bytes.subarray(0, n) });
+      expect(writtenTensors(model.config, quant)).toEqual(read.tensors);
+    }
   });
 
   it('the planner takes it: every rank\'s heads start on a whole super-block of wo, the MLP and vocab even', () => {

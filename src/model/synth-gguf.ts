@@ -5,10 +5,9 @@
  */
 import { open } from 'node:fs/promises';
 import type { ModelConfig } from './config.js';
-import { ggmlBytes } from './formats/gguf-blocks.js';
 import { quantizeAny } from './formats/gguf-kquants-write.js';
 import { ggufName } from './formats/gguf.js';
-import { ggufHeader, ggufMetadata, ggufTensorPlan, type GgufQuant } from './formats/gguf-write.js';
+import { ggufHeader, ggufMetadata, ggufTensorOut, ggufTensorPlan, type GgufQuant } from './formats/gguf-write.js';
 import { synthTensorFiller, synthTokenizerBytes, writeAll } from './synth.js';
 import { Tokenizer } from './tokenizer/tokenizer.js';
 
@@ -18,9 +17,7 @@ const CHUNK_FLOATS = 1 << 20;
 export async function writeSynthGguf(config: ModelConfig, seed: number, quant: GgufQuant, path: string, name = 'synth'): Promise<void> {
   const tok = Tokenizer.parse(synthTokenizerBytes(config.vocabSize, seed), config.vocabSize);
   const plan = ggufTensorPlan(config, quant);
-  const infos = plan.map((t) => ({
-    name: ggufName(t.name), dims: t.shape[0] === 1 ? [t.shape[1]] : [t.shape[1], t.shape[0]], type: t.type, byteLength: ggmlBytes(t.type, t.shape[0] * t.shape[1]),
-  }));
+  const infos = plan.map((t) => ggufTensorOut({ ...t, name: ggufName(t.name) }));
   const { header, offsets, fileSize } = ggufHeader(ggufMetadata(config, quant, tok, name), infos);
   const fh = await open(path, 'w');
   try {

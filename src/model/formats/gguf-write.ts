@@ -54,6 +54,12 @@ export function ggufTensorType(quant: GgufPlain, shape: readonly [number, number
   return type;
 }
 
+/** A tensor's info as written (`name` already its GGUF name): vectors (norms, biases) have one dimension, matrices ne[0] = cols first. */
+export function ggufTensorOut(t: { name: string; shape: readonly [number, number]; type: GgmlType }): GgufTensorOut & { type: GgmlType } {
+  const [rows, cols] = t.shape;
+  return { name: t.name, dims: rows === 1 || cols === 1 ? [rows * cols] : [cols, rows], type: t.type, byteLength: ggmlBytes(t.type, rows * cols) };
+}
+
 /** The model's tensors in llama.cpp's order (plan names, [rows, cols], type). */
 export function ggufTensorPlan(c: ModelConfig, quant: GgufQuant): { name: string; shape: [number, number]; type: GgmlType }[] {
   const shapes = expectedShapes(c);
@@ -235,11 +241,7 @@ export function encodeGguf(model: ReferenceModel, quant: GgufQuant, tokenizer?: 
   });
   // The converter writes the divisors first, before the model's own tensors.
   if (c.ropeScaling?.type === 'factors') plan.unshift({ name: ROPE_FREQS, shape: [1, c.headSize / 2], type: 'F32', values: Float32Array.from(c.ropeScaling.factors) });
-  const tensors = plan.map((t) => {
-    const [rows, cols] = t.shape;
-    return { name: t.name, dims: rows === 1 || cols === 1 ? [rows * cols] : [cols, rows], type: t.type, byteLength: ggmlBytes(t.type, rows * cols) };
-  });
-  const { header, offsets, fileSize } = ggufHeader(ggufMetadata(c, quant, tokenizer), tensors);
+  const { header, offsets, fileSize } = ggufHeader(ggufMetadata(c, quant, tokenizer), plan.map(ggufTensorOut));
   const out = new Uint8Array(fileSize);
   out.set(header);
   plan.forEach((t, i) => out.set(quantizeAny(t.type, t.values), offsets[i]));
