@@ -104,6 +104,14 @@ describe('placeRanks', () => {
       await expect(placeRanks({ split }, config, sizes, probe, noCalibration), JSON.stringify(split)).rejects.toBeInstanceOf(InvalidArgumentError);
     }
     await expect(placeRanks({ tensorParallel: 3, split: { hidden: [1, 1] } }, config, sizes, probe, noCalibration)).rejects.toThrow(/tensorParallel says 3 ranks but split says 2/);
+    // the plan's validator, naming the option and throwing InvalidArgumentErrors
+    const why = async (split: unknown) => ((await placeRanks({ split: split as never }, config, sizes, probe, noCalibration).catch((x: unknown) => x)) as Error).message;
+    expect(await why([0.5, -1])).toMatch(/^split must be a non-empty list of positive numbers, got \[0\.5,-1\]/);
+    expect(await why({ kvHeads: [1, 1] })).toMatch(/^split has no axis kvHeads: the axes are heads, hidden, vocab\. KV heads follow the query heads/);
+    expect(await why({ heads: [1, 1], vocab: [1, 1, 1] })).toMatch(/^the vocab shares name 3 ranks, but the split has 2/);
+    expect(await why({ heads: [1, 0] })).toMatch(/^the heads shares must be a non-empty list of positive numbers/);
+    expect(await why({})).toMatch(/^split names no axis/);
+    await expect(placeRanks({ devices: 'gpu', split: { heads: [2, 1], kvHeads: undefined } as never }, config, sizes, probe, noCalibration)).resolves.toMatchObject({ axes: { heads: [2, 1] } });
   });
 
   it('a filter that matches nothing fails before any worker starts', async () => {

@@ -25,7 +25,7 @@ import {
   adapterKey, adapterName, checkDeviceSpec, describeSpec, identityOf, isCpuSpec, requestAdapterFor, CPU_ADAPTER_NAME, type DeviceSpec,
 } from '../gpu/core/adapter.js';
 import type { ModelConfig } from '../model/config.js';
-import { AXIS_NAMES as AXES } from '../parallel/axis-split.js';
+import { AXIS_NAMES as AXES, worldOf, type SharesCheck } from '../parallel/axis-split.js';
 import { degreeError, type AxisSplit } from '../parallel/plan.js';
 import { autoPlacement, cpuAuto } from './auto-placement.js';
 import type {
@@ -49,33 +49,18 @@ export function browserProbe(gpu: GPU): AdapterProbe {
   };
 }
 
-function shares(what: string, xs: unknown): number[] {
-  if (!Array.isArray(xs) || xs.length < 1 || xs.some((f) => typeof f !== 'number' || !(Number.isFinite(f) && f > 0))) {
-    throw new InvalidArgumentError(`${what} must be a non-empty list of positive numbers, got ${JSON.stringify(xs)}`);
-  }
-  return [...(xs as number[])];
-}
+/** The `split` option's errors: InvalidArgumentErrors that name it. */
+const SPLIT_CHECK: SharesCheck = { fractions: 'split', axes: 'split', Err: InvalidArgumentError };
 
 /** The `split` option as the plan takes it, and the rank count it gives. */
 function checkSplit(split: unknown): (ExplicitSplit & { n: number }) | undefined {
   if (split === undefined) return undefined;
-  if (Array.isArray(split)) {
-    const fractions = shares('split', split);
-    return { fractions, n: fractions.length };
-  }
   const remedy = `Give split as a list of per-rank shares, or as an object of them per axis (${AXES.join(', ')}), e.g. {heads: [2, 1]}`;
-  if (typeof split !== 'object' || split === null) throw new InvalidArgumentError(`split must be a list or an object of lists, got ${JSON.stringify(split)}`, remedy);
-  const given = Object.entries(split as Record<string, unknown>).filter(([, v]) => v !== undefined);
-  const unknown = given.filter(([k]) => !(AXES as readonly string[]).includes(k)).map(([k]) => k);
-  if (unknown.length) throw new InvalidArgumentError(`split has no axis ${unknown.join(', ')}: the axes are ${AXES.join(', ')} (KV heads follow the query heads)`, remedy);
-  if (given.length === 0) throw new InvalidArgumentError('split names no axis', remedy);
-  const axes: Record<string, number[]> = {};
-  for (const [k, v] of given) axes[k] = shares(`split.${k}`, v);
-  const lengths = new Set(Object.values(axes).map((xs) => xs.length));
-  if (lengths.size > 1) {
-    throw new InvalidArgumentError(`split's axes name different rank counts (${Object.entries(axes).map(([k, xs]) => `${k}: ${xs.length}`).join(', ')})`, 'Give every axis one share per rank');
-  }
-  return { axes: axes as AxisSplit, n: [...lengths][0]! };
+  const list = Array.isArray(split);
+  if (!list && (typeof split !== 'object' || split === null)) throw new InvalidArgumentError(`split must be a list or an object of lists, got ${JSON.stringify(split)}`, remedy);
+  const { world, lists } = worldOf(list ? { fractions: split as number[] } : { axes: split as AxisSplit }, SPLIT_CHECK);
+  if (world === undefined) throw new InvalidArgumentError('split names no axis', remedy);
+  return list ? { fractions: [...(split as number[])], n: world } : { axes: lists, n: world };
 }
 
 const explicit = (s: ExplicitSplit | undefined): ExplicitSplit => (s ? { ...(s.fractions && { fractions: s.fractions }), ...(s.axes && { axes: s.axes }) } : {});

@@ -4,7 +4,7 @@
  * that neither names is split evenly. KV heads follow the query heads (plan.ts). Pure sizes and
  * their validation, in the units a split must keep whole (`SplitUnits`, from the tensor table).
  */
-import { PlanError } from '../errors.js';
+import { PlanError, type WebGpuTpError } from '../errors.js';
 import type { ModelConfig } from '../model/config.js';
 import { evenSizes, proportionalSizes } from './split.js';
 
@@ -103,31 +103,47 @@ export function perAxisRemedy(config: ModelConfig, u: SplitUnits, d: number): st
   return `; at ${d} ranks, split the heads alone: split {heads: [${heads.join(', ')}]} (CLI --split heads=${heads.join(',')}), which keeps the MLP and vocab even`;
 }
 
-function checkShares(what: string, xs: unknown): readonly number[] {
-  if (!Array.isArray(xs) || xs.length < 1 || xs.some((f) => !(typeof f === 'number' && Number.isFinite(f) && f > 0))) {
-    throw new PlanError(`${what} must be a non-empty list of positive numbers, got [${String(xs)}]`);
-  }
-  return xs as readonly number[];
+/**
+ * What a validator of shares calls the lists it checks, and the error class it throws: the
+ * plan's `fractions` and `axes` (PlanError), or the SDK's `split` option (InvalidArgumentError).
+ */
+export interface SharesCheck {
+  fractions: string;
+  axes: string;
+  Err: new (message: string, remedy?: string) => WebGpuTpError;
 }
 
-/** The rank count `opts` gives, every list of shares checked against it. */
-function worldOf(opts: SplitOptions): { world: number | undefined; lists: Partial<Record<AxisName, readonly number[]>> } {
+const PLAN_CHECK: SharesCheck = { fractions: 'fractions', axes: 'axes', Err: PlanError };
+
+function checkShares(what: string, xs: unknown, Err: SharesCheck['Err']): readonly number[] {
+  if (!Array.isArray(xs) || xs.length < 1 || xs.some((f) => !(typeof f === 'number' && Number.isFinite(f) && f > 0))) {
+    throw new Err(`${what} must be a non-empty list of positive numbers, got [${String(xs)}]`);
+  }
+  return [...(xs as readonly number[])];
+}
+
+/**
+ * The rank count `opts` gives (undefined when it names none), every list of shares checked: known
+ * axes, positive numbers, one per rank; `lists` holds each axis's shares (`fractions` filling in).
+ */
+export function worldOf(opts: SplitOptions, check: SharesCheck = PLAN_CHECK): { world: number | undefined; lists: Partial<Record<AxisName, readonly number[]>> } {
   const { tensorParallel: tp, fractions, axes } = opts;
-  const all = fractions === undefined ? undefined : checkShares('fractions', fractions);
+  const { Err } = check;
+  const all = fractions === undefined ? undefined : checkShares(check.fractions, fractions, Err);
   if (tp !== undefined && all && tp !== all.length) {
-    throw new PlanError(`tensorParallel ${tp} does not match the ${all.length} fractions`, 'Give one fraction per rank');
+    throw new Err(`tensorParallel ${tp} does not match the ${all.length} fractions`, 'Give one fraction per rank');
   }
   let world = all?.length ?? tp;
   const lists: Partial<Record<AxisName, readonly number[]>> = {};
   if (axes !== undefined) {
-    if (typeof axes !== 'object' || axes === null) throw new PlanError(`axes must be an object of per-rank shares (${AXIS_NAMES.join(', ')}), got ${String(axes)}`);
-    const unknown = Object.keys(axes).filter((k) => !(AXIS_NAMES as readonly string[]).includes(k));
-    if (unknown.length) throw new PlanError(`axes has no axis ${unknown.join(', ')}: the axes are ${AXIS_NAMES.join(', ')}`, 'KV heads follow the query heads');
+    if (typeof axes !== 'object' || axes === null) throw new Err(`${check.axes} must be an object of per-rank shares (${AXIS_NAMES.join(', ')}), got ${String(axes)}`);
+    const unknown = Object.keys(axes).filter((k) => (axes as Record<string, unknown>)[k] !== undefined && !(AXIS_NAMES as readonly string[]).includes(k));
+    if (unknown.length) throw new Err(`${check.axes} has no axis ${unknown.join(', ')}: the axes are ${AXIS_NAMES.join(', ')}`, 'KV heads follow the query heads');
     for (const a of AXIS_NAMES) {
       if (axes[a] === undefined) continue;
-      const xs = checkShares(`the ${a} shares`, axes[a]);
+      const xs = checkShares(`the ${a} shares`, axes[a], Err);
       if (world !== undefined && xs.length !== world) {
-        throw new PlanError(`the ${a} shares name ${xs.length} ranks, but the split has ${world}`, 'Give every axis one share per rank');
+        throw new Err(`the ${a} shares name ${xs.length} ranks, but the split has ${world}`, 'Give every axis one share per rank');
       }
       world = xs.length;
       lists[a] = xs;
