@@ -7,16 +7,16 @@
  * the KV cache f32 or f16; runq.c's exact attention is not here yet.
  */
 import type { ModelConfig } from '../src/model/config.js';
-import { rankDims, type RankPlan } from '../src/parallel/plan.js';
+import { checkRowSplit, rankDims, type RankPlan } from '../src/parallel/plan.js';
 import { ropeTables } from '../src/model/reference.js';
 import { CpuKernels, type CpuKernelsOptions, type CpuKvDtype } from '../src/cpu/kernels.js';
 import { qkNorm } from '../src/cpu/qk-norm.js';
 import { CpuQuantKernels } from '../src/cpu/quant.js';
 import { matmulFor } from '../src/cpu/gemm.js';
 import { panelMatrix } from './cpu-panel.js';
-import { InvalidArgumentError, ModelFormatError, PlanError } from '../src/errors.js';
+import { InvalidArgumentError } from '../src/errors.js';
 import type { Activation, Backend, LayerOps, RankState, RowOp, StateOptions } from './backend.js';
-import { commonForm, sliceViews, type SliceView } from './slice-views.js';
+import { commonForm, shardViews } from './slice-views.js';
 import { cpuEmbed, cpuMatmul, quantMatrix, type CpuMatrix } from './cpu-quant.js';
 import { kquantMatrix } from './cpu-kquant.js';
 
@@ -42,20 +42,11 @@ export interface CpuWeights {
 
 /** Copies a rank's packed shard into a fresh memory, fusing wq|wk|wv and w1|w3 as the GPU backend does. */
 function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer, o: CpuKernelsOptions): CpuWeights {
-  const views = sliceViews(r, packed);
+  const { view, f32 } = shardViews(r, packed);
   // The tiled matrices' padding (≤ 3 rows each) and the state come on top.
   const kernels = CpuKernels.create(r.byteLength + (1 << 20), o);
   const quant = CpuQuantKernels.create(kernels);
-  const view = (name: string): SliceView => {
-    const v = views.get(name);
-    if (!v) throw new ModelFormatError(`rank ${r.rank}: tensor ${name} is missing from its shard`);
-    return v;
-  };
-  const vector = (name: string): number => {
-    const v = view(name);
-    if (v.dtype !== 'f32') throw new ModelFormatError(`rank ${r.rank}: tensor ${name} must be f32, got ${v.dtype}`);
-    return kernels.put(v.f);
-  };
+  const vector = (name: string): number => kernels.put(f32(name));
   /** The named parts' rows one after another (k = cols), in `layout` (f32 ones asked tiled go in panels). */
   const matrix = (names: string[], cols: number, layout: 'rows' | 'tiled' = 'tiled'): CpuMatrix => {
     const parts = commonForm(names.map(view));
@@ -79,11 +70,7 @@ function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer, o: C
     return { at, dtype, layout };
   };
   const fusedBias = (names: string[]): number => {
-    const parts = names.map((n) => {
-      const v = view(n);
-      if (v.dtype !== 'f32') throw new ModelFormatError(`rank ${r.rank}: tensor ${n} must be f32, got ${v.dtype}`);
-      return v.f;
-    });
+    const parts = names.map(f32);
     const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
     let o = 0;
     for (const p of parts) {
@@ -162,14 +149,10 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
   kn.f32(b.cos, tables.cos.length).set(tables.cos);
   kn.f32(b.sin, tables.sin.length).set(tables.sin);
   const eps = c.normEps;
-  // An uneven split may start a rank's heads inside a kv group (the shared kv head is on both ranks).
-  const kvMul = c.nHeads / c.nKvHeads;
-  const headOffset = r.heads[0] - r.kvHeads[0] * kvMul;
-  const styles = new Map(r.slices.map((t) => [t.name, t.style]));
   const { rows } = o;
   /** A row-parallel matmul of `input(m)`'s result: bound as the rank's RowBinding says. */
   const rowParallel = (name: string, wt: CpuMatrix, x: number, k: number, bias: number | undefined, input: CpuOp): RowOp<CpuOp> => {
-    if (styles.get(name) !== 'row') throw new PlanError(`${name}: the forward all-reduces its output, so it must be split by rows, got ${styles.get(name) ?? 'no slice'}`);
+    checkRowSplit(r, name);
     const into = rows.into === 'x'
       ? { y: b.x, accumulate: true, bias }
       : { y: b.partial, accumulate: rows.continueSum, bias: undefined };
@@ -203,7 +186,7 @@ function createCpuRunState(c: ModelConfig, r: RankPlan, w: CpuWeights, o: StateO
     },
     attention: (m) => kn.attention({
       out: b.att, q: b.qkv, qStride: d.qkv, k: caches[l]!.k, v: caches[l]!.v, maxSeq: seq, nKv: d.nKvHeads,
-      positions: b.positions, slots: b.slots, m, nHeads: d.nHeads, headSize: hs, kvMul, headOffset, kvDtype,
+      positions: b.positions, slots: b.slots, m, nHeads: d.nHeads, headSize: hs, kvMul: d.kvMul, headOffset: d.headOffset, kvDtype,
     }),
     wo: rowParallel(`layers.${l}.attention.wo`, L.wo, b.att, qDim, L.bo, none),
     w13: (m) => {

@@ -6,7 +6,7 @@
  * rank (`continue`), so each is runq.c's one sequential sum over the groups.
  */
 import type { ModelConfig } from '../src/model/config.js';
-import { rankDims, type RankPlan } from '../src/parallel/plan.js';
+import { checkRowSplit, rankDims, type RankPlan } from '../src/parallel/plan.js';
 import { add, rmsnorm, rope, ropeTables } from '../src/model/reference.js';
 import { quantizeQ8, type Q8Tensor } from '../src/model/reference-q8.js';
 import { glibcTrig } from '../src/model/glibc-trig.js';
@@ -15,7 +15,7 @@ import { int8s, W8A8Matmul, type W8A8Into, type W8A8Operand } from '../src/cpu/w
 import { CpuKernels } from '../src/cpu/kernels.js';
 import { InvalidArgumentError, ModelFormatError, PlanError } from '../src/errors.js';
 import type { Activation, Backend, LayerOps, RankState, RowOp, StateOptions } from './backend.js';
-import { sliceViews, type SliceView } from './slice-views.js';
+import { shardViews, type SliceView } from './slice-views.js';
 
 const f = Math.fround;
 
@@ -38,22 +38,13 @@ export interface ExactWeights {
 }
 
 function createExactWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer): ExactWeights {
-  const views = sliceViews(r, packed);
-  const view = (name: string): SliceView => {
-    const v = views.get(name);
-    if (!v) throw new ModelFormatError(`rank ${r.rank}: tensor ${name} is missing from its shard`);
-    return v;
-  };
+  const { view, f32 } = shardViews(r, packed);
   const q8 = (name: string): Extract<SliceView, { dtype: 'q8_0' }> => {
     const v = view(name);
     if (v.dtype !== 'q8_0') throw new ModelFormatError(`rank ${r.rank}: runqExact needs Q8_0 matrices (llama2.c version 2); ${name} is ${v.dtype}`);
     return v;
   };
-  const vector = (name: string): Float32Array => {
-    const v = view(name);
-    if (v.dtype !== 'f32') throw new ModelFormatError(`rank ${r.rank}: tensor ${name} must be f32, got ${v.dtype}`);
-    return v.f.slice();
-  };
+  const vector = (name: string): Float32Array => f32(name).slice();
   const groupSize = q8('tok_embeddings').groupSize;
   const kernels = CpuKernels.create(r.byteLength + (1 << 16));
   /** The named matrices' rows one after another, values then scales. */
@@ -150,10 +141,7 @@ function createExactState(c: ModelConfig, r: RankPlan, w: ExactWeights, o: State
   const cache = Array.from({ length: o.slots }, () => w.layers.map(() => ({ k: new Float32Array(seq * kvDim), v: new Float32Array(seq * kvDim) })));
   const scores = new Float32Array(seq);
   const eps = c.normEps;
-  const kvMul = c.nHeads / c.nKvHeads;
-  // An uneven split may start a rank's heads inside a kv group (the shared kv head is on both ranks).
-  const headOffset = r.heads[0] - r.kvHeads[0] * kvMul;
-  const styles = new Map(r.slices.map((t) => [t.name, t.style]));
+  const { kvMul, headOffset } = d;
   const sqrtHs = f(Math.sqrt(hs));
 
   /** runq.c's `quantize` of m rows of n values, then its matmul by wt into y. */
@@ -162,7 +150,7 @@ function createExactState(c: ModelConfig, r: RankPlan, w: ExactWeights, o: State
     w.w8a8.run({ y, x: xq, w: wt, m, k, n, groupSize: gs, into });
   };
   const rowParallel = (name: string, wt: W8A8Operand, x: Float32Array, k: number, input: ExactOp): RowOp<ExactOp> => {
-    if (styles.get(name) !== 'row') throw new PlanError(`${name}: the forward all-reduces its output, so it must be split by rows, got ${styles.get(name) ?? 'no slice'}`);
+    checkRowSplit(r, name);
     const { rows } = o;
     const y = rows.into === 'x' ? at.x : at.partial;
     const into: W8A8Into = rows.into === 'x' ? 'add' : rows.continueSum ? 'continue' : 'set';

@@ -5,7 +5,7 @@
  * GPU resource. Kernel choice and tuning stay in the kernel wrappers (`createMatmul`, ...).
  */
 import type { ModelConfig } from '../src/model/config.js';
-import { rankDims, type RankPlan } from '../src/parallel/plan.js';
+import { checkRowSplit, rankDims, type RankPlan } from '../src/parallel/plan.js';
 import { mathTrig, ropeTables } from '../src/model/reference.js';
 import { glibcTrig } from '../src/model/glibc-trig.js';
 import type { GpuContext } from '../src/gpu/core/device.js';
@@ -20,7 +20,6 @@ import { createQkNorm } from '../src/gpu/kernels/qk-norm.js';
 import { createReadback, destroyReadback, type Readback, type ReadTicket } from '../src/gpu/core/readback.js';
 import type { BoundOp } from '../src/gpu/core/op.js';
 import { createKernelProfiler, type KernelProfiler } from '../src/gpu/core/profiler.js';
-import { PlanError } from '../src/errors.js';
 import type { Backend, LayerOps, RankState, RowOp, StateOptions } from './backend.js';
 import { createShardWeights, destroyShardWeights, type ShardWeights } from './gpu-weights.js';
 
@@ -79,13 +78,10 @@ function createRunState(ctx: GpuContext, c: ModelConfig, r: RankPlan, w: ShardWe
     rope: createRopeTables(ctx, d.headSize, ropeTables(c.headSize, o.contextLength, c.ropeTheta, c.ropeScaling, o.exact ? glibcTrig : mathTrig)),
   };
   const eps = c.normEps;
-  // An uneven split may start a rank's heads inside a kv group (the shared kv head is on both ranks).
-  const kvMul = c.nHeads / c.nKvHeads;
-  const kvGroup = { kvMul, headOffset: r.heads[0] - r.kvHeads[0] * kvMul };
-  const styles = new Map(r.slices.map((t) => [t.name, t.style]));
+  const kvGroup = { kvMul: d.kvMul, headOffset: d.headOffset };
   /** A matmul whose weight the plan splits by rows leaves a partial sum: bound as the rank's RowBinding says. */
   const rowParallel = (name: string, mm: Omit<MatmulOptions, 'y'>, bias: GPUBuffer | undefined): RowOp<BoundOp> => {
-    if (styles.get(name) !== 'row') throw new PlanError(`${name}: the forward all-reduces its output, so it must be split by rows, got ${styles.get(name) ?? 'no slice'}`);
+    checkRowSplit(r, name);
     const matmul = rows.into === 'x'
       ? createMatmul(ctx, step, { ...mm, y: b.x, bias, accumulate: true })
       : createMatmul(ctx, step, { ...mm, y: b.partial, continueSum: rows.continueSum });

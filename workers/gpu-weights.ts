@@ -9,8 +9,7 @@ import type { GpuContext } from '../src/gpu/core/device.js';
 import { createMatrix, destroyMatrix, createStorageBuffer, writeMatrixRows, type Matrix } from '../src/gpu/core/buffers.js';
 import { createQuantMatrix, destroyQuantMatrix, isQuantMatrix, writeQuantRows, type QuantMatrix } from '../src/gpu/core/quant-matrix.js';
 import { createHalfMatrix, destroyHalfMatrix, isHalfMatrix, writeHalfRows, type HalfMatrix } from '../src/gpu/core/half-matrix.js';
-import { commonForm, sliceValues, sliceViews, type SliceView } from './slice-views.js';
-import { ModelFormatError } from '../src/errors.js';
+import { commonForm, shardViews, sliceValues } from './slice-views.js';
 
 /** A weight matrix as the file stores it: f32, f16 kept in f16, or Q8_0 / Q4_0 kept quantised. */
 export type Weight = Matrix | QuantMatrix | HalfMatrix;
@@ -43,17 +42,7 @@ export interface LayerWeights {
  */
 export function createShardWeights(ctx: GpuContext, c: ModelConfig, r: RankPlan, packed: ArrayBuffer): ShardWeights {
   const d = rankDims(c, r);
-  const views = sliceViews(r, packed);
-  const view = (name: string): SliceView => {
-    const v = views.get(name);
-    if (!v) throw new ModelFormatError(`rank ${r.rank}: tensor ${name} is missing from its shard`);
-    return v;
-  };
-  const get = (name: string): Float32Array => {
-    const v = view(name);
-    if (v.dtype !== 'f32') throw new ModelFormatError(`rank ${r.rank}: tensor ${name} must be f32, got ${v.dtype}`);
-    return v.f;
-  };
+  const { view, f32: get } = shardViews(r, packed);
   const matrix = (rows: number, cols: number, label: string, names: string[]): Weight => {
     // commonForm leaves every part in one dtype and group size, so the parts fuse row after row.
     const parts = commonForm(names.map(view));

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { dequantizeQ4, quantizeQ4 } from '../src/model/reference-q4.js';
 import { dequantizeQ8, quantizeQ8 } from '../src/model/reference-q8.js';
 import { dequantize, quantize } from '../src/model/formats/gguf-blocks.js';
-import { commonForm, type SliceView } from './slice-views.js';
+import { ModelFormatError } from '../src/errors.js';
+import type { RankPlan } from '../src/parallel/plan.js';
+import { commonForm, shardViews, type SliceView } from './slice-views.js';
 
 const rand = (n: number, seed: number) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * 12.9898 + seed) * 0.7);
 
@@ -46,5 +48,30 @@ describe('commonForm: the parts of one fused matrix in one dtype, exactly', () =
     const want = new Float32Array(64);
     dequantize('F16', bytes, want);
     expect(Array.from(x!.f)).toEqual(Array.from(want));
+  });
+});
+
+describe('shardViews: a rank\'s slices by name, with errors that name the rank', () => {
+  // a norm of 4 floats, then a 1 × 32 Q8_0 row (32 int8 values, one scale)
+  const r: RankPlan = {
+    rank: 1, heads: [0, 1], kvHeads: [0, 1], hidden: [0, 1], vocab: [0, 1], byteLength: 16 + 36,
+    slices: [
+      { name: 'norm', style: 'replicated', dtype: 'f32', shape: [1, 4], byteLength: 16, ranges: [] },
+      { name: 'output', style: 'vocab', dtype: 'q8_0', groupSize: 32, shape: [1, 32], byteLength: 36, ranges: [] },
+    ],
+  };
+  const packed = new ArrayBuffer(r.byteLength);
+  new Float32Array(packed, 0, 4).set([1, 2, 3, 4]);
+  const { view, f32 } = shardViews(r, packed);
+
+  it('gives each slice\'s view, and the f32 ones as floats', () => {
+    expect(Array.from(f32('norm'))).toEqual([1, 2, 3, 4]);
+    expect(view('output')).toMatchObject({ dtype: 'q8_0', groupSize: 32 });
+  });
+
+  it('a missing slice, or f32 asked of a quantised one, is a ModelFormatError naming the rank', () => {
+    expect(() => view('layers.0.ffn_norm')).toThrow(ModelFormatError);
+    expect(() => view('layers.0.ffn_norm')).toThrow(/rank 1: tensor layers\.0\.ffn_norm is missing from its shard/);
+    expect(() => f32('output')).toThrow(/rank 1: tensor output must be f32, got q8_0/);
   });
 });

@@ -45,6 +45,22 @@ export function sliceViews(r: RankPlan, packed: ArrayBuffer): Map<string, SliceV
   return views;
 }
 
+/** A rank's slices by name: `view` is a ModelFormatError naming the rank where the shard lacks one, `f32` also where it is not f32. */
+export function shardViews(r: RankPlan, packed: ArrayBuffer): { view: (name: string) => SliceView; f32: (name: string) => Float32Array } {
+  const views = sliceViews(r, packed);
+  const view = (name: string): SliceView => {
+    const v = views.get(name);
+    if (!v) throw new ModelFormatError(`rank ${r.rank}: tensor ${name} is missing from its shard`);
+    return v;
+  };
+  const f32 = (name: string): Float32Array => {
+    const v = view(name);
+    if (v.dtype !== 'f32') throw new ModelFormatError(`rank ${r.rank}: tensor ${name} must be f32, got ${v.dtype}`);
+    return v.f;
+  };
+  return { view, f32 };
+}
+
 /** How many values a slice holds, whatever its dtype. */
 export function sliceValues(v: SliceView): number {
   return v.dtype === 'f32' ? v.f.length : v.dtype === 'f16' ? v.h.length : v.dtype === 'q8_m' ? v.q.length : v.s.length * v.groupSize;

@@ -5,7 +5,7 @@ import { PlanError } from '../errors.js';
 import type { ModelConfig } from '../model/config.js';
 import { modelsDir, readArrayBuffer } from '../../test-support/fixtures/paths.js';
 import { llama2cFileSize, llama2cTensorTable, parseLlama2cHeader } from '../model/formats/llama2c.js';
-import { fnv1a64, localKvHead, makePlan, type Plan, rankWeightBytes, sliceListHash, styleFor } from './plan.js';
+import { checkRowSplit, fnv1a64, localKvHead, makePlan, type Plan, rankDims, rankWeightBytes, sliceListHash, styleFor } from './plan.js';
 import { evenSizes, proportionalSizes } from './split.js';
 
 const path = resolve(modelsDir, 'stories260K.bin');
@@ -167,6 +167,20 @@ describe('uneven splits', () => {
     expect(odd.ranks.map((r) => r.heads)).toEqual([[0, 3], [3, 6], [6, 8]]);
     expect(odd.ranks.map((r) => r.kvHeads)).toEqual([[0, 2], [1, 3], [3, 4]]);
     expect([0, 1, 2].map((h) => localKvHead(odd, odd.ranks[1]!, h))).toEqual([0, 1, 1]);
+    // the backends' kv group (rankDims) reads the kv heads localKvHead names
+    for (const r of odd.ranks) {
+      const d = rankDims(config, r);
+      expect(Array.from({ length: d.nHeads }, (_, h) => Math.floor((h + d.headOffset) / d.kvMul))).toEqual(Array.from({ length: d.nHeads }, (_, h) => localKvHead(odd, r, h)));
+    }
+    expect(rankDims(config, odd.ranks[1]!)).toMatchObject({ kvMul: 2, headOffset: 1 });
+  });
+
+  it('checkRowSplit: the all-reduced matmuls must be split by rows', () => {
+    const r = makePlan(config, { tensorParallel: 2 }).ranks[0]!;
+    expect(() => checkRowSplit(r, 'layers.0.attention.wo')).not.toThrow();
+    expect(() => checkRowSplit(r, 'layers.0.attention.wq')).toThrow(PlanError);
+    expect(() => checkRowSplit(r, 'layers.0.attention.wq')).toThrow(/layers\.0\.attention\.wq: the forward all-reduces its output, so it must be split by rows, got column/);
+    expect(() => checkRowSplit(r, 'layers.9.attention.wo')).toThrow(/got no slice/);
   });
 
   it('rejects fractions that starve a rank or do not match tensorParallel', () => {

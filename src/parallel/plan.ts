@@ -393,11 +393,15 @@ export interface RankDims {
   hidden: number; // MLP units on this rank
   vocab: number; // classifier rows on this rank
   qkv: number; // (nHeads + 2·nKvHeads)·headSize
+  kvMul: number; // query heads per KV head (n_heads / n_kv_heads)
+  /** Local query head h reads local KV head floor((h + headOffset) / kvMul): an uneven split may start a rank's heads inside a KV group. */
+  headOffset: number;
 }
 
 export function rankDims(c: ModelConfig, r: RankPlan): RankDims {
   const nHeads = r.heads[1] - r.heads[0];
   const nKvHeads = r.kvHeads[1] - r.kvHeads[0];
+  const kvMul = c.nHeads / c.nKvHeads;
   return {
     dim: c.dim,
     headSize: c.headSize,
@@ -406,7 +410,15 @@ export function rankDims(c: ModelConfig, r: RankPlan): RankDims {
     hidden: r.hidden[1] - r.hidden[0],
     vocab: r.vocab[1] - r.vocab[0],
     qkv: (nHeads + 2 * nKvHeads) * c.headSize,
+    kvMul,
+    headOffset: r.heads[0] - r.kvHeads[0] * kvMul,
   };
+}
+
+/** A PlanError unless the rank's plan splits `name` by rows: the forward all-reduces that matmul's output. */
+export function checkRowSplit(r: RankPlan, name: string): void {
+  const style = r.slices.find((t) => t.name === name)?.style;
+  if (style !== 'row') throw new PlanError(`${name}: the forward all-reduces its output, so it must be split by rows, got ${style ?? 'no slice'}`);
 }
 
 /**
