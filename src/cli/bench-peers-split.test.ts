@@ -4,6 +4,7 @@ import { llama2cConfig, SYNTH_SHAPES } from '../model/synth.js';
 import { llama2cTensorTable } from '../model/formats/llama2c.js';
 import { encodeGguf } from '../model/formats/gguf-write.js';
 import { readGguf } from '../model/formats/gguf.js';
+import { openSource } from '../loader/source.js';
 import { kquantModel } from '../../test-support/model/kquant-gguf.js';
 import { wholeBlockSplit, writtenTensors } from './bench-peers-split.js';
 import { plannedConfigs } from './bench-peers.js';
@@ -31,8 +32,7 @@ describe('bench peers\' TP split', () => {
     const model = kquantModel();
     for (const quant of ['q4_k_m', 'q4_0', 'f16'] as const) {
       const bytes = encodeGguf(model, quant);
-      const read = await readGguf({ name: 'm.gguf', size: async () => bytes.byteLength, head: async (n) => bytes.subarray(0, n) });
-      expect(writtenTensors(model.config, quant)).toEqual(read.tensors);
+      expect(writtenTensors(model.config, quant)).toEqual((await readGguf(openSource(bytes))).tensors);
     }
   });
 
