@@ -5,7 +5,7 @@
  */
 import { InvalidArgumentError } from '../../errors.js';
 import type { GpuContext } from './device.js';
-import { padRows, paddedStride, planMatrixChunks } from './layout.js';
+import { chunkSpans, padRows, paddedStride, planMatrixChunks } from './layout.js';
 import { acquireBuffer, releaseBuffer } from './pool.js';
 
 const STORAGE = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
@@ -50,15 +50,18 @@ export interface MatrixChunk {
   rows: number;
 }
 
-export function createMatrix(ctx: GpuContext, n: number, k: number, label = 'matrix', data?: Float32Array): Matrix {
+/** The buffers of an (n, k) matrix of `elementBytes`-byte values in padded rows, chunked under the binding limit. */
+export function createMatrixChunks(ctx: GpuContext, n: number, k: number, label: string, elementBytes = 4): MatrixChunk[] {
   const limit = Math.min(ctx.limits.maxStorageBufferBindingSize, ctx.limits.maxBufferSize);
-  const plan = planMatrixChunks(n, k, limit);
-  const chunks = plan.map((c, i) => ({
+  return planMatrixChunks(n, k, limit, elementBytes).map((c, i) => ({
     buffer: ctx.device.createBuffer({ size: c.bytes, usage: STORAGE, label: `${label}[${i}]` }),
     rowStart: c.rowStart,
     rows: c.rows,
   }));
-  const mat: Matrix = { n, k, stride: paddedStride(k), chunks, label };
+}
+
+export function createMatrix(ctx: GpuContext, n: number, k: number, label = 'matrix', data?: Float32Array): Matrix {
+  const mat: Matrix = { n, k, stride: paddedStride(k), chunks: createMatrixChunks(ctx, n, k, label), label };
   if (data) writeMatrixRows(ctx, mat, 0, data);
   return mat;
 }
@@ -69,10 +72,7 @@ export function writeMatrixRows(ctx: GpuContext, mat: Matrix, rowStart: number, 
   if (rows * mat.k !== data.length || rowStart + rows > mat.n) {
     throw new InvalidArgumentError(`${mat.label}: expected whole rows of ${mat.k} within ${mat.n}, got ${data.length} floats at row ${rowStart}`);
   }
-  for (const c of mat.chunks) {
-    const r0 = Math.max(rowStart, c.rowStart);
-    const r1 = Math.min(rowStart + rows, c.rowStart + c.rows);
-    if (r0 >= r1) continue;
+  for (const { c, r0, r1 } of chunkSpans(mat.chunks, rowStart, rows)) {
     const part = padRows(data.subarray((r0 - rowStart) * mat.k, (r1 - rowStart) * mat.k), r1 - r0, mat.k);
     ctx.device.queue.writeBuffer(c.buffer, (r0 - c.rowStart) * mat.stride * 4, part.buffer, part.byteOffset, part.byteLength);
   }

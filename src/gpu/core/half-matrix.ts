@@ -7,10 +7,8 @@
  */
 import { InvalidArgumentError } from '../../errors.js';
 import type { GpuContext } from './device.js';
-import type { MatrixChunk } from './buffers.js';
-import { paddedStride, planMatrixChunks } from './layout.js';
-
-const STORAGE = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+import { createMatrixChunks, type MatrixChunk } from './buffers.js';
+import { chunkSpans, padRows, paddedStride } from './layout.js';
 
 export interface HalfMatrix {
   kind: 'f16';
@@ -27,13 +25,7 @@ export function isHalfMatrix(w: object): w is HalfMatrix {
 }
 
 export function createHalfMatrix(ctx: GpuContext, n: number, k: number, label = 'f16'): HalfMatrix {
-  const limit = Math.min(ctx.limits.maxStorageBufferBindingSize, ctx.limits.maxBufferSize);
-  const chunks = planMatrixChunks(n, k, limit, 2).map((c, i) => ({
-    buffer: ctx.device.createBuffer({ size: c.bytes, usage: STORAGE, label: `${label}[${i}]` }),
-    rowStart: c.rowStart,
-    rows: c.rows,
-  }));
-  return { kind: 'f16', n, k, stride: paddedStride(k), chunks, label };
+  return { kind: 'f16', n, k, stride: paddedStride(k), chunks: createMatrixChunks(ctx, n, k, label, 2), label };
 }
 
 /** Writes dense rows of halves (stride k) from row `rowStart`, padding each to the stride; they may span chunks. */
@@ -42,16 +34,8 @@ export function writeHalfRows(ctx: GpuContext, m: HalfMatrix, rowStart: number, 
   if (rows * m.k !== h.length || rowStart + rows > m.n) {
     throw new InvalidArgumentError(`${m.label}: expected whole rows of ${m.k} halves within ${m.n}, got ${h.length} at row ${rowStart}`);
   }
-  for (const c of m.chunks) {
-    const r0 = Math.max(rowStart, c.rowStart);
-    const r1 = Math.min(rowStart + rows, c.rowStart + c.rows);
-    if (r0 >= r1) continue;
-    let part = h.subarray((r0 - rowStart) * m.k, (r1 - rowStart) * m.k);
-    if (m.stride !== m.k) {
-      const padded = new Uint16Array((r1 - r0) * m.stride);
-      for (let r = 0; r < r1 - r0; r++) padded.set(part.subarray(r * m.k, (r + 1) * m.k), r * m.stride);
-      part = padded;
-    }
+  for (const { c, r0, r1 } of chunkSpans(m.chunks, rowStart, rows)) {
+    const part = padRows(h.subarray((r0 - rowStart) * m.k, (r1 - rowStart) * m.k), r1 - r0, m.k);
     ctx.device.queue.writeBuffer(c.buffer, (r0 - c.rowStart) * m.stride * 2, part.buffer, part.byteOffset, part.byteLength);
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_WORKGROUPS_PER_DIM, grid2d, padRows, paddedStride, planMatrixChunks, wgsl } from './layout.js';
+import { MAX_WORKGROUPS_PER_DIM, chunkSpans, equalRowChunks, grid2d, padRows, paddedStride, planMatrixChunks, wgsl } from './layout.js';
 import { sizeClass } from './pool.js';
 
 describe('grid2d', () => {
@@ -44,6 +44,17 @@ describe('planMatrixChunks', () => {
   it('throws when a single row cannot fit', () => {
     expect(() => planMatrixChunks(2, 1000, 1000)).toThrow(/exceeds the binding limit/);
   });
+  it('equal chunks of at most maxRows, the first ones a row longer (as the quantised matrices take them)', () => {
+    expect(equalRowChunks(10, 4)).toEqual([{ rowStart: 0, rows: 4 }, { rowStart: 4, rows: 3 }, { rowStart: 7, rows: 3 }]);
+    expect(equalRowChunks(8, 8)).toEqual([{ rowStart: 0, rows: 8 }]);
+    expect(equalRowChunks(0, 8)).toEqual([{ rowStart: 0, rows: 0 }]);
+  });
+  it('a write of rows reaches the chunks it overlaps, with the rows of each it covers', () => {
+    const chunks = equalRowChunks(10, 4);
+    expect(chunkSpans(chunks, 3, 5).map(({ c, r0, r1 }) => [c.rowStart, r0, r1])).toEqual([[0, 3, 4], [4, 4, 7], [7, 7, 8]]);
+    expect(chunkSpans(chunks, 4, 3).map(({ c, r0, r1 }) => [c.rowStart, r0, r1])).toEqual([[4, 4, 7]]);
+    expect(chunkSpans(chunks, 10, 0)).toEqual([]);
+  });
 });
 
 describe('row padding', () => {
@@ -53,6 +64,9 @@ describe('row padding', () => {
     expect(paddedStride(17)).toBe(20);
     const p = padRows(Float32Array.of(1, 2, 3, 4, 5, 6), 2, 3);
     expect(Array.from(p)).toEqual([1, 2, 3, 0, 4, 5, 6, 0]);
+    const h = padRows(Uint16Array.of(1, 2, 3, 4, 5, 6), 2, 3);
+    expect(h).toBeInstanceOf(Uint16Array);
+    expect(Array.from(h)).toEqual([1, 2, 3, 0, 4, 5, 6, 0]);
   });
   it('returns the data itself when no padding is needed', () => {
     const d = new Float32Array(8);

@@ -40,25 +40,39 @@ export function planMatrixChunks(n: number, k: number, maxBindingBytes: number, 
   if (rowBytes > maxBindingBytes) {
     throw new RangeError(`one row of ${k} values (${rowBytes} bytes) exceeds the binding limit of ${maxBindingBytes} bytes`);
   }
-  const maxRows = Math.floor(maxBindingBytes / rowBytes);
+  return equalRowChunks(n, Math.floor(maxBindingBytes / rowBytes)).map((c) => ({ ...c, bytes: Math.max(16, c.rows * rowBytes) }));
+}
+
+/** Rows [0, n) in the fewest chunks of at most `maxRows`, as equal as possible (the first ones get the extra row). */
+export function equalRowChunks(n: number, maxRows: number): { rowStart: number; rows: number }[] {
   const nChunks = Math.max(1, Math.ceil(n / maxRows));
   const base = Math.floor(n / nChunks);
   const extra = n % nChunks;
-  const plan: MatrixChunkPlan[] = [];
-  let rowStart = 0;
-  for (let c = 0; c < nChunks; c++) {
+  const chunks: { rowStart: number; rows: number }[] = [];
+  for (let c = 0, rowStart = 0; c < nChunks; c++) {
     const rows = base + (c < extra ? 1 : 0);
-    plan.push({ rowStart, rows, bytes: Math.max(16, rows * rowBytes) });
+    chunks.push({ rowStart, rows });
     rowStart += rows;
   }
-  return plan;
+  return chunks;
 }
 
-/** Copies dense rows (stride k) into rows of stride paddedStride(k), zero-filling the padding. */
-export function padRows(data: Float32Array, rows: number, k: number): Float32Array {
+/** The chunks that rows [rowStart, rowStart + rows) reach, each with the rows of it they cover, [r0, r1). */
+export function chunkSpans<C extends { rowStart: number; rows: number }>(chunks: readonly C[], rowStart: number, rows: number): { c: C; r0: number; r1: number }[] {
+  const spans: { c: C; r0: number; r1: number }[] = [];
+  for (const c of chunks) {
+    const r0 = Math.max(rowStart, c.rowStart);
+    const r1 = Math.min(rowStart + rows, c.rowStart + c.rows);
+    if (r0 < r1) spans.push({ c, r0, r1 });
+  }
+  return spans;
+}
+
+/** Copies dense rows (stride k) of floats or halves into rows of stride paddedStride(k), zero-filling the padding. */
+export function padRows<T extends Float32Array | Uint16Array>(data: T, rows: number, k: number): T {
   const s = paddedStride(k);
-  if (s === k) return data.subarray(0, rows * k);
-  const out = new Float32Array(rows * s);
+  if (s === k) return data.subarray(0, rows * k) as T;
+  const out = new (data.constructor as new (n: number) => T)(rows * s);
   for (let r = 0; r < rows; r++) out.set(data.subarray(r * k, r * k + k), r * s);
   return out;
 }

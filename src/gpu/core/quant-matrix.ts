@@ -8,6 +8,7 @@
  */
 import { InvalidArgumentError } from '../../errors.js';
 import type { GpuContext } from './device.js';
+import { chunkSpans, equalRowChunks } from './layout.js';
 
 const STORAGE = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
 
@@ -58,18 +59,12 @@ export function createQuantMatrix(ctx: GpuContext, n: number, k: number, groupSi
   const gw = quantGroupWords(kind);
   const rowBytes = Math.max(qRow, (k / groupSize) * 4 * gw);
   if (rowBytes > limit) throw new InvalidArgumentError(`${label}: one row of ${k} values exceeds the binding limit of ${limit} bytes`);
-  const nChunks = Math.max(1, Math.ceil(n / Math.floor(limit / rowBytes)));
-  const chunks: QuantChunk[] = [];
-  for (let c = 0, rowStart = 0; c < nChunks; c++) {
-    const rows = Math.floor(n / nChunks) + (c < n % nChunks ? 1 : 0);
-    chunks.push({
-      q: ctx.device.createBuffer({ size: Math.max(16, rows * qRow), usage: STORAGE, label: `${label}.q[${c}]` }),
-      s: ctx.device.createBuffer({ size: Math.max(16, (rows * k) / groupSize * 4 * gw), usage: STORAGE, label: `${label}.s[${c}]` }),
-      rowStart,
-      rows,
-    });
-    rowStart += rows;
-  }
+  const chunks: QuantChunk[] = equalRowChunks(n, Math.floor(limit / rowBytes)).map(({ rowStart, rows }, c) => ({
+    q: ctx.device.createBuffer({ size: Math.max(16, rows * qRow), usage: STORAGE, label: `${label}.q[${c}]` }),
+    s: ctx.device.createBuffer({ size: Math.max(16, (rows * k) / groupSize * 4 * gw), usage: STORAGE, label: `${label}.s[${c}]` }),
+    rowStart,
+    rows,
+  }));
   return { kind, n, k, groupSize, chunks, label };
 }
 
@@ -84,10 +79,7 @@ export function writeQuantRows(ctx: GpuContext, m: QuantMatrix, rowStart: number
   if (!Number.isInteger(rows) || s.length !== rows * g || rowStart + rows > m.n) {
     throw new InvalidArgumentError(`${m.label}: expected whole rows of ${rb} bytes and ${g} scales within ${m.n}, got ${q.length} and ${s.length} at row ${rowStart}`);
   }
-  for (const c of m.chunks) {
-    const r0 = Math.max(rowStart, c.rowStart);
-    const r1 = Math.min(rowStart + rows, c.rowStart + c.rows);
-    if (r0 >= r1) continue;
+  for (const { c, r0, r1 } of chunkSpans(m.chunks, rowStart, rows)) {
     const qs = q.subarray((r0 - rowStart) * rb, (r1 - rowStart) * rb);
     const ss = s.subarray((r0 - rowStart) * g, (r1 - rowStart) * g);
     ctx.device.queue.writeBuffer(c.q, (r0 - c.rowStart) * rb, qs.buffer, qs.byteOffset, qs.byteLength);
