@@ -22,7 +22,7 @@ Usage:
       --int8-activations: Q4_0 and Q8_0 matrices take their input quantised to int8 per group of 32, as llama.cpp's
                  CPU path does (W4A8 / W8A8). The default where every rank is a CPU rank and the GGUF's quantised
                  matrices are Q8_0/Q4_0; a llama2.c v2 / runq.c Q8_0 model runs W8A8 wherever it runs
-      --weight-only: f32 activations for every format (quantised weights only dequantised); the default with a GPU rank
+      --weight-only: f32 activations for every format (quantised weights only dequantised); a GGUF's default with a GPU rank
       --no-runq-exact: llama2.c v2 W8A8 computes runq.c's floats bit for bit unless given (run.c-order attention; at
                  TP > 1 the wo/w2 sums chained rank to rank); with it, the faster online-softmax attention and
                  all-reduce, whose last bits differ
