@@ -32,7 +32,7 @@ test('`webgpu-tp generate --json` prints the documented shape', async () => {
   expect(r.tokens).toEqual(greedy.tokens.slice(1, 17));
   expect(Object.keys(r.timings as object).sort()).toEqual(['decode_tokens_per_s', 'load_ms', 'prefill_tokens_per_s']);
   expect(r.ranks).toEqual([expect.objectContaining({ rank: 0, backend: 'gpu', adapter: expect.any(String), heads: [0, 8] })]);
-  expect(r.placement).toEqual({ mode: expect.any(String), reason: expect.any(String), split: 'even' });
+  expect(r.placement).toEqual({ mode: expect.any(String), reason: expect.any(String), split: 'even', activations: 'f32', activations_reason: 'no quantised matrix' });
 });
 
 test('`webgpu-tp generate --devices cpu --tp 2 --json` runs on two CPU ranks and says so', async () => {

@@ -3,7 +3,7 @@
  * CPU ranks at TP 1 (from BOS: the gemv) and TP 2 (after a prompt: the small-m kernels too),
  * weight-only and with int8 activations, must give the oracle's greedy tokens: the f32 oracle
  * on the dequantised weights, and the int8 oracle (runq.c's W8A8 arithmetic, split as the ranks
- * split the row-parallel matmuls) for int8 activations.
+ * split the row-parallel matmuls) for int8 activations, which CPU ranks alone run by default.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -36,14 +36,16 @@ for (const quant of ['q8_0', 'q4_0'] as const satisfies readonly GgufQuant[]) {
     writeFileSync(path, bytes);
     const url = harness.server.mountFile(`/files/cpu-quant/stories260K-${quant}.gguf`, path);
     const { layout, model: f32 } = await loadGgufDequantized(bytes);
-    const int8 = await loadGgufInt8(bytes);
+    const int8Model = await loadGgufInt8(bytes);
     const c = layout.config;
     const pick = (l: Float32Array) => argmax(l, c.vocabSize);
     const seen: Record<string, number[]> = {};
-    for (const int8Activations of [false, true]) {
+    for (const int8 of [false, true]) {
+      // Q4_0's int8 runs take the default of CPU ranks alone (the option unset), Q8_0's ask for it.
+      const int8Activations = int8 ? (quant === 'q4_0' ? undefined : true) : false;
       // TP 1 long enough for Q4_0's int8 tokens to part from weight-only's (e2e/w4a8.spec.ts: within 100).
       for (const [tp, prompt, tokens] of [[1, '', 100], [2, 'Once upon a time, Lily', 40]] as const) {
-        const what = `${quant} TP ${tp} ${int8Activations ? 'int8' : 'weight-only'}`;
+        const what = `${quant} TP ${tp} ${int8 ? 'int8' : 'weight-only'}${int8Activations === undefined ? ' (default)' : ''}`;
         const r = await runGenerate(harness, {
           model: url, tp, devices: 'cpu', prompt, maxTokens: tokens, temperature: 0, topP: 0.9, seed: 1, cache: false, int8Activations,
         });
@@ -53,11 +55,12 @@ for (const quant of ['q8_0', 'q4_0'] as const satisfies readonly GgufQuant[]) {
           wo: [0, ...ranks.map((x) => x.heads[1] * c.headSize)],
           w2: [0, ...ranks.map((x) => x.hidden[1])],
         };
-        const want = (int8Activations
-          ? generateInt8(int8, p, p.length + tokens - 1, pick, split)
+        const want = (int8
+          ? generateInt8(int8Model, p, p.length + tokens - 1, pick, split)
           : generate(f32, p, p.length + tokens - 1, pick)).slice(p.length);
         expect(r.tokens, what).toEqual(want);
         expect(r.stats.ranks.map((x) => x.adapter), what).toEqual(Array(tp).fill(CPU));
+        expect(r.stats.placement?.activations, what).toBe(int8 ? 'int8' : 'f32');
         // w2's 172 columns are no whole groups of 32, so the file keeps it f16 beside the quantised matrices.
         expect(layout.tensors.find((t) => t.name === 'layers.0.feed_forward.w2')!.dtype).toBe('f16');
         expect(layout.tensors.find((t) => t.name === 'layers.0.attention.wq')!.dtype).toBe(quant);
@@ -67,6 +70,6 @@ for (const quant of ['q8_0', 'q4_0'] as const satisfies readonly GgufQuant[]) {
     }
     // Not vacuous: Q4_0's int8 activations take other tokens than weight-only (Q8_0's do not on
     // this model; reference-int8.test.ts checks that its logits differ).
-    if (quant === 'q4_0') expect(seen['q4_0 TP 1 int8']).not.toEqual(seen['q4_0 TP 1 weight-only']);
+    if (quant === 'q4_0') expect(seen['q4_0 TP 1 int8 (default)']).not.toEqual(seen['q4_0 TP 1 weight-only']);
   });
 }

@@ -101,6 +101,8 @@ test('a Q4_K_M-style GGUF (Q4_K, Q5_K, Q6_K attn_v, tied Q6_K embedding, Q8_0/Q4
   const auto = await runGenerate(harness, { ...base, model: url, tp: 1, devices: 'auto', maxTokens: 4 });
   expect(auto.tokens).toEqual(want.slice(0, 4));
   expect(auto.stats.ranks.map((x) => x.backend)).toEqual(['cpu']);
+  // CPU ranks alone, but q8_m matrices beside the Q8_0/Q4_0 ones: f32 activations unless asked
+  expect(auto.stats.placement?.activations).toBe('f32');
   // 6:2 heads would start rank 1 at column 384 of wo, inside a super-block: refused before loading
   const e = await runGenerate(harness, { ...base, model: url, tp: 2, split: [0.75, 0.25], maxTokens: 2 }).then(() => undefined, (x: unknown) => x as WebGpuTpError);
   expect(e?.code).toBe('PLAN');

@@ -39,7 +39,8 @@ export interface BenchGenerateOptions {
   /**
    * Quantisations to compare (GGUF_QUANTS: `f32`, `f16`, `q8_0`, `q4_0`, and llama-quantize's
    * mixes `q4_k_m`, `q5_k_m`, `q6_k`), each a synth GGUF of `shape`;
-   * `QUANT+int8` runs that GGUF with int8 activations (engine int8Activations: W4A8 / W8A8).
+   * `QUANT` runs that GGUF with the engine's default activations, `QUANT+int8` with int8 ones
+   * (engine int8Activations: true, W4A8 / W8A8), `QUANT+f32` weight-only (int8Activations: false).
    */
   quant?: string[];
   /** Synth shape for `quant` (default stories110M). */
@@ -69,15 +70,19 @@ export interface BenchGenerateOptions {
   runqExact?: boolean;
   /** What the KV cache stores (default: the engine's, auto). */
   kvCache?: PageGenerateOptions['kvCache'];
-  /** GGUF: int8 activations for quantised matrices (engine int8Activations). */
+  /** Int8 activations for quantised matrices (engine int8Activations; default: the engine's). */
   int8Activations?: boolean;
+  /** f32 activations for every format (engine weightOnly). */
+  weightOnly?: boolean;
 }
 
 export interface BenchGenerateResult {
   /** The GGUF quantisation (`quant` runs). */
   quant?: GgufQuant;
-  /** 'int8' for a `QUANT+int8` run (int8 activations); absent: the engine's default. */
-  activations?: 'int8';
+  /** 'int8' for a `QUANT+int8` run, 'f32' for a `QUANT+f32` one; absent: the engine's default (`ranks_activations` says which ran). */
+  activations?: 'int8' | 'f32';
+  /** The activations the ranks ran (stats().placement.activations). */
+  ranks_activations?: 'int8' | 'f32';
   /** The `--devices` value of the case; absent: the engine's default devices. */
   devices?: string;
   /** cpu or gpu when every rank is of that kind, else mixed. */
@@ -154,7 +159,7 @@ export interface BenchGenerateReport {
   /** Runs with CPU ranks (f32 or f16 weights). */
   roofline?: GenerateRoofline;
   /** Quantisations that could not run, with their typed error. */
-  failed?: { quant: GgufQuant; activations?: 'int8'; code: string; message: string }[];
+  failed?: { quant: GgufQuant; activations?: 'int8' | 'f32'; code: string; message: string }[];
 }
 
 const DEFAULT_PROMPT = 'Once upon a time, there was a little girl who loved to play in the park with her friends.';
@@ -175,9 +180,12 @@ export async function benchGenerate(o: BenchGenerateOptions): Promise<BenchGener
 
 /** One synth GGUF per quantisation, each measured like a model; decode speed against f32's. */
 async function benchQuant(o: BenchGenerateOptions, quants: string[]): Promise<BenchGenerateReport> {
-  const runs = quants.map((q) => ({ name: q, quant: q.replace(/\+int8$/, '') as GgufQuant, int8: q.endsWith('+int8') }));
+  const runs = quants.map((q) => {
+    const forced = /\+(int8|f32)$/.exec(q)?.[1] as 'int8' | 'f32' | undefined;
+    return { name: q, quant: (forced ? q.slice(0, -forced.length - 1) : q) as GgufQuant, forced };
+  });
   const bad = runs.filter((r) => !(GGUF_QUANTS as readonly string[]).includes(r.quant)).map((r) => r.name);
-  if (bad.length) throw new InvalidArgumentError(`--quant takes ${GGUF_QUANTS.join(', ')}, each optionally with +int8 (got ${bad.join(', ')})`);
+  if (bad.length) throw new InvalidArgumentError(`--quant takes ${GGUF_QUANTS.join(', ')}, each optionally with +int8 or +f32 (got ${bad.join(', ')})`);
   const shape = o.shape ?? 'stories110M';
   const dir = mkdtempSync(join(tmpdir(), 'webgpu-tp-bench-gguf-'));
   // Ctrl-C ends the process without running `finally`; the synth GGUFs are up to ~440 MB each.
@@ -199,11 +207,12 @@ async function benchQuant(o: BenchGenerateOptions, quants: string[]): Promise<Be
         paths.set(quant, path);
       }
       try {
-        const rs = (await benchModel(h, { ...o, int8Activations: run.int8 }, await readConfig(path), mountInput(h, 'model', path), undefined)).results;
-        results.push(...rs.map((r) => ({ quant, ...(run.int8 && { activations: 'int8' as const }), ...r })));
+        const int8Activations = run.forced ? run.forced === 'int8' : o.int8Activations;
+        const rs = (await benchModel(h, { ...o, int8Activations }, await readConfig(path), mountInput(h, 'model', path), undefined)).results;
+        results.push(...rs.map((r) => ({ quant, ...(run.forced && { activations: run.forced }), ...r })));
       } catch (e) {
         if (!(e instanceof WebGpuTpError)) throw e;
-        failed.push({ quant, ...(run.int8 && { activations: 'int8' as const }), code: e.code, message: e.message });
+        failed.push({ quant, ...(run.forced && { activations: run.forced }), code: e.code, message: e.message });
       } finally {
         if (!runs.slice(i + 1).some((r) => r.quant === quant)) rmSync(path, { force: true });
       }
@@ -239,7 +248,7 @@ async function benchModel(
   const keepEngines = rounds > 1 ? cases.length : 1;
   const common = (c: Case, profile: boolean): Omit<PageGenerateOptions, 'maxTokens'> => ({
     model, tokenizer, tp: c.tp, devices: c.devices && devicesFor(c.devices, c.tp), prompt, temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, spin: o.spin, maxBatch, profile,
-    runqExact: o.runqExact, int8Activations: o.int8Activations, kvCache: o.kvCache, keepEngines,
+    runqExact: o.runqExact, int8Activations: o.int8Activations, weightOnly: o.weightOnly, kvCache: o.kvCache, keepEngines,
     // A 64-row prefill step of a large model can take minutes on a CPU adapter.
     timeoutMs: 600_000,
   });
@@ -299,6 +308,7 @@ async function benchModel(
       const vsRoofline = roofline && ranks.some((x) => x.backend === 'cpu') ? rooflineShare(all, batch, readBytes!, reads) : undefined;
       results.push({
         ...(c.devices && { devices: c.devices.text }), backend: backendOf(ranks), ranks,
+        ...(run.stats.placement && { ranks_activations: run.stats.placement.activations }),
         tp, batch, aggregate_tokens_per_s: run.aggregate,
         ...(rounds > 1 && { rounds_tokens_per_s: all.map((x) => x.aggregate) }),
         ...(vsTp1 !== undefined && { vs_tp1: vsTp1 }),

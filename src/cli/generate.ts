@@ -100,7 +100,7 @@ export async function generateCommand(o: GenerateCommandOptions): Promise<void> 
     if (o.json) {
       const { stats, ...out } = r;
       const p = stats.placement;
-      console.log(JSON.stringify({ ...out, ranks, ...(p && { placement: { mode: p.mode, reason: p.reason, split: p.split } }) }));
+      console.log(JSON.stringify({ ...out, ranks, ...(p && { placement: { mode: p.mode, reason: p.reason, split: p.split, activations: p.activations, activations_reason: p.activationsReason } }) }));
     } else {
       process.stdout.write('\n');
       const p = r.stats.placement;
@@ -109,7 +109,7 @@ export async function generateCommand(o: GenerateCommandOptions): Promise<void> 
         ? ` split heads ${p.ranks.map((x) => per(x.heads)).join('/')}, MLP ${p.ranks.map((x) => per(x.hidden)).join('/')}, vocab ${p.ranks.map((x) => per(x.vocab)).join('/')}`
         : '';
       console.error(
-        `tp=${r.tp} (${ranks.map((x) => x.backend).join(', ')})${split} kv-cache ${r.stats.ranks[0]?.precision.kvCache ?? '?'}, load ${r.timings.load_ms.toFixed(0)} ms, prefill ${r.timings.prefill_tokens_per_s.toFixed(1)} tok/s, decode ${r.timings.decode_tokens_per_s.toFixed(1)} tok/s`,
+        `tp=${r.tp} (${ranks.map((x) => x.backend).join(', ')})${split} kv-cache ${r.stats.ranks[0]?.precision.kvCache ?? '?'}${p ? ` activations ${p.activations}` : ''}, load ${r.timings.load_ms.toFixed(0)} ms, prefill ${r.timings.prefill_tokens_per_s.toFixed(1)} tok/s, decode ${r.timings.decode_tokens_per_s.toFixed(1)} tok/s`,
       );
     }
   } finally {

@@ -81,7 +81,7 @@ describe('webgpu-tp usage errors', () => {
     expect(badTokenizer.stderr).toContain('tokenizer not found: /nonexistent/tok.bin');
   });
 
-  it('a flag that is not a number in range is a usage error naming the flag, before any browser starts; so is a missing file to bench', async () => {
+  it('a flag that is not a number in range, or flags that contradict each other, are usage errors naming the flags, before any browser starts; so is a missing file to bench', async () => {
     const cases = [
       [['generate', '--model', model, '--tokenizer', tokenizer, '--tp', 'abc'], '--tp must be a whole number ≥ 1; got "abc"'],
       [['generate', '--model', model, '--tokenizer', tokenizer, '--tp', '0'], '--tp must be a whole number ≥ 1; got "0"'],
@@ -91,6 +91,8 @@ describe('webgpu-tp usage errors', () => {
       [['bench', 'generate', '--model', model, '--tokenizer', tokenizer, '--batch', '0'], '--batch must be a whole number ≥ 1'],
       [['bench', 'allreduce', '--workers', '2,x'], '--workers must be a whole number ≥ 2; got "x"'],
       [['bench', 'report', '--from', '/nonexistent/run.json'], 'bench report: no file /nonexistent/run.json'],
+      [['generate', '--model', model, '--tokenizer', tokenizer, '--weight-only', '--int8-activations'], '--weight-only (f32 activations) and --int8-activations contradict each other'],
+      [['bench', 'generate', '--model', model, '--tokenizer', tokenizer, '--int8-activations', '--weight-only'], '--weight-only (f32 activations) and --int8-activations contradict each other'],
     ] as const;
     const [missing, ...errors] = await each([
       ['bench', 'generate', '--model', '/nonexistent/model.bin', '--tokenizer', tokenizer],

@@ -18,14 +18,14 @@ const USAGE = `webgpu-tp — tensor-parallel LLM inference over WebGPU, in headl
 Usage:
   webgpu-tp generate --model PATH|URL [--tokenizer PATH|URL] [--chat] [--devices DEVICES] [--tp N] [--split SHARES] [--prompt TEXT]
                      [--max-tokens N] [--temperature T] [--top-p P] [--seed S]
-                     [--ignore-eos] [--no-cache] [--weight-only] [--no-runq-exact] [--int8-activations] [--kv-cache auto|f16|f32] [--json]
-                     (a llama2.c v2 / runq.c Q8_0 model runs W8A8 as runq.c does;
-                      --weight-only keeps f32 activations; W8A8 computes runq.c's floats bit
-                      for bit (run.c-order attention; at TP > 1 the wo/w2 sums chained rank
-                      to rank); --no-runq-exact uses the faster online-softmax attention and
-                      all-reduce, whose last bits differ; --int8-activations: a GGUF's Q4_0 and
-                      Q8_0 matrices take int8 activations per group of 32 as llama.cpp's CPU
-                      path does (W4A8 / W8A8), faster than weight-only Q4_0 on a CPU adapter)
+                     [--ignore-eos] [--no-cache] [--weight-only | --int8-activations] [--no-runq-exact] [--kv-cache auto|f16|f32] [--json]
+      --int8-activations: Q4_0 and Q8_0 matrices take their input quantised to int8 per group of 32, as llama.cpp's
+                 CPU path does (W4A8 / W8A8). The default where every rank is a CPU rank and the GGUF's quantised
+                 matrices are Q8_0/Q4_0; a llama2.c v2 / runq.c Q8_0 model runs W8A8 wherever it runs
+      --weight-only: f32 activations for every format (quantised weights only dequantised); a GGUF's default with a GPU rank
+      --no-runq-exact: llama2.c v2 W8A8 computes runq.c's floats bit for bit unless given (run.c-order attention; at
+                 TP > 1 the wo/w2 sums chained rank to rank); with it, the faster online-softmax attention and
+                 all-reduce, whose last bits differ
       --devices: where the ranks run: auto, gpu, cpu (WebAssembly SIMD CPU ranks), high-performance, low-power
                  or fallback (GPU ranks on that adapter), each with --tp ranks; N ranks on the default adapter;
                  or one rank per item of a list: gpu,cpu (a GPU and a CPU rank), cpu,cpu
@@ -43,13 +43,13 @@ Usage:
   webgpu-tp bench allreduce [--workers 2,4] [--sizes 2048,65536,4194304] [--transport sab|tab] [--json]
                      (--transport tab: one rank per tab over BroadcastChannel, beside SAB)
   webgpu-tp bench kernels [--json]   (GPU kernels; CPU-rank matmuls at TP 1 and 2 beside a read of their bytes)
-  webgpu-tp bench generate --model PATH --tokenizer PATH [--devices DEVICES]... [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--rounds N] [--no-runq-exact] [--int8-activations] [--kv-cache auto|f16|f32] [--json]
+  webgpu-tp bench generate --model PATH --tokenizer PATH [--devices DEVICES]... [--tp 1,2,4] [--max-tokens N] [--batch 1,8] [--spin N] [--profile] [--rounds N] [--no-runq-exact] [--weight-only | --int8-activations] [--kv-cache auto|f16|f32] [--json]
                      (--devices as for generate, once per configuration to compare: --devices cpu --devices gpu
                       measures both at each --tp degree, a list at its own; with CPU ranks, the memory roofline too:
                       roofline_tokens_per_s = weight bytes / the two-thread WebAssembly read of as many bytes)
   webgpu-tp bench generate --quant f32,f16,q8_0,q4_0,q4_0+int8,q4_k_m,q5_k_m,q6_k [--shape stories110M] [--tp 1] ...
-                     (one synth GGUF per quant; decode tok/s of each against f32;
-                      QUANT+int8 runs that GGUF with int8 activations, W4A8 / W8A8)
+                     (one synth GGUF per quant; decode tok/s of each against f32; QUANT runs the
+                      engine's default activations, QUANT+int8 forces int8 (W4A8 / W8A8), QUANT+f32 weight-only)
   webgpu-tp bench peers [--shape stories110M] [--quant f32,q8_0,q4_0,q4_k_m,q5_k_m,q6_k] [--rounds 3] [--tokens 32] [--warmup 4] [--skip "ENGINE CONFIG,..."] [--json]
                      (wllama and onnxruntime-web beside us on the same synth model and prompt ids, one
                       context each, interleaved rounds; our decode ratio to the best peer per quant;
@@ -85,6 +85,12 @@ function num(flag: string, value: string, o: { int?: boolean; min?: number; max?
     throw new UsageError(`${flag} must be ${kind}${range}; got ${JSON.stringify(value)}`);
   }
   return v;
+}
+
+/** --weight-only and --int8-activations as engine options: each forces its kind, neither leaves the engine's default. */
+function activationFlags(v: { 'weight-only'?: boolean; 'int8-activations'?: boolean }): { weightOnly?: true; int8Activations?: true } {
+  if (v['weight-only'] && v['int8-activations']) throw new UsageError('--weight-only (f32 activations) and --int8-activations contradict each other: pass one');
+  return { ...(v['weight-only'] && { weightOnly: true }), ...(v['int8-activations'] && { int8Activations: true }) };
 }
 
 /** A comma-separated flag of whole numbers ≥ min (`dflt` when absent). */
@@ -144,8 +150,7 @@ export async function main(argv: string[]): Promise<number> {
       json: values.json ?? false,
       cache: !values['no-cache'],
       chat: values.chat ?? false,
-      weightOnly: values['weight-only'] ?? false,
-      int8Activations: values['int8-activations'] ?? false,
+      ...activationFlags(values),
       runqExact: !values['no-runq-exact'],
       kvCache: checkKvCacheOption(values['kv-cache']),
     });
@@ -189,6 +194,7 @@ export async function main(argv: string[]): Promise<number> {
         quant: { type: 'string' },
         shape: { type: 'string' },
         'int8-activations': { type: 'boolean', default: false },
+        'weight-only': { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
       },
     });
@@ -228,7 +234,7 @@ export async function main(argv: string[]): Promise<number> {
         rounds: num('--rounds', values.rounds!, { int: true, min: 1 }),
         runqExact: !values['no-runq-exact'],
         kvCache: checkKvCacheOption(values['kv-cache']),
-        int8Activations: values['int8-activations'],
+        ...activationFlags(values),
       });
     } else if (what === 'all') {
       const { benchAll } = await import('./bench-all.js');

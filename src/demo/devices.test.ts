@@ -10,7 +10,7 @@ function stats(adapters: string[], extra: Record<string, unknown>[] = []): Engin
   return {
     tensorParallel: ranks.length, loadMs: 0, ranks, schedulerMs: 0, warnings: [],
     placement: {
-      mode: 'list', reason: '', adapters, split: 'even', fractions: [],
+      mode: 'list', reason: '', adapters, split: 'even', fractions: [], activations: 'f32', activationsReason: '',
       ranks: adapters.map((adapter, rank) => ({ rank, backend: 'gpu' as const, spec: 'default', adapter, heads: [0, 1] as [number, number], hidden: [0, 1] as [number, number], vocab: [0, 1] as [number, number] })),
     },
   };

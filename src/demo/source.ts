@@ -110,7 +110,9 @@ export function showPlacement(stats: EngineStats): void {
   el.placementInfo.hidden = !p;
   if (!p) return;
   const split = p.split === 'even' ? '' : ` · split ${p.fractions.map((f) => `${Math.round(f * 100)}%`).join('/')} (${p.split})`;
-  el.placementInfo.textContent = `Devices: ${p.reason}${split}`;
+  // Only int8 is news: f32 activations are what every unquantised model runs.
+  const int8 = p.activations === 'int8' ? ' · int8 activations' : '';
+  el.placementInfo.textContent = `Devices: ${p.reason}${split}${int8}`;
   const calibration = p.calibrationMs ? `calibration, ms per 1024×1024 matmul: ${p.adapters.map((a, i) => `${a} ${p.calibrationMs![i]!.toFixed(2)}`).join(', ')}` : '';
-  el.placementInfo.title = calibration;
+  el.placementInfo.title = [calibration, `activations ${p.activations}: ${p.activationsReason}`].filter(Boolean).join('\n');
 }

@@ -9,7 +9,7 @@ import type { RankOptions } from '../protocol.js';
 import type { DevicePlacement, EngineStats, GenerateChunk, GenerateOptions } from './types.js';
 import { browserProbe, placeRanks, type DevicesOption, type Placement } from './placement.js';
 import { backendOf, describeSpec, isCpuSpec } from '../gpu/core/adapter.js';
-import { checkCpuRanksFit } from './cpu-memory.js';
+import { checkCpuRanksFit, type CpuStateSizes } from './cpu-memory.js';
 import { loadFastest } from './time-placements.js';
 import { calibrateDevices, cpuBlocker } from './device-measure.js';
 import { openSource, type ModelSource } from '../loader/source.js';
@@ -30,6 +30,7 @@ import { registerFaultTarget } from './fault-injection.js';
 import { checkKvCacheOption, type KvCacheOption } from '../gpu/kernels/kv-format.js';
 import { InvalidArgumentError, TokenizerFormatError, NotIsolatedError, DisposedError, AbortedError, RankMemoryError } from '../errors.js';
 import { rankMemoryAtDegree } from './rank-memory.js';
+import { resolveActivations, type ActivationChoice } from './activations.js';
 
 export interface EngineOptions {
   /**
@@ -72,7 +73,7 @@ export interface EngineOptions {
    * - a number N: N ranks on the default adapter (as `"gpu"` with `tensorParallel: N`).
    * - `"cpu"`: CPU ranks, as many as `tensorParallel` says (default 1). A CPU rank computes
    *   with WebAssembly SIMD on its own worker thread and needs no WebGPU. It takes f32, f16 and
-   *   GGUF Q8_0/Q4_0 weights (with `int8Activations` too); other quantised groups and runq.c's
+   *   GGUF Q8_0/Q4_0 weights (int8 activations by default, see `int8Activations`); other quantised groups and runq.c's
    *   exact W8A8 fail at load with a typed error. Its shard, KV cache and activations share one WebAssembly memory (4 GiB at
    *   most): a model too large for that fails before loading with `RankMemoryError`, which
    *   names the smallest degree that fits.
@@ -130,18 +131,21 @@ export interface EngineOptions {
    */
   profile?: boolean;
   /**
-   * Quantised llama2.c v2 models: keep activations f32 and only dequantise the weights.
-   * By default they are quantised to int8 per group before every matmul, as runq.c does (W8A8).
-   * GGUF models run weight-only unless `int8Activations`.
+   * f32 activations for every format: quantised matrices are only dequantised (weight-only), the
+   * same as `int8Activations: false`. Without it a llama2.c v2 file runs W8A8 as runq.c does, and
+   * a GGUF as `int8Activations` says.
    */
   weightOnly?: boolean;
   /**
-   * GGUF (and other non-llama2.c) models: quantise each quantised matmul's input to int8 per
-   * group of 32 and take integer dot products per group, as llama.cpp's CPU path does: W4A8 for
-   * Q4_0 matrices, W8A8 for Q8_0; f32 and f16 matrices keep f32 activations. Default false (weight-only,
-   * f32 activations). On a CPU adapter (SwiftShader) W4A8 decodes faster than weight-only Q4_0,
-   * whose nibble unpacking costs what the smaller reads save; the logits differ by the
-   * activations' rounding. llama2.c v2 files choose with `weightOnly` instead.
+   * Quantise each quantised matmul's input to int8 per group of 32 and take integer dot products
+   * per group, as llama.cpp's CPU path does: W4A8 for Q4_0 matrices, W8A8 for Q8_0 (and, on CPU
+   * ranks, for K-quant matrices); f32 and f16 matrices keep f32 activations. `true` forces it,
+   * `false` forces f32 activations (weight-only). Unset: int8 for a GGUF whose quantised matrices
+   * are all Q8_0/Q4_0 when every rank is a CPU rank, where W4A8 decodes far faster than weight-only
+   * Q4_0's nibble unpacking; f32 with any GPU rank and for K-quant files; a llama2.c v2 file runs
+   * W8A8. The logits differ from weight-only's by the activations' rounding.
+   * `stats().placement.activations` says what ran and `activationsReason` why. `true` with
+   * `weightOnly` is an `InvalidArgumentError`.
    */
   int8Activations?: boolean;
   /**
@@ -208,6 +212,13 @@ export interface Engine {
   dispose(): Promise<void>;
 }
 
+/** A placement's ranks as they run: the activations chosen for it, the options and the memory sizes that follow. */
+interface PlacedRun {
+  choice: ActivationChoice;
+  rank: RankOptions;
+  sizes: CpuStateSizes;
+}
+
 const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_TAB_JOIN_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_CONTEXT = 4096;
@@ -260,34 +271,39 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const maxRows = Math.min(options.maxRows ?? 64, contextLength);
   const maxBatch = options.maxBatch ?? 4;
   if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new InvalidArgumentError(`maxBatch must be a whole number ≥ 1, got ${maxBatch}`, 'Leave maxBatch unset (4), or pass how many requests to decode together');
-  // The options as every rank runs them, resolved once.
-  const rank: RankOptions = {
+  const common = {
     maxRows, slots: maxBatch, contextLength,
     spin: options.spin,
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     profile: options.profile ?? false,
-    activations: (format === 'llama2c-v2' ? !options.weightOnly : !!options.int8Activations) ? 'int8' : 'f32',
     // runq.c's order is llama2.c v2's contract; other int8 runs all-reduce (and Q4_0 cannot chain).
     runqExact: format === 'llama2c-v2' && (options.runqExact ?? true),
     kvCache,
   };
-  const sizes = { contextLength, maxBatch, maxRows, kvBytes: kvCache === 'f16' ? 2 : 4, int8Activations: rank.activations === 'int8' };
+  // The options as every rank of a placement runs them: its kinds of rank decide the activations.
+  const runFor = (specs: Placement['specs']): PlacedRun => {
+    const choice = resolveActivations(options, format, tensors, specs.map(isCpuSpec));
+    const rank: RankOptions = { ...common, activations: choice.activations };
+    return { choice, rank, sizes: { contextLength, maxBatch, maxRows, kvBytes: kvCache === 'f16' ? 2 : 4, int8Activations: choice.activations === 'int8' } };
+  };
+  // Placement weighs CPU ranks as they would run: in a placement of CPU ranks alone.
+  const asCpu = runFor([{ cpu: true }]);
   // Ranks in other tabs lend their GPUs: without a devices option they are GPU ranks, as before "auto".
   const devices = options.devices ?? (options.tabs ? 'gpu' : 'auto');
   const decision = await placeRanks(
     { devices, tensorParallel: options.tensorParallel, split: options.split },
-    config, sizes,
+    config, asCpu.sizes,
     // Never called for CPU ranks, so only an engine with GPU ranks reaches navigator.gpu.
     (spec) => browserProbe((navigator as Navigator & { gpu: GPU }).gpu)(spec),
     calibrateDevices,
-    { hasGpu, cores: navigator.hardwareConcurrency || 1, cpuBlocker: cpuBlocker(tensors, rank), tensors, kvBytes: sizes.kvBytes },
+    { hasGpu, cores: navigator.hardwareConcurrency || 1, cpuBlocker: cpuBlocker(tensors, asCpu.rank), tensors, kvBytes: asCpu.sizes.kvBytes },
   );
   const planOf = (p: Placement) => makePlan(config, { tensorParallel: p.specs.length, fractions: p.fractions, axes: p.axes }, tensors);
-  const loadGroup = async (p: Placement, plan: Plan, tabs?: TabRanksOptions) => {
+  const loadGroup = async (p: Placement, plan: Plan, run: PlacedRun, tabs?: TabRanksOptions) => {
     notAborted(options.signal);
     try {
       return await WorkerGroup.create({
-        config, plan, source, rank,
+        config, plan, source, rank: run.rank,
         onProgress: options.onProgress,
         signal: options.signal,
         cache: options.cache ?? true,
@@ -296,32 +312,35 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
         tabs,
       });
     } catch (e) {
-      throw rankMemoryAtDegree(e, config, tensors, plan, sizes);
+      throw rankMemoryAtDegree(e, config, tensors, plan, run.sizes);
     }
   };
   let placement: Placement, plan: Plan, group: WorkerGroup, tabs: TabRanksOptions | undefined;
   if ('candidates' in decision) {
     // "auto" found several placements it can tell apart only by running them.
     if (options.tabs) throw new InvalidArgumentError('tabs cannot be combined with devices: "auto"', 'Give the rank count with tensorParallel (local ranks plus tab ranks)');
+    // Each candidate is timed as it would run, its activations included.
     ({ placement, group } = await loadFastest(decision, async (p, i) => {
       const pl = planOf(p);
+      const run = runFor(p.specs);
       try {
-        checkCpuRanksFit(config, tensors, pl, p.specs.map(isCpuSpec), sizes);
+        checkCpuRanksFit(config, tensors, pl, p.specs.map(isCpuSpec), run.sizes);
       } catch (e) {
         // The baseline must load; a later candidate that does not fit is only left out.
         if (i === 0 || !(e instanceof RankMemoryError)) throw e;
         return undefined;
       }
-      return loadGroup(p, pl);
+      return loadGroup(p, pl, run);
     }));
     plan = planOf(placement);
   } else {
     placement = decision;
     tabs = options.tabs && tabRanks(options.tabs, options.model, format, placement.specs.length, options.devices ?? options.tensorParallel);
     plan = planOf(placement);
+    const run = runFor(placement.specs);
     // A CPU rank too large for its memory fails here, before anything loads.
-    checkCpuRanksFit(config, tensors, plan, placement.specs.map(isCpuSpec), sizes);
-    group = await loadGroup(placement, plan, tabs);
+    checkCpuRanksFit(config, tensors, plan, placement.specs.map(isCpuSpec), run.sizes);
+    group = await loadGroup(placement, plan, run, tabs);
   }
   if (options.signal?.aborted) {
     await group.dispose();
@@ -329,8 +348,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   }
   const loadMs = performance.now() - t0;
   const names = group.adapterNames();
+  const { choice } = runFor(placement.specs);
   const report: DevicePlacement = {
     ...placement.report,
+    activations: choice.activations,
+    activationsReason: choice.reason,
     fractions: plan.ranks.map((r) => (r.heads[1] - r.heads[0]) / config.nHeads),
     ranks: plan.ranks.map((r) => ({
       rank: r.rank,

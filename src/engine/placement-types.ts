@@ -42,12 +42,12 @@ export interface ProbedAdapter {
   limit: number;
 }
 
-/** The decision: one spec per rank, the split (none: even), and the report `stats()` shows. */
+/** The decision: one spec per rank, the split (none: even), and the report `stats()` shows (its activations follow from the ranks). */
 export interface Placement extends ExplicitSplit {
   specs: (DeviceSpec | undefined)[];
   /** Adapter identity key per rank (kernel tuning is shared between ranks on one adapter). */
   keys: string[];
-  report: Omit<DevicePlacement, 'ranks'>;
+  report: Omit<DevicePlacement, 'ranks' | 'activations' | 'activationsReason'>;
 }
 
 /**

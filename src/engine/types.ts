@@ -223,6 +223,13 @@ export interface DevicePlacement {
   calibrationMs?: number[];
   /** When `"auto"` timed candidate placements to choose between them. */
   timing?: PlacementTiming;
+  /**
+   * What the Q8_0/Q4_0 matmuls (and, on CPU ranks, K-quant ones) take as input: `int8`, quantised
+   * per group of 32 (W8A8 / W4A8), or `f32` (weight-only). See `int8Activations` in EngineOptions.
+   */
+  activations: 'int8' | 'f32';
+  /** Why: the option that forced it, or the default's rule for this file and placement. */
+  activationsReason: string;
   ranks: {
     rank: number;
     /** `'gpu'` or `'cpu'`. */
