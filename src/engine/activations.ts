@@ -7,6 +7,7 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import type { TensorInfo } from '../model/config.js';
+import type { ModelFormat } from '../model/formats/detect.js';
 
 export type Activations = 'int8' | 'f32';
 
@@ -22,11 +23,8 @@ export interface ActivationChoice {
   reason: string;
 }
 
-/** The model's file format as the engine tells them apart. */
-export type ActivationFormat = 'llama2c' | 'llama2c-v2' | 'gguf' | 'hf';
-
 /** Throws unless the options agree: `weightOnly` with `int8Activations: true` asks for both. */
-export function checkActivationOptions(o: ActivationOptions): void {
+function checkActivationOptions(o: ActivationOptions): void {
   if (o.weightOnly && o.int8Activations) {
     throw new InvalidArgumentError('weightOnly (f32 activations) and int8Activations: true contradict each other', 'Pass one of them: weightOnly or int8Activations: false for f32 activations, int8Activations: true for int8');
   }
@@ -37,7 +35,7 @@ export function checkActivationOptions(o: ActivationOptions): void {
  * explicit option wins; else a llama2.c v2 file runs runq.c's W8A8, and any other file int8 only
  * where every rank is a CPU rank and its quantised matrices are all Q8_0/Q4_0.
  */
-export function resolveActivations(o: ActivationOptions, format: ActivationFormat, tensors: readonly TensorInfo[], cpu: readonly boolean[]): ActivationChoice {
+export function resolveActivations(o: ActivationOptions, format: ModelFormat | 'hf', tensors: readonly TensorInfo[], cpu: readonly boolean[]): ActivationChoice {
   checkActivationOptions(o);
   if (o.int8Activations !== undefined) return { activations: o.int8Activations ? 'int8' : 'f32', reason: `int8Activations: ${o.int8Activations}` };
   if (o.weightOnly) return { activations: 'f32', reason: 'weightOnly' };
