@@ -11,6 +11,7 @@
 import { argmax, softmax } from '../model/reference.js';
 import { randomF32, resolveSeed, sampleMult } from '../model/sampler.js';
 import { topIds } from './sampling-logprobs.js';
+import { descendingOrder } from './sampling-order.js';
 
 const f = Math.fround;
 
@@ -84,7 +85,7 @@ export function topP(probs: Float32Array, cand: readonly number[] | undefined, p
   const above: number[] = [];
   if (cand) for (const i of cand) if (probs[i]! >= cutoff) above.push(i);
   if (!cand) for (let i = 0; i < probs.length; i++) if (probs[i]! >= cutoff) above.push(i);
-  const kept = sortByProb(probs, above);
+  const kept = descendingOrder(probs, above);
   let cumulative = 0;
   for (let i = 0; i < kept.length; i++) {
     cumulative = f(cumulative + probs[kept[i]!]!);
@@ -99,11 +100,6 @@ export function minP(logits: Float32Array, cand: readonly number[], p: number): 
   for (const i of cand) if (logits[i]! > max) max = logits[i]!;
   const floor = f(max + f(Math.log(p)));
   return cand.filter((i) => logits[i]! >= floor);
-}
-
-/** `cand` by probability, largest first; equal ones keep index order (a stable sort). */
-function sortByProb(probs: Float32Array, cand: number[]): number[] {
-  return cand.sort((a, b) => probs[b]! - probs[a]! || a - b);
 }
 
 /** The softmax of `logits / temperature` over `cand` (0 elsewhere; default all), in f32 as run.c's. */
@@ -172,7 +168,7 @@ export class TokenSampler {
     const same = p1 !== undefined && p.topK <= 0 && f(p.temperature) === 1;
     const probs = same ? p1 : probabilities(logits, undefined, p.temperature);
     // Top-p left them sorted by these very probabilities (min-p filters in order).
-    return { probs, order: same ? cand! : sortByProb(probs, [...cand!]) };
+    return { probs, order: same ? cand! : descendingOrder(probs, [...cand!]) };
   }
 
   /** Picks the next token; penalties and bias are applied to `logits` in place. */
