@@ -8,20 +8,17 @@
  * scratch arrays live across calls (the sampler runs on one thread, one call at a time).
  */
 
-const DIGIT_BITS = 11;
-const BUCKETS = 1 << DIGIT_BITS;
-const MASK = BUCKETS - 1;
-/** Digits of a 31-bit key (ids, and 0x7f800000 - bits, which keeps every key non-negative). */
-const MAX_DIGITS = Math.ceil(31 / DIGIT_BITS);
 /** Below this many candidates the comparator sort is as fast as the passes' fixed cost. */
 const SMALL = 128;
 const POS_INF = 0x7f800000;
+/** The widest digit: 2^16 buckets. */
+const MAX_DIGIT_BITS = 16;
 
 let keys = new Int32Array(0);
 let vals = new Int32Array(0);
 let keysOut = new Int32Array(0);
 let valsOut = new Int32Array(0);
-const counts = new Int32Array(MAX_DIGITS * BUCKETS);
+let counts = new Int32Array(0);
 
 /** Sorts `cand` (ids into `probs`) in place, largest probability first, and returns it. */
 export function descendingOrder(probs: Float32Array, cand: number[]): number[] {
@@ -42,14 +39,20 @@ export function descendingOrder(probs: Float32Array, cand: number[]): number[] {
     keys.set(vals.subarray(0, n));
     sortPairs(n, 32 - Math.clz32(maxId));
   }
+  let or = 0;
+  let and = -1;
   for (let i = 0; i < n; i++) {
     const b = bits[vals[i]!]!;
     // A negative (-0 included: the sign bit makes b < 0) or NaN probability has no such order;
     // leave it to the comparator.
     if (b < 0 || b > POS_INF) return comparatorOrder(probs, cand);
-    keys[i] = POS_INF - b;
+    const key = POS_INF - b;
+    keys[i] = key;
+    or |= key;
+    and &= key;
   }
-  sortPairs(n, 31);
+  // Bits above the highest one that differs are shared by every key: no pass needs them.
+  sortPairs(n, 32 - Math.clz32(or ^ and));
   for (let i = 0; i < n; i++) cand[i] = vals[i]!;
   return cand;
 }
@@ -66,34 +69,44 @@ function grow(n: number): void {
   valsOut = new Int32Array(n);
 }
 
+/** A guess at `passes` passes' cost over `span` bits: a scatter of n pairs and a scan of the buckets each. */
+function passCost(n: number, span: number, passes: number): number {
+  const width = Math.ceil(span / passes);
+  return width > MAX_DIGIT_BITS ? Infinity : passes * (3 * n + (1 << width));
+}
+
 /**
- * Stable sort of `vals` by `keys` (non-negative, below 2^keyBits) over the first `n`: every
- * digit's histogram in one read, then one scatter per digit, skipping a digit all keys share.
- * Leaves the result in `keys` / `vals`.
+ * Stable sort of `vals` by `keys` (non-negative, below 2^span) over the first `n`: every digit's
+ * histogram in one read, then one scatter per digit. Leaves the result in `keys` / `vals`.
  */
-function sortPairs(n: number, keyBits: number): void {
+function sortPairs(n: number, span: number): void {
+  if (span === 0) return;
+  let passes = 1;
+  for (let p = 2; p <= 4; p++) if (passCost(n, span, p) < passCost(n, span, passes)) passes = p;
+  const width = Math.ceil(span / passes);
+  const buckets = 1 << width;
+  const mask = buckets - 1;
+  if (counts.length < passes * buckets) counts = new Int32Array(passes * buckets);
   // Locals, not the module's bindings, in the hot loops.
   let k = keys, v = vals, kOut = keysOut, vOut = valsOut;
   const c = counts;
-  const digits = Math.ceil(keyBits / DIGIT_BITS);
-  c.fill(0);
+  c.fill(0, 0, passes * buckets);
   for (let i = 0; i < n; i++) {
     const key = k[i]!;
-    for (let d = 0; d < digits; d++) c[d * BUCKETS + ((key >>> (d * DIGIT_BITS)) & MASK)]!++;
+    for (let d = 0; d < passes; d++) c[d * buckets + ((key >>> (d * width)) & mask)]!++;
   }
-  for (let d = 0; d < digits; d++) {
-    const shift = d * DIGIT_BITS;
-    const base = d * BUCKETS;
-    if (c[base + ((k[0]! >>> shift) & MASK)] === n) continue;
+  for (let d = 0; d < passes; d++) {
+    const shift = d * width;
+    const base = d * buckets;
     let sum = 0;
-    for (let b = base; b < base + BUCKETS; b++) {
+    for (let b = base; b < base + buckets; b++) {
       const count = c[b]!;
       c[b] = sum;
       sum += count;
     }
     for (let i = 0; i < n; i++) {
       const key = k[i]!;
-      const at = c[base + ((key >>> shift) & MASK)]!++;
+      const at = c[base + ((key >>> shift) & mask)]!++;
       kOut[at] = key;
       vOut[at] = v[i]!;
     }
