@@ -2,7 +2,8 @@
  * f16 weights on CPU ranks (issue 22): stories260K written as GGUF F16, as e2e/f16.spec.ts
  * writes it, must give the oracle's greedy tokens on the same halves (the f16-rounded weights,
  * widened to f32) at CPU TP 1, 2 and 4, and beside a SwiftShader rank; each CPU rank holds its
- * matrices as halves.
+ * matrices as halves. A prompt of 128+ tokens prefilled in chunks of 64 rows (the GEMM on f16
+ * panels, issue 23) must give the bits of one token a step: the same tokens and log-probabilities.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +18,9 @@ import { argmax, generate } from '../src/model/reference.js';
 import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
 import { makePlan, rankWeightBytes } from '../src/parallel/plan.js';
 import type { DevicesOption } from '../src/engine/placement.js';
+import type { Harness } from '../src/cli/browser.js';
+import type { PageGenerateOptions } from '../src/cli/page/types.js';
+import type { GenerateChunk, GenerateOptions } from '../src/engine/types.js';
 
 const CPU = 'CPU (WebAssembly SIMD)';
 
@@ -25,14 +29,22 @@ test.describe.configure({ mode: 'serial' });
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-tp-cpu-f16-'));
 test.afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** stories260K as GGUF F16 (written once), mounted on h's server: its bytes and URL. */
+let gguf: Uint8Array | undefined;
+function f16Model(h: Harness): { bytes: Uint8Array; url: string } {
+  const path = join(dir, 'stories260K-f16.gguf');
+  if (!gguf) {
+    const stories = loadLlama2c(readArrayBuffer(resolve(modelsDir, 'stories260K.bin')));
+    const tok = Tokenizer.parse(readFileSync(resolve(modelsDir, 'tok512.bin')), 512);
+    gguf = encodeGguf(stories, 'f16', tok);
+    writeFileSync(path, gguf);
+  }
+  return { bytes: gguf, url: h.server.mountFile('/files/cpu-f16/stories260K-f16.gguf', path) };
+}
+
 test('stories260K as GGUF F16 on CPU ranks at TP 1, 2 and 4, and a SwiftShader rank beside a CPU rank: the oracle\'s greedy tokens on the same halves', async ({ harness }) => {
   test.setTimeout(120_000);
-  const stories = loadLlama2c(readArrayBuffer(resolve(modelsDir, 'stories260K.bin')));
-  const tok = Tokenizer.parse(readFileSync(resolve(modelsDir, 'tok512.bin')), 512);
-  const bytes = encodeGguf(stories, 'f16', tok);
-  const path = join(dir, 'stories260K-f16.gguf');
-  writeFileSync(path, bytes);
-  const url = harness.server.mountFile('/files/cpu-f16/stories260K-f16.gguf', path);
+  const { bytes, url } = f16Model(harness);
   const { layout, model } = await loadGgufDequantized(bytes);
   // TP 1 decodes from BOS (the gemv); TP 2 and 4 first prefill a prompt (the small-m kernel),
   // and at TP 4 w2's 172 columns split in pairs of halves as 44/44/42/42.
@@ -59,3 +71,33 @@ test('stories260K as GGUF F16 on CPU ranks at TP 1, 2 and 4, and a SwiftShader r
     }
   }
 });
+
+const PROMPT = 'Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her dog, Max. '
+  + 'One day, Lily and Max saw a big red ball under a tree. Lily wanted to play with the ball, but a boy said it was his. '
+  + 'Lily was sad, so her mom gave her a hug. Lily smiled and said thank you. Then she ran to the swings with Max, '
+  + 'and they played until the sun went down. At night, Lily said';
+
+/** The page engine's chunks for PROMPT (greedy, with the top 5 log-probabilities), and its prompt's ids. */
+async function chunksOf(h: Harness, o: PageGenerateOptions): Promise<{ promptTokens: number[]; chunks: GenerateChunk[] }> {
+  const opts: Omit<GenerateOptions, 'signal'> = { maxTokens: 16, temperature: 0, topLogprobs: 5, ignoreEos: true };
+  const r = await h.page.evaluate(([o, prompt, opts]) => window.tp.api.generateChunks(o, prompt, opts), [o, PROMPT, opts] as const);
+  if ('error' in r) throw new Error(`${r.error.name}: ${r.error.message}`);
+  return r;
+}
+
+for (const tp of [1, 2]) {
+  test(`GGUF F16 on ${tp} CPU rank${tp === 1 ? '' : 's'}: a 128-token prompt prefilled through the GEMM gives one token a step's tokens and log-probabilities, bit for bit`, async ({ harness }) => {
+    test.setTimeout(120_000);
+    const { url } = f16Model(harness);
+    const o: PageGenerateOptions = { model: url, tp, devices: 'cpu', prompt: PROMPT, maxTokens: 16, temperature: 0, topP: 1, seed: 1, cache: false };
+    const chunked = await chunksOf(harness, o);
+    expect(chunked.promptTokens.length).toBeGreaterThanOrEqual(128);
+    const stepped = await chunksOf(harness, { ...o, noPrefillBatch: true });
+    expect(stepped.promptTokens).toEqual(chunked.promptTokens);
+    const steps = chunked.chunks.filter((c) => !c.done);
+    expect(steps).toHaveLength(16);
+    const view = (cs: GenerateChunk[]) => cs.filter((c) => !c.done).map((c) => ({ token: c.token, logprobs: c.logprobs }));
+    expect(view(stepped.chunks)).toEqual(view(chunked.chunks));
+    expect(steps.every((c) => c.logprobs!.top.length === 5)).toBe(true);
+  });
+}

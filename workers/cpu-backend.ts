@@ -47,7 +47,7 @@ function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer, o: C
   const kernels = CpuKernels.create(r.byteLength + (1 << 20), o);
   const quant = CpuQuantKernels.create(kernels);
   const vector = (name: string): number => kernels.put(f32(name));
-  /** The named parts' rows one after another (k = cols), in `layout` (f32 ones asked tiled go in panels). */
+  /** The named parts' rows one after another (k = cols), in `layout` (f32 and f16 ones asked tiled go in panels). */
   const matrix = (names: string[], cols: number, layout: 'rows' | 'tiled' = 'tiled'): CpuMatrix => {
     const parts = commonForm(names.map(view));
     const dtype = parts[0]!.dtype;
@@ -55,12 +55,7 @@ function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer, o: C
     if (dtype !== 'f32' && dtype !== 'f16') return quantMatrix(quant, kernels, parts, cols, layout, `rank ${r.rank}: ${names[0]}`);
     const values = parts.map((p) => (p.dtype === 'f32' ? p.f : p.dtype === 'f16' ? p.h : undefined)!);
     const rows = values.reduce((n, v) => n + v.length, 0) / cols;
-    if (layout === 'tiled' && dtype === 'f32') return panelMatrix(kernels, values as Float32Array[], rows, cols);
-    if (layout === 'tiled') {
-      const at = kernels.alloc(CpuKernels.tiledBytes(rows, cols, dtype));
-      kernels.tile(at, values, cols);
-      return { at, dtype, layout };
-    }
+    if (layout === 'tiled') return panelMatrix(kernels, values, rows, cols);
     const at = kernels.alloc(values.reduce((n, v) => n + v.byteLength, 0));
     let o = at;
     for (const v of values) {

@@ -13,8 +13,8 @@ import { ModelFormatError } from '../src/errors.js';
 import type { SliceView } from './slice-views.js';
 
 /**
- * A matrix in the rank's memory: (rows, cols) W[out][in], f32/f16 (`rows` or tiled by
- * CpuKernels.tile), Q8_0/Q4_0 (tiled by CpuQuantKernels.tile, or in `rows`: the values plane
+ * A matrix in the rank's memory: (rows, cols) W[out][in], f32/f16 (`rows`, in panels by
+ * writePanels, or tiled by CpuKernels.tile), Q8_0/Q4_0 (tiled by CpuQuantKernels.tile, or in `rows`: the values plane
  * at `at`, the scales at `scales`) or q8_m (tiled `segments` of rows, each in its own form; or in
  * `rows`: codes at `at`, (scale, min) pairs at `scales` per `groupSize` values).
  */

@@ -22,7 +22,7 @@ const gemmModule = variantModules(CPU_GEMM_WASM_BASE64, CPU_GEMM_RELAXED_WASM_BA
 export class CpuGemm {
   private constructor(
     private readonly g: GemmExports,
-    /** 32·maxK + 512 bytes, free between calls (the kernels' matmul widens f16 blocks into it, the panel matmul interleaves rows there). */
+    /** panelScratchBytes(maxK) bytes (at least 32·maxK + 32), free between calls (the kernels' matmul widens f16 blocks into it, the panel matmul interleaves rows and widens halves there). */
     readonly scratch: number,
     readonly maxK: number,
   ) {}
@@ -36,12 +36,12 @@ export class CpuGemm {
 
   /**
    * y = x·wᵀ (+ bias), or y += it, for a `tiled` w (the same sums as `CpuKernels.matmul` up to
-   * rounding order) or an f32 `panel` one (the same bits as `CpuPanel.matmul`).
+   * rounding order) or a `panel` one, f32 or f16 (the same bits as `CpuPanel.matmul`).
    */
   gemm(a: MatmulArgs): void {
-    const panel = a.layout === 'panel' && a.dtype === 'f32';
+    const panel = a.layout === 'panel';
     if (a.layout !== 'tiled' && !panel) {
-      throw new InvalidArgumentError(`the CPU GEMM takes tiled or f32 panel weights, got ${a.dtype} ${a.layout ?? 'rows'}`, 'Lay the matrix out with CpuKernels.tile');
+      throw new InvalidArgumentError(`the CPU GEMM takes tiled or panel weights, got ${a.dtype} ${a.layout ?? 'rows'}`, 'Lay the matrix out with CpuKernels.tile or writePanels');
     }
     if (a.k > this.maxK) throw new InvalidArgumentError(`the CPU GEMM was made for k ≤ ${this.maxK}, got ${a.k}`, 'Create it with the largest k it will multiply');
     const flags = matmulFlags(a) | (panel ? 4 : 0);

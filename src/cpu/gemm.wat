@@ -1,7 +1,8 @@
 ;; The CPU rank's GEMM for prefill and batches of many rows: y (m, n) = x (m, k) · wᵀ, w (n, k) in
 ;; the `tiled` layout of kernels.wat's matmul (blocks of four weight rows, their eights
-;; interleaved, then each row's last k mod 8; rows padded to a multiple of four), or f32 in
-;; panel.wat's panels (copied eight columns at a time: the same sums, in the same order, as there).
+;; interleaved, then each row's last k mod 8; rows padded to a multiple of four), or f32 or f16 in
+;; panel.wat's panels (copied, halves widened as panel.wat widens them, eight columns at a time:
+;; the same sums, in the same order, as there).
 ;; Eight weight rows at a time are packed once into an f32 panel, k-major (each turn of k holds
 ;; the eight rows' weights; f16 widened as it is packed), which then stays in cache against every
 ;; input row: a register tile of 4 input rows × 8 columns, each turn of k one broadcast input per
@@ -87,6 +88,24 @@
       (local.set $p (i32.add (local.get $p) (i32.const 32)))
       (br $l))))
 
+  ;; $pack_panel on f16 panels (ps bytes of halves a turn), each half widened exactly as in panel.wat.
+  (func $pack_panel_f16 (param $w i32) (param $ps i32) (param $cols i32) (param $k i32) (param $p i32)
+    (local $end i32) (local $hv v128) (local $hl v128) (local $hh v128)
+    (local.set $end (i32.add (local.get $p) (i32.shl (local.get $k) (i32.const 5))))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $p) (local.get $end)))
+      ;; Four columns read only their own 8 bytes: a last block may end where the memory does.
+      (if (i32.eq (local.get $cols) (i32.const 8))
+        (then (local.set $hv (v128.load (local.get $w))))
+        (else (local.set $hv (v128.load64_zero (local.get $w)))))
+      (local.set $hl (i16x8.shl (local.get $hv) (i32.const 13)))
+      (local.set $hh (v128.and (i16x8.shr_s (local.get $hv) (i32.const 3)) (v128.const i16x8 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff)))
+      (v128.store offset=0 (local.get $p) (f32x4.mul (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $hl) (local.get $hh)) (f32x4.splat (f32.const 0x1p112))))
+      (v128.store offset=16 (local.get $p) (f32x4.mul (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $hl) (local.get $hh)) (f32x4.splat (f32.const 0x1p112))))
+      (local.set $w (i32.add (local.get $w) (local.get $ps)))
+      (local.set $p (i32.add (local.get $p) (i32.const 32)))
+      (br $l))))
+
   ;; Stores v as y[p] (p a byte address; q the bias's): (flags&1 ? y : 0) + (v + (flags&2 ? bias : 0)),
   ;; as kernels.wat's matmul does.
   (func $put (param $p i32) (param $q i32) (param $flags i32) (param $v f32)
@@ -154,13 +173,14 @@
     (local.get $a0) (local.get $b0) (local.get $a1) (local.get $b1) (local.get $a2) (local.get $b2) (local.get $a3) (local.get $b3))
 
   ;; y (m, n) = x (m, k; rows xStride floats apart) · wᵀ, w (n, k) tiled, of f32 (dtype 0) or f16
-  ;; (1). flags: 1 accumulate into y, 2 add bias (n,), 4 w is f32 in panels (panel.wat). scratch: 32·k + 32 bytes (a packed panel and
+  ;; (1). flags: 1 accumulate into y, 2 add bias (n,), 4 w is in panels (panel.wat). scratch: 32·k + 32 bytes (a packed panel and
   ;; a store's lanes). Weight rows go eight at a time (one panel, packed once), each panel against
   ;; every input row, 4 at a time; a last short group repeats its last row and drops the copies' sums.
   (func (export "gemm") (param $y i32) (param $x i32) (param $xStride i32) (param $w i32)
     (param $m i32) (param $k i32) (param $n i32) (param $flags i32) (param $bias i32) (param $dtype i32) (param $scratch i32)
     (local $i i32) (local $r i32) (local $nv i32) (local $xs i32) (local $ys i32) (local $blk i32) (local $tmp i32)
     (local $yp i32) (local $bp i32) (local $x0 i32) (local $x1 i32) (local $x2 i32) (local $x3 i32) (local $w0 i32) (local $width i32)
+    (local $cols i32) (local $src i32) (local $ps i32)
     (local $a0 v128) (local $b0 v128) (local $a1 v128) (local $b1 v128) (local $a2 v128) (local $b2 v128) (local $a3 v128) (local $b3 v128)
     (local.set $xs (i32.shl (local.get $xStride) (i32.const 2)))
     (local.set $ys (i32.shl (local.get $n) (i32.const 2)))
@@ -176,12 +196,14 @@
           ;; Block i >> 4 (16 rows wide, or the last's ceil4 of what is left), half (i >> 3) & 1 of it.
           (local.set $width (select (i32.const 16) (i32.and (i32.add (i32.sub (local.get $n) (i32.and (local.get $i) (i32.const -16))) (i32.const 3)) (i32.const -4))
             (i32.ge_u (i32.sub (local.get $n) (i32.and (local.get $i) (i32.const -16))) (i32.const 16))))
-          (call $pack_panel
-            (i32.add (i32.add (local.get $w0) (i32.mul (i32.shr_u (local.get $i) (i32.const 4)) (i32.shl (local.get $k) (i32.const 6))))
-              (i32.shl (i32.and (local.get $i) (i32.const 8)) (i32.const 2)))
-            (i32.shl (local.get $width) (i32.const 2))
-            (select (i32.const 8) (i32.const 4) (i32.ge_u (i32.sub (local.get $width) (i32.and (local.get $i) (i32.const 8))) (i32.const 8)))
-            (local.get $k) (local.get $scratch)))
+          (local.set $cols (select (i32.const 8) (i32.const 4) (i32.ge_u (i32.sub (local.get $width) (i32.and (local.get $i) (i32.const 8))) (i32.const 8))))
+          ;; Block i >> 4's start (16 rows of k weights before it each), the half's offset in a turn, the turn's bytes.
+          (local.set $src (i32.add (i32.add (local.get $w0) (i32.shl (i32.mul (i32.shr_u (local.get $i) (i32.const 4)) (local.get $k)) (i32.sub (i32.const 6) (local.get $dtype))))
+            (i32.shl (i32.and (local.get $i) (i32.const 8)) (i32.sub (i32.const 2) (local.get $dtype)))))
+          (local.set $ps (i32.shl (local.get $width) (i32.sub (i32.const 2) (local.get $dtype))))
+          (if (local.get $dtype)
+            (then (call $pack_panel_f16 (local.get $src) (local.get $ps) (local.get $cols) (local.get $k) (local.get $scratch)))
+            (else (call $pack_panel (local.get $src) (local.get $ps) (local.get $cols) (local.get $k) (local.get $scratch)))))
         (else (if (local.get $dtype)
           (then (call $pack_f16 (local.get $w) (local.get $blk) (local.get $nv) (local.get $k) (local.get $scratch)))
           (else (call $pack_f32 (local.get $w) (local.get $blk) (local.get $nv) (local.get $k) (local.get $scratch))))))

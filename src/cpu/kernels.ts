@@ -22,7 +22,7 @@ export type CpuKvDtype = 'f32' | 'f16';
 
 /**
  * How a matrix's rows lie in memory: `rows` (n, k) row-major, `tiled` (`CpuKernels.tile`), or
- * `panel` (f32 only: panel.ts `writePanels`, multiplied by `CpuPanel` and the GEMM, not by `matmul`).
+ * `panel` (panel.ts `writePanels`, multiplied by `CpuPanel` and the GEMM, not by `matmul`).
  */
 export type CpuWeightLayout = 'rows' | 'tiled' | 'panel';
 

@@ -1,14 +1,18 @@
-;; The CPU rank's f32 matmul on `panel` weights for batches of 1 to 8 rows: y (m, n) = x (m, k) · wᵀ.
-;; Layout (panel.ts `writePanels`): blocks of 16 weight rows, each k-major (turn j holds the 16
-;; rows' weight j, 64 bytes), so one v128 load holds four outputs' weights and each input value
-;; is a splat reused across them. A short last block is 4, 8 or 12 rows wide (rows padded to a
-;; multiple of four with zeros).
+;; The CPU rank's matmul on `panel` weights for batches of 1 to 8 rows: y (m, n) = x (m, k) · wᵀ,
+;; w f32 or f16 (IEEE halves). Layout (panel.ts `writePanels`): blocks of 16 weight rows, each
+;; k-major (turn j holds the 16 rows' weight j, 64 bytes, or 32 of halves), so one v128 load holds
+;; four outputs' weights and each input value is a splat reused across them. A short last block is
+;; 4, 8 or 12 rows wide (rows padded to a multiple of four with zeros).
 ;; Each output's sum runs over k in order, one MADD a turn, in a lane of its own: the bits are the
 ;; same for every m and every tile shape, so a row gets the same sums alone as in any batch.
+;; Halves widen exactly to f32 (sign | magnitude << 13, times 2^112: subnormals too; inf and NaN,
+;; never a weight, come out finite), so f16 panels give the bits of f32 panels of the same values:
+;; one row streams them widened in registers ($t116_f16); more rows, or a short block, widen each
+;; chunk of a block once into the scratch and run the f32 tiles on it.
 ;; Register tiles: 4 input rows × 8 columns (8 accumulators, two weight vectors, one splat: V8's
 ;; 15 SIMD registers), 2 × 16 and 1 × 16 for the last rows, 1 × 4 for a short block. A block is
-;; walked in chunks of 64 turns (4 KB), every tile of the chunk while it is in L1, the sums kept
-;; in the scratch between chunks (64 bytes an input row). Batches of more than 8 rows take gemm.wat.
+;; walked in chunks of 64 turns (4 KB of f32), every tile of the chunk while it is in L1, the sums
+;; kept in the scratch between chunks (64 bytes an input row). Batches of more than 8 rows take gemm.wat.
 ;; Instantiated on the rank's memory beside kernels.wat. Compiled into panel-wasm.ts by
 ;; scripts/build-wasm.mjs (npm run build:wasm).
 (module
@@ -122,6 +126,57 @@
     (v128.store offset=32 (local.get $c) (local.get $a2))
     (v128.store offset=48 (local.get $c) (local.get $a3)))
 
+  ;; n halves at src (n a multiple of four) widened to f32 at dst, eight at a time, the last four alone.
+  (func $widen (param $src i32) (param $n i32) (param $dst i32)
+    (local $end i32) (local $hv v128) (local $hl v128) (local $hh v128)
+    (local.set $end (i32.add (local.get $src) (i32.shl (i32.and (local.get $n) (i32.const -8)) (i32.const 1))))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $src) (local.get $end)))
+      (local.set $hv (v128.load (local.get $src)))
+      (local.set $hl (i16x8.shl (local.get $hv) (i32.const 13)))
+      (local.set $hh (v128.and (i16x8.shr_s (local.get $hv) (i32.const 3)) (v128.const i16x8 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff)))
+      (v128.store offset=0 (local.get $dst) (f32x4.mul (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $hl) (local.get $hh)) (f32x4.splat (f32.const 0x1p112))))
+      (v128.store offset=16 (local.get $dst) (f32x4.mul (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $hl) (local.get $hh)) (f32x4.splat (f32.const 0x1p112))))
+      (local.set $src (i32.add (local.get $src) (i32.const 16)))
+      (local.set $dst (i32.add (local.get $dst) (i32.const 32)))
+      (br $l)))
+    (if (i32.and (local.get $n) (i32.const 4)) (then
+      (local.set $hv (v128.load64_zero (local.get $src)))
+      (local.set $hl (i16x8.shl (local.get $hv) (i32.const 13)))
+      (local.set $hh (v128.and (i16x8.shr_s (local.get $hv) (i32.const 3)) (v128.const i16x8 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff)))
+      (v128.store (local.get $dst) (f32x4.mul (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $hl) (local.get $hh)) (f32x4.splat (f32.const 0x1p112)))))))
+
+  ;; $t116 on halves: one input row against 16 columns of halves at p (32 bytes a turn), each
+  ;; eight widened in registers as $widen widens them.
+  (func $t116_f16 (param $p i32) (param $q i32) (param $ms i32) (param $turns i32) (param $c i32)
+    (local $end i32) (local $s v128) (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
+    (local $hv v128) (local $hl v128) (local $hh v128)
+    (local.set $a0 (v128.load offset=0 (local.get $c)))
+    (local.set $a1 (v128.load offset=16 (local.get $c)))
+    (local.set $a2 (v128.load offset=32 (local.get $c)))
+    (local.set $a3 (v128.load offset=48 (local.get $c)))
+    (local.set $end (i32.add (local.get $p) (i32.shl (local.get $turns) (i32.const 5))))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $p) (local.get $end)))
+      (local.set $s (v128.load32_splat (local.get $q)))
+      (local.set $hv (v128.load offset=0 (local.get $p)))
+      (local.set $hl (i16x8.shl (local.get $hv) (i32.const 13)))
+      (local.set $hh (v128.and (i16x8.shr_s (local.get $hv) (i32.const 3)) (v128.const i16x8 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff)))
+      (local.set $a0 (MADD (f32x4.mul (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $hl) (local.get $hh)) (f32x4.splat (f32.const 0x1p112))) (local.get $s) (local.get $a0)))
+      (local.set $a1 (MADD (f32x4.mul (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $hl) (local.get $hh)) (f32x4.splat (f32.const 0x1p112))) (local.get $s) (local.get $a1)))
+      (local.set $hv (v128.load offset=16 (local.get $p)))
+      (local.set $hl (i16x8.shl (local.get $hv) (i32.const 13)))
+      (local.set $hh (v128.and (i16x8.shr_s (local.get $hv) (i32.const 3)) (v128.const i16x8 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff)))
+      (local.set $a2 (MADD (f32x4.mul (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $hl) (local.get $hh)) (f32x4.splat (f32.const 0x1p112))) (local.get $s) (local.get $a2)))
+      (local.set $a3 (MADD (f32x4.mul (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $hl) (local.get $hh)) (f32x4.splat (f32.const 0x1p112))) (local.get $s) (local.get $a3)))
+      (local.set $p (i32.add (local.get $p) (i32.const 32)))
+      (local.set $q (i32.add (local.get $q) (local.get $ms)))
+      (br $l)))
+    (v128.store offset=0 (local.get $c) (local.get $a0))
+    (v128.store offset=16 (local.get $c) (local.get $a1))
+    (v128.store offset=32 (local.get $c) (local.get $a2))
+    (v128.store offset=48 (local.get $c) (local.get $a3)))
+
   ;; One input row (at q, ms bytes a turn) against 4 columns at p (ps bytes a turn): a short last block's.
   (func $t14 (param $p i32) (param $ps i32) (param $q i32) (param $ms i32) (param $turns i32) (param $c i32)
     (local $end i32) (local $a v128)
@@ -166,16 +221,21 @@
       (local.set $c (i32.add (local.get $c) (i32.const 1)))
       (br $l))))
 
-  ;; y (m, n) = x (m, k; rows xStride floats apart) · wᵀ for m ≤ 8, w (n, k) in panels (above).
-  ;; flags: 1 accumulate into y, 2 add bias (n,). scratch: 32·k + 512 bytes: the rows' values
-  ;; interleaved (turn j's m values together, so each tile reads its splats from one pointer), then
-  ;; the sums of one block. A block goes chunk by chunk, every tile of a chunk while it is in L1.
+  ;; y (m, n) = x (m, k; rows xStride floats apart) · wᵀ for m ≤ 8, w (n, k) in panels (above) of
+  ;; f32 (dtype 0) or f16 (1). flags: 1 accumulate into y, 2 add bias (n,). scratch: 32·k + 4608
+  ;; bytes: the rows' values interleaved (turn j's m values together, so each tile reads its splats
+  ;; from one pointer), the sums of one block, then one widened chunk (4 KB). A block goes chunk by
+  ;; chunk, every tile of a chunk while it is in L1.
   (func (export "matmul") (param $y i32) (param $x i32) (param $xStride i32) (param $w i32)
-    (param $m i32) (param $k i32) (param $n i32) (param $flags i32) (param $bias i32) (param $scratch i32)
+    (param $m i32) (param $k i32) (param $n i32) (param $flags i32) (param $bias i32) (param $dtype i32) (param $scratch i32)
     (local $i i32) (local $width i32) (local $ps i32) (local $q i32) (local $ms i32) (local $acc i32)
+    (local $wide i32) (local $wps i32) (local $inline i32)
     (local $j i32) (local $turns i32) (local $pc i32) (local $qc i32) (local $r i32) (local $h i32) (local $src i32) (local $dst i32)
     (local.set $acc (i32.add (local.get $scratch) (i32.shl (local.get $k) (i32.const 5))))
+    (local.set $wide (i32.add (local.get $acc) (i32.const 512)))
     (local.set $ms (i32.shl (local.get $m) (i32.const 2)))
+    ;; One row of halves against a whole block is widened in registers; anything else a chunk at a time.
+    (local.set $inline (i32.and (local.get $dtype) (i32.eq (local.get $m) (i32.const 1))))
     ;; One row is read where it is.
     (local.set $q (local.get $x))
     (if (i32.gt_u (local.get $m) (i32.const 1)) (then
@@ -199,12 +259,16 @@
       (local.set $width (select (i32.const 16) (i32.and (i32.add (i32.sub (local.get $n) (local.get $i)) (i32.const 3)) (i32.const -4))
         (i32.ge_u (i32.sub (local.get $n) (local.get $i)) (i32.const 16))))
       (local.set $ps (i32.shl (local.get $width) (i32.const 2)))
+      (local.set $wps (i32.shl (local.get $width) (i32.sub (i32.const 2) (local.get $dtype))))
       (memory.fill (local.get $acc) (i32.const 0) (i32.shl (local.get $m) (i32.const 6)))
       (local.set $j (i32.const 0))
       (block $chunksDone (loop $chunks
         (br_if $chunksDone (i32.ge_u (local.get $j) (local.get $k)))
         (local.set $turns (select (i32.const 64) (i32.sub (local.get $k) (local.get $j)) (i32.gt_u (i32.sub (local.get $k) (local.get $j)) (i32.const 64))))
-        (local.set $pc (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $ps))))
+        (local.set $pc (i32.add (local.get $w) (i32.mul (local.get $j) (local.get $wps))))
+        (if (i32.and (local.get $dtype) (i32.eqz (i32.and (local.get $inline) (i32.eq (local.get $width) (i32.const 16))))) (then
+          (call $widen (local.get $pc) (i32.mul (local.get $turns) (local.get $width)) (local.get $wide))
+          (local.set $pc (local.get $wide))))
         (local.set $qc (i32.add (local.get $q) (i32.mul (local.get $j) (local.get $ms))))
         (local.set $r (i32.const 0))
         (if (i32.eq (local.get $width) (i32.const 16))
@@ -222,7 +286,9 @@
               (local.set $qc (i32.add (local.get $qc) (i32.const 8)))
               (local.set $r (i32.add (local.get $r) (i32.const 2)))))
             (if (i32.lt_u (local.get $r) (local.get $m)) (then
-              (call $t116 (local.get $pc) (local.get $qc) (local.get $ms) (local.get $turns) (i32.add (local.get $acc) (i32.shl (local.get $r) (i32.const 6)))))))
+              (if (local.get $inline)
+                (then (call $t116_f16 (local.get $pc) (local.get $qc) (local.get $ms) (local.get $turns) (i32.add (local.get $acc) (i32.shl (local.get $r) (i32.const 6)))))
+                (else (call $t116 (local.get $pc) (local.get $qc) (local.get $ms) (local.get $turns) (i32.add (local.get $acc) (i32.shl (local.get $r) (i32.const 6)))))))))
           (else
             (block $rowsDone (loop $rowsL
               (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $m)))
@@ -249,7 +315,7 @@
           (local.get $flags))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $stores)))
-      (local.set $w (i32.add (local.get $w) (i32.mul (local.get $ps) (local.get $k))))
+      (local.set $w (i32.add (local.get $w) (i32.mul (local.get $wps) (local.get $k))))
       (local.set $i (i32.add (local.get $i) (i32.const 16)))
       (br $blocks))))
 )
