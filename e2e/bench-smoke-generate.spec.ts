@@ -50,6 +50,13 @@ test('bench generate runs and reports every field per TP degree and batch, with 
     expect(typeof x.prefill_tokens_per_s).toBe(x.batch === 1 ? 'number' : 'undefined');
     expect(x.prompt_tokens).toBe(r.results[0]!.prompt_tokens);
     expect(Object.keys(x.breakdown_ms).sort()).toEqual(['allreduce_ms', 'compute_ms', 'readback_ms', 'scheduler_ms', 'upload_ms']);
+    // Every rank's breakdown at TP > 1, rank 0's first.
+    if (x.tp === 1) expect(x.ranks_breakdown_ms).toBeUndefined();
+    else {
+      expect(x.ranks_breakdown_ms!.length).toBe(x.tp);
+      expect(x.ranks_breakdown_ms![0]).toEqual(x.breakdown_ms);
+      expect(x.ranks_breakdown_ms![1]!.compute_ms).toBeGreaterThan(0);
+    }
     // Timestamp queries time every kernel kind of a decode step (5 layers summed per kind).
     const p = x.profile!;
     expect(p.steps).toBeGreaterThan(0);

@@ -116,6 +116,8 @@ export interface BenchGenerateResult {
   decode_tokens_per_s: number;
   /** Means per decode step, rank 0's view (ms). */
   breakdown_ms: StepBreakdown;
+  /** At TP > 1: every rank's `breakdown_ms`, by rank (a slower rank shows as less all-reduce wait). */
+  ranks_breakdown_ms?: StepBreakdown[];
   /** Median ms from one sync point's readback start to its upload done (rank 0). */
   allreduce_roundtrip_ms: number;
   load_ms: number;
@@ -317,7 +319,8 @@ async function benchModel(
         ...(vsRoofline !== undefined && { vs_roofline: vsRoofline }),
         prompt_tokens: run.promptTokens, tokens: run.tokens,
         ...(run.prefill !== undefined && { prefill_tokens_per_s: run.prefill }), decode_tokens_per_s: run.aggregate / batch,
-        breakdown_ms: r0.breakdown, allreduce_roundtrip_ms: r0.allreduceRoundtripMs, load_ms: loadMs.get(c)!, adapter: r0.adapter,
+        breakdown_ms: r0.breakdown, ...(tp > 1 && { ranks_breakdown_ms: run.stats.ranks.map((r) => r.breakdown) }),
+        allreduce_roundtrip_ms: r0.allreduceRoundtripMs, load_ms: loadMs.get(c)!, adapter: r0.adapter,
       });
     }
   }
