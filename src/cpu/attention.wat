@@ -60,6 +60,69 @@
   (func $expf (param $x f32) (result f32)
     (f32.demote_f64 (call $exp (f64.promote_f32 (local.get $x)))))
 
+  ;; $exp's steps on two f64 lanes, each in [-150, 100] ($expf4 clamps), where $exp neither
+  ;; overflows nor goes subnormal: its branches become selects of the reduction's k (0 for
+  ;; |x| ≤ ln2/2, ±1 up to 1.5·ln2, else rounded x/ln2) and of its two early results (x = 1, |x| <
+  ;; 2^-28), and with k = 0 the general last step gives the k = 0 one's bits. Same operations on
+  ;; the same values: the same bits. $exp's tests of |x|'s high word are tests of |x| against the
+  ;; double of that high word (non-negative doubles order as their bits do).
+  (func $exp2 (param $x v128) (result v128)
+    (local $ax v128) (local $t v128) (local $hi v128) (local $lo v128) (local $r v128) (local $z v128) (local $c v128) (local $y v128) (local $sign v128)
+    (local.set $sign (v128.and (local.get $x) (v128.const i64x2 0x8000000000000000 0x8000000000000000)))
+    (local.set $ax (v128.xor (local.get $x) (local.get $sign)))
+    ;; k as a float: rounded x/ln2, ±1 in the middle range, 0 in the small one.
+    (local.set $t (f64x2.trunc (f64x2.add (f64x2.mul (local.get $x) (v128.const i64x2 0x3FF71547652B82FE 0x3FF71547652B82FE))
+      (v128.or (local.get $sign) (v128.const f64x2 0.5 0.5)))))
+    (local.set $t (v128.bitselect (v128.or (local.get $sign) (v128.const f64x2 1 1)) (local.get $t)
+      (f64x2.lt (local.get $ax) (v128.const i64x2 0x3FF0A2B200000000 0x3FF0A2B200000000))))
+    (local.set $t (v128.andnot (local.get $t) (f64x2.lt (local.get $ax) (v128.const i64x2 0x3FD62E4300000000 0x3FD62E4300000000))))
+    ;; x = k·ln2 + (hi − lo)
+    (local.set $hi (f64x2.sub (local.get $x) (f64x2.mul (local.get $t) (v128.const i64x2 0x3FE62E42FEE00000 0x3FE62E42FEE00000))))
+    (local.set $lo (f64x2.mul (local.get $t) (v128.const i64x2 0x3DEA39EF35793C76 0x3DEA39EF35793C76)))
+    (local.set $r (f64x2.sub (local.get $hi) (local.get $lo)))
+    (local.set $z (f64x2.mul (local.get $r) (local.get $r)))
+    (local.set $c (f64x2.sub (local.get $r) (f64x2.mul (local.get $z)
+      (f64x2.add (v128.const i64x2 0x3FC555555555553E 0x3FC555555555553E) (f64x2.mul (local.get $z)
+      (f64x2.add (v128.const i64x2 0xBF66C16C16BEBD93 0xBF66C16C16BEBD93) (f64x2.mul (local.get $z)
+      (f64x2.add (v128.const i64x2 0x3F11566AAF25DE2C 0x3F11566AAF25DE2C) (f64x2.mul (local.get $z)
+      (f64x2.add (v128.const i64x2 0xBEBBBD41C5D26BF1 0xBEBBBD41C5D26BF1) (f64x2.mul (local.get $z) (v128.const i64x2 0x3E66376972BEA4D0 0x3E66376972BEA4D0))))))))))))
+    (local.set $y (f64x2.sub (v128.const f64x2 1 1) (f64x2.sub (f64x2.sub (local.get $lo)
+      (f64x2.div (f64x2.mul (local.get $r) (local.get $c)) (f64x2.sub (v128.const f64x2 2 2) (local.get $c)))) (local.get $hi))))
+    ;; y·2^k, k ≥ −217 here (2^k a normal): k + 1.5·2^52 holds k in its low bits, so k + 1023
+    ;; shifted into the exponent field is 2^k.
+    (local.set $y (f64x2.mul (local.get $y) (i64x2.shl (i64x2.add
+      (f64x2.add (local.get $t) (v128.const i64x2 0x4338000000000000 0x4338000000000000)) (v128.const i64x2 1023 1023)) (i32.const 52))))
+    (local.set $y (v128.bitselect (f64x2.add (v128.const f64x2 1 1) (local.get $x)) (local.get $y)
+      (f64x2.lt (local.get $ax) (v128.const i64x2 0x3E30000000000000 0x3E30000000000000))))
+    (v128.bitselect (v128.const i64x2 0x4005BF0A8B145769 0x4005BF0A8B145769) (local.get $y) (f64x2.eq (local.get $x) (v128.const f64x2 1 1))))
+
+  ;; $expf of four lanes. Clamping to [-150, 100] first keeps every f32 result: below, $exp's
+  ;; value rounds to 0 in f32; above, to inf.
+  (func $expf4 (param $x v128) (result v128)
+    (local.set $x (f32x4.pmin (f32x4.pmax (local.get $x) (v128.const f32x4 -150 -150 -150 -150)) (v128.const f32x4 100 100 100 100)))
+    (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23
+      (f32x4.demote_f64x2_zero (call $exp2 (f64x2.promote_low_f32x4 (local.get $x))))
+      (f32x4.demote_f64x2_zero (call $exp2 (f64x2.promote_low_f32x4
+        (i8x16.shuffle 8 9 10 11 12 13 14 15 0 1 2 3 4 5 6 7 (local.get $x) (local.get $x)))))))
+
+  ;; y[i] = $expf(x[i]), i < n, in lanes of four (then one by one): for the tests.
+  (func (export "expf") (param $y i32) (param $x i32) (param $n i32)
+    (local $j i32)
+    (block $d (loop $l
+      (br_if $d (i32.gt_u (i32.add (local.get $j) (i32.const 4)) (local.get $n)))
+      (v128.store (local.get $y) (call $expf4 (v128.load (local.get $x))))
+      (local.set $x (i32.add (local.get $x) (i32.const 16)))
+      (local.set $y (i32.add (local.get $y) (i32.const 16)))
+      (local.set $j (i32.add (local.get $j) (i32.const 4)))
+      (br $l)))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $j) (local.get $n)))
+      (f32.store (local.get $y) (call $expf (f32.load (local.get $x))))
+      (local.set $x (i32.add (local.get $x) (i32.const 4)))
+      (local.set $y (i32.add (local.get $y) (i32.const 4)))
+      (local.set $j (i32.add (local.get $j) (i32.const 1)))
+      (br $l))))
+
   ;; ---- RoPE, the KV cache and attention -----------------------------------------------------
 
   ;; Rotates nHeads heads of headSize at the start of each of m rows (rowStride floats apart) by
@@ -215,12 +278,69 @@
 
   ;; One query head over positions 0..pos of its kv head (kp, vp: position 0, rows hs apart), online
   ;; softmax: one pass over k and v, with the running max m, sum s and o = Σ exp(score − m)·v
-  ;; rescaled whenever m grows; then o /= s.
+  ;; rescaled whenever m grows; then o /= s. Four positions at a time take their exps in lanes
+  ;; ($expf4): the scores, the max before (ps) and after (ms) each, then exp(x − m) for all four
+  ;; and, if m grew at any, exp(m_before − x); then the updates one by one, in order: the values
+  ;; of the one-by-one loop, which takes the last (pos + 1) mod 4 positions.
   (func $head_@DT@ (param $o i32) (param $q i32) (param $kp i32) (param $vp i32) (param $pos i32) (param $hs i32) (param $scale f32)
-    (local $t i32) (local $x f32) (local $m f32) (local $s f32) (local $e f32) (local $row i32)
+    (local $t i32) (local $x f32) (local $m f32) (local $s f32) (local $e f32) (local $row i32) (local $n4 i32)
+    (local $xs v128) (local $ps v128) (local $ms v128) (local $es v128) (local $rs v128) (local $grew v128)
     (local.set $m (f32.const -inf))
     (local.set $row (i32.mul (local.get $hs) (i32.const @WB1@)))
+    (local.set $n4 (i32.and (i32.add (local.get $pos) (i32.const 1)) (i32.const -4)))
     (memory.fill (local.get $o) (i32.const 0) (i32.shl (local.get $hs) (i32.const 2)))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $t) (local.get $n4)))
+        (local.set $x (f32.div (call $qk_@DT@ (local.get $q) (i32.add (local.get $kp) (i32.mul (local.get $row) (i32.const 0))) (local.get $hs)) (local.get $scale)))
+        (local.set $xs (f32x4.replace_lane 0 (local.get $xs) (local.get $x)))
+        (local.set $ps (f32x4.replace_lane 0 (local.get $ps) (local.get $m)))
+        (if (f32.gt (local.get $x) (local.get $m)) (then (local.set $m (local.get $x))))
+        (local.set $ms (f32x4.replace_lane 0 (local.get $ms) (local.get $m)))
+        (local.set $x (f32.div (call $qk_@DT@ (local.get $q) (i32.add (local.get $kp) (i32.mul (local.get $row) (i32.const 1))) (local.get $hs)) (local.get $scale)))
+        (local.set $xs (f32x4.replace_lane 1 (local.get $xs) (local.get $x)))
+        (local.set $ps (f32x4.replace_lane 1 (local.get $ps) (local.get $m)))
+        (if (f32.gt (local.get $x) (local.get $m)) (then (local.set $m (local.get $x))))
+        (local.set $ms (f32x4.replace_lane 1 (local.get $ms) (local.get $m)))
+        (local.set $x (f32.div (call $qk_@DT@ (local.get $q) (i32.add (local.get $kp) (i32.mul (local.get $row) (i32.const 2))) (local.get $hs)) (local.get $scale)))
+        (local.set $xs (f32x4.replace_lane 2 (local.get $xs) (local.get $x)))
+        (local.set $ps (f32x4.replace_lane 2 (local.get $ps) (local.get $m)))
+        (if (f32.gt (local.get $x) (local.get $m)) (then (local.set $m (local.get $x))))
+        (local.set $ms (f32x4.replace_lane 2 (local.get $ms) (local.get $m)))
+        (local.set $x (f32.div (call $qk_@DT@ (local.get $q) (i32.add (local.get $kp) (i32.mul (local.get $row) (i32.const 3))) (local.get $hs)) (local.get $scale)))
+        (local.set $xs (f32x4.replace_lane 3 (local.get $xs) (local.get $x)))
+        (local.set $ps (f32x4.replace_lane 3 (local.get $ps) (local.get $m)))
+        (if (f32.gt (local.get $x) (local.get $m)) (then (local.set $m (local.get $x))))
+        (local.set $ms (f32x4.replace_lane 3 (local.get $ms) (local.get $m)))
+        (local.set $es (call $expf4 (f32x4.sub (local.get $xs) (local.get $ms))))
+        (local.set $grew (f32x4.gt (local.get $xs) (local.get $ps)))
+        (if (v128.any_true (local.get $grew)) (then (local.set $rs (call $expf4 (f32x4.sub (local.get $ps) (local.get $xs))))))
+        (if (i32x4.extract_lane 0 (local.get $grew)) (then
+          (local.set $s (f32.mul (local.get $s) (f32x4.extract_lane 0 (local.get $rs))))
+          (call $scale (local.get $o) (local.get $hs) (f32x4.extract_lane 0 (local.get $rs)))))
+        (local.set $s (f32.add (local.get $s) (f32x4.extract_lane 0 (local.get $es))))
+        (call $axpy_@DT@ (local.get $o) (local.get $vp) (local.get $hs) (f32x4.extract_lane 0 (local.get $es)))
+        (local.set $vp (i32.add (local.get $vp) (local.get $row)))
+        (if (i32x4.extract_lane 1 (local.get $grew)) (then
+          (local.set $s (f32.mul (local.get $s) (f32x4.extract_lane 1 (local.get $rs))))
+          (call $scale (local.get $o) (local.get $hs) (f32x4.extract_lane 1 (local.get $rs)))))
+        (local.set $s (f32.add (local.get $s) (f32x4.extract_lane 1 (local.get $es))))
+        (call $axpy_@DT@ (local.get $o) (local.get $vp) (local.get $hs) (f32x4.extract_lane 1 (local.get $es)))
+        (local.set $vp (i32.add (local.get $vp) (local.get $row)))
+        (if (i32x4.extract_lane 2 (local.get $grew)) (then
+          (local.set $s (f32.mul (local.get $s) (f32x4.extract_lane 2 (local.get $rs))))
+          (call $scale (local.get $o) (local.get $hs) (f32x4.extract_lane 2 (local.get $rs)))))
+        (local.set $s (f32.add (local.get $s) (f32x4.extract_lane 2 (local.get $es))))
+        (call $axpy_@DT@ (local.get $o) (local.get $vp) (local.get $hs) (f32x4.extract_lane 2 (local.get $es)))
+        (local.set $vp (i32.add (local.get $vp) (local.get $row)))
+        (if (i32x4.extract_lane 3 (local.get $grew)) (then
+          (local.set $s (f32.mul (local.get $s) (f32x4.extract_lane 3 (local.get $rs))))
+          (call $scale (local.get $o) (local.get $hs) (f32x4.extract_lane 3 (local.get $rs)))))
+        (local.set $s (f32.add (local.get $s) (f32x4.extract_lane 3 (local.get $es))))
+        (call $axpy_@DT@ (local.get $o) (local.get $vp) (local.get $hs) (f32x4.extract_lane 3 (local.get $es)))
+        (local.set $vp (i32.add (local.get $vp) (local.get $row)))
+        (local.set $kp (i32.add (local.get $kp) (i32.shl (local.get $row) (i32.const 2))))
+        (local.set $t (i32.add (local.get $t) (i32.const 4)))
+        (br $l)))
     (block $d (loop $l
       (br_if $d (i32.gt_u (local.get $t) (local.get $pos)))
       (local.set $x (f32.div (call $qk_@DT@ (local.get $q) (local.get $kp) (local.get $hs)) (local.get $scale)))

@@ -30,6 +30,7 @@ interface KernelExports {
   matmul(y: number, x: number, xStride: number, w: number, m: number, k: number, n: number, flags: number, bias: number, dtype: number, scratch: number): void;
   rmsnorm(y: number, x: number, g: number, m: number, dim: number, eps: number): void;
   exp(x: number): number;
+  expf(y: number, x: number, n: number): void;
   add(y: number, x: number, n: number): void;
   siluMul(y: number, a: number, b: number, n: number, m: number, xStride: number): void;
   embed(y: number, table: number, tokens: number, m: number, dim: number, dtype: number): void;
@@ -229,6 +230,11 @@ export class CpuKernels {
   /** The kernels' exp: Math.exp's algorithm (V8's FDLIBM port) in the module, to the bit. */
   exp(x: number): number {
     return this.k.exp(x);
+  }
+
+  /** y[i] = f32(exp(x[i])) for i < n, in the four-lane exp siluMul and attention use (then one by one): `exp`'s bits, rounded to f32. */
+  expf(y: number, x: number, n: number): void {
+    this.k.expf(y, x, n);
   }
 
   /** Per row of dim: y = g·(x / √(Σx²/dim + eps)); y may be x. */
