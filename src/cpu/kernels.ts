@@ -232,7 +232,7 @@ export class CpuKernels {
     return this.k.exp(x);
   }
 
-  /** y[i] = f32(exp(x[i])) for i < n, in the four-lane exp siluMul and attention use (then one by one): `exp`'s bits, rounded to f32. */
+  /** y[i] = `exp(x[i])` rounded to f32, i < n, by the four-lane exp that siluMul and attention use (the last n mod 4 one by one). */
   expf(y: number, x: number, n: number): void {
     this.k.expf(y, x, n);
   }
