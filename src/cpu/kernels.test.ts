@@ -296,6 +296,25 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
     expect(bad).toEqual([]);
   });
 
+  it.each(variants)('the four-lane exp (%s) is Math.exp rounded to f32, to the bit: its branch edges, clamps, specials and every 4093rd f32', (variant) => {
+    // The edges of $exp's branches (|x| = ln2/2, 1.5·ln2, 2^-28, x = 1) and of the lanes' clamp
+    // (−150, 100: where f32 results are 0 and inf), with their f32 neighbours.
+    const edges = [0.5 * Math.LN2, 1.5 * Math.LN2, 2 ** -28, 1, 150, 100, 103.97, 88.72, 87.3, 709.78, 745.13];
+    const bits = new Uint32Array(1);
+    const f = new Float32Array(bits.buffer);
+    const ofBits = (b: number) => ((bits[0] = b), f[0]!);
+    const near = (v: number) => [-2, -1, 0, 1, 2].map((d) => ofBits(new Uint32Array(Float32Array.of(v).buffer)[0]! + d));
+    const xs = [0, -0, Infinity, -Infinity, NaN, ...edges.flatMap((v) => [...near(v), ...near(-v)])];
+    for (let b = 0; b < 2 ** 32; b += 4093) xs.push(ofBits(b));
+    const kn = CpuKernels.create(undefined, { variant });
+    const x = Float32Array.from(xs);
+    const [xp, yp] = [kn.put(x), kn.alloc(x.byteLength)];
+    kn.expf(yp, xp, x.length);
+    const got = kn.f32(yp, x.length);
+    const bad = Array.from(x).filter((v, i) => !Object.is(got[i], Math.fround(Math.exp(v))));
+    expect(bad).toEqual([]);
+  });
+
   it('fails typed, with the bytes asked for, past one WebAssembly memory', () => {
     const kn = CpuKernels.create();
     const err = (() => {

@@ -30,6 +30,7 @@ interface KernelExports {
   matmul(y: number, x: number, xStride: number, w: number, m: number, k: number, n: number, flags: number, bias: number, dtype: number, scratch: number): void;
   rmsnorm(y: number, x: number, g: number, m: number, dim: number, eps: number): void;
   exp(x: number): number;
+  expf(y: number, x: number, n: number): void;
   add(y: number, x: number, n: number): void;
   siluMul(y: number, a: number, b: number, n: number, m: number, xStride: number): void;
   embed(y: number, table: number, tokens: number, m: number, dim: number, dtype: number): void;
@@ -229,6 +230,11 @@ export class CpuKernels {
   /** The kernels' exp: Math.exp's algorithm (V8's FDLIBM port) in the module, to the bit. */
   exp(x: number): number {
     return this.k.exp(x);
+  }
+
+  /** y[i] = `exp(x[i])` rounded to f32, i < n, by the four-lane exp that siluMul and attention use (the last n mod 4 one by one). */
+  expf(y: number, x: number, n: number): void {
+    this.k.expf(y, x, n);
   }
 
   /** Per row of dim: y = g·(x / √(Σx²/dim + eps)); y may be x. */

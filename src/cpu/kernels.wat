@@ -2,7 +2,8 @@
 ;; Arguments are byte addresses in the imported memory (the rank's shard and activations live
 ;; there), counts in elements. Halves are widened to f32 as they are loaded; all sums are f32.
 ;; Every loop has a scalar tail, so no size needs to be a multiple of 4 or 16.
-;; exp is Math.exp's own algorithm, in f64 here (wasm has none), rounded to f32 as the oracle does.
+;; exp is Math.exp's own algorithm, in f64 here (wasm has none; two lanes at a time where it can),
+;; rounded to f32 as the oracle does.
 ;; Compiled into kernels-wasm.ts by scripts/build-wasm.mjs (npm run build:wasm).
 (module
   (import "env" "memory" (memory 1 65536))
@@ -462,14 +463,28 @@
       (br $l))))
 
   ;; y (m, n) = silu(a)·b, a and b rows xStride floats apart (b = a + n floats for [h1 | h3] rows).
-  ;; Scalar: exp is f64 (Math.exp's bits), one per element.
+  ;; Four lanes at a time ($expf4: $expf's bits), then one by one: each value v·(1/(1 + exp(−v)))·b
+  ;; in f32 either way.
   (func (export "siluMul") (param $y i32) (param $a i32) (param $b i32) (param $n i32) (param $m i32) (param $xStride i32)
-    (local $r i32) (local $j i32) (local $v f32) (local $ap i32) (local $bp i32)
+    (local $r i32) (local $j i32) (local $v f32) (local $ap i32) (local $bp i32) (local $vv v128)
     (block $rowsDone (loop $rows
       (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $m)))
       (local.set $ap (i32.add (local.get $a) (i32.shl (i32.mul (local.get $r) (local.get $xStride)) (i32.const 2))))
       (local.set $bp (i32.add (local.get $b) (i32.shl (i32.mul (local.get $r) (local.get $xStride)) (i32.const 2))))
       (local.set $j (i32.const 0))
+      (block $d (loop $l
+        (br_if $d (i32.gt_u (i32.add (local.get $j) (i32.const 4)) (local.get $n)))
+        (local.set $vv (v128.load (local.get $ap)))
+        (v128.store (local.get $y)
+          (f32x4.mul
+            (f32x4.mul (local.get $vv)
+              (f32x4.div (v128.const f32x4 1 1 1 1) (f32x4.add (v128.const f32x4 1 1 1 1) (call $expf4 (f32x4.neg (local.get $vv))))))
+            (v128.load (local.get $bp))))
+        (local.set $ap (i32.add (local.get $ap) (i32.const 16)))
+        (local.set $bp (i32.add (local.get $bp) (i32.const 16)))
+        (local.set $y (i32.add (local.get $y) (i32.const 16)))
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $l)))
       (block $d (loop $l
         (br_if $d (i32.ge_u (local.get $j) (local.get $n)))
         (local.set $v (f32.load (local.get $ap)))

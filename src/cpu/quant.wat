@@ -252,16 +252,21 @@
       (local.set $g (i32.const 0))
       (block $groupsDone (loop $groups
         (br_if $groupsDone (i32.ge_u (local.get $g) (local.get $ng)))
-        (local.set $mx (f32x4.abs (v128.load (local.get $xp))))
+        ;; max|x| as the largest of the values' magnitude bits (non-negative floats order as their
+        ;; bits do): one unsigned integer max a vector, where f32x4.max takes several instructions.
+        (local.set $mx (v128.and (v128.load (local.get $xp)) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff)))
         (local.set $j (i32.const 16))
         (block $d (loop $l
           (br_if $d (i32.ge_u (local.get $j) (i32.const 128)))
-          (local.set $mx (f32x4.max (local.get $mx) (f32x4.abs (v128.load (i32.add (local.get $xp) (local.get $j))))))
+          (local.set $mx (i32x4.max_u (local.get $mx)
+            (v128.and (v128.load (i32.add (local.get $xp) (local.get $j))) (v128.const i32x4 0x7fffffff 0x7fffffff 0x7fffffff 0x7fffffff))))
           (local.set $j (i32.add (local.get $j) (i32.const 16)))
           (br $l)))
+        (local.set $mx (i32x4.max_u (local.get $mx) (i8x16.shuffle 8 9 10 11 12 13 14 15 0 1 2 3 4 5 6 7 (local.get $mx) (local.get $mx))))
         (local.set $scale (f32.div
-          (f32.max (f32.max (f32x4.extract_lane 0 (local.get $mx)) (f32x4.extract_lane 1 (local.get $mx)))
-                   (f32.max (f32x4.extract_lane 2 (local.get $mx)) (f32x4.extract_lane 3 (local.get $mx))))
+          (f32.reinterpret_i32 (select
+            (i32x4.extract_lane 0 (local.get $mx)) (i32x4.extract_lane 1 (local.get $mx))
+            (i32.gt_u (i32x4.extract_lane 0 (local.get $mx)) (i32x4.extract_lane 1 (local.get $mx)))))
           (f32.const 127)))
         (f32.store (i32.add (local.get $sp) (i32.shl (local.get $g) (i32.const 2))) (local.get $scale))
         (if (f32.gt (local.get $scale) (f32.const 0))
