@@ -237,7 +237,54 @@
       (local.set $t (i32.add (local.get $t) (i32.const 1)))
       (br $l)))
     (call $scale (local.get $o) (local.get $hs) (f32.div (f32.const 1) (local.get $s))))
+
+  ;; Two query heads at once, each exactly as $head_@DT@ computes it alone (the same operations in
+  ;; the same order): head a at (oa, qa, ka, va), head b at (ob, qb, kb, vb), their caches and
+  ;; chains independent, so the two streams of k and v and the two softmaxes overlap.
+  (func $head2_@DT@ (param $oa i32) (param $qa i32) (param $ka i32) (param $va i32) (param $ob i32) (param $qb i32) (param $kb i32) (param $vb i32)
+    (param $pos i32) (param $hs i32) (param $scale f32)
+    (local $t i32) (local $row i32) (local $xa f32) (local $ma f32) (local $sa f32) (local $ea f32) (local $xb f32) (local $mb f32) (local $sb f32) (local $eb f32)
+    (local.set $ma (f32.const -inf))
+    (local.set $mb (f32.const -inf))
+    (local.set $row (i32.mul (local.get $hs) (i32.const @WB1@)))
+    (memory.fill (local.get $oa) (i32.const 0) (i32.shl (local.get $hs) (i32.const 2)))
+    (memory.fill (local.get $ob) (i32.const 0) (i32.shl (local.get $hs) (i32.const 2)))
+    (block $d (loop $l
+      (br_if $d (i32.gt_u (local.get $t) (local.get $pos)))
+      (local.set $xa (f32.div (call $qk_@DT@ (local.get $qa) (local.get $ka) (local.get $hs)) (local.get $scale)))
+      (local.set $xb (f32.div (call $qk_@DT@ (local.get $qb) (local.get $kb) (local.get $hs)) (local.get $scale)))
+      (if (f32.gt (local.get $xa) (local.get $ma)) (then
+        (local.set $ea (call $expf (f32.sub (local.get $ma) (local.get $xa))))
+        (local.set $sa (f32.mul (local.get $sa) (local.get $ea)))
+        (call $scale (local.get $oa) (local.get $hs) (local.get $ea))
+        (local.set $ma (local.get $xa))))
+      (if (f32.gt (local.get $xb) (local.get $mb)) (then
+        (local.set $eb (call $expf (f32.sub (local.get $mb) (local.get $xb))))
+        (local.set $sb (f32.mul (local.get $sb) (local.get $eb)))
+        (call $scale (local.get $ob) (local.get $hs) (local.get $eb))
+        (local.set $mb (local.get $xb))))
+      (local.set $ea (call $expf (f32.sub (local.get $xa) (local.get $ma))))
+      (local.set $eb (call $expf (f32.sub (local.get $xb) (local.get $mb))))
+      (local.set $sa (f32.add (local.get $sa) (local.get $ea)))
+      (local.set $sb (f32.add (local.get $sb) (local.get $eb)))
+      (call $axpy_@DT@ (local.get $oa) (local.get $va) (local.get $hs) (local.get $ea))
+      (call $axpy_@DT@ (local.get $ob) (local.get $vb) (local.get $hs) (local.get $eb))
+      (local.set $ka (i32.add (local.get $ka) (local.get $row)))
+      (local.set $kb (i32.add (local.get $kb) (local.get $row)))
+      (local.set $va (i32.add (local.get $va) (local.get $row)))
+      (local.set $vb (i32.add (local.get $vb) (local.get $row)))
+      (local.set $t (i32.add (local.get $t) (i32.const 1)))
+      (br $l)))
+    (call $scale (local.get $oa) (local.get $hs) (f32.div (f32.const 1) (local.get $sa)))
+    (call $scale (local.get $ob) (local.get $hs) (f32.div (f32.const 1) (local.get $sb))))
 ;;@end
+
+  ;; Byte offset of (slot of row r, kv head of query head h, position 0) in either cache.
+  (func $headAt (param $slots i32) (param $r i32) (param $nKv i32) (param $h i32) (param $headOffset i32) (param $kvMul i32) (param $maxSeq i32) (param $hs i32) (param $dtype i32) (result i32)
+    (i32.shl (i32.mul (i32.mul
+      (i32.add (i32.mul (i32.load (i32.add (local.get $slots) (i32.shl (local.get $r) (i32.const 2)))) (local.get $nKv))
+        (i32.div_u (i32.add (local.get $h) (local.get $headOffset)) (local.get $kvMul)))
+      (local.get $maxSeq)) (local.get $hs)) (i32.sub (i32.const 2) (local.get $dtype))))
 
   ;; Causal attention over the caches (kvWrite's layout, f32 or halves by dtype): query head h of
   ;; row r (q rows qStride floats apart) reads kv head (h + headOffset) / kvMul over positions
@@ -245,7 +292,7 @@
   (func (export "attention") (param $out i32) (param $q i32) (param $qStride i32) (param $kc i32) (param $vc i32)
     (param $maxSeq i32) (param $nKv i32) (param $positions i32) (param $slots i32) (param $m i32)
     (param $nHeads i32) (param $hs i32) (param $kvMul i32) (param $headOffset i32) (param $dtype i32)
-    (local $r i32) (local $h i32) (local $pos i32) (local $head i32) (local $qp i32) (local $op i32) (local $scale f32)
+    (local $r i32) (local $h i32) (local $pos i32) (local $head i32) (local $head1 i32) (local $hb i32) (local $qp i32) (local $op i32) (local $scale f32)
     (local.set $scale (f32.sqrt (f32.convert_i32_u (local.get $hs))))
     (block $rowsDone (loop $rows
       (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $m)))
@@ -253,17 +300,27 @@
       (local.set $h (i32.const 0))
       (block $headsDone (loop $heads
         (br_if $headsDone (i32.ge_u (local.get $h) (local.get $nHeads)))
-        ;; Byte offset of (slot, kv head, position 0) in either cache.
-        (local.set $head (i32.shl (i32.mul (i32.mul
-          (i32.add (i32.mul (i32.load (i32.add (local.get $slots) (i32.shl (local.get $r) (i32.const 2)))) (local.get $nKv))
-            (i32.div_u (i32.add (local.get $h) (local.get $headOffset)) (local.get $kvMul)))
-          (local.get $maxSeq)) (local.get $hs)) (i32.sub (i32.const 2) (local.get $dtype))))
+        ;; Heads in pairs (the last alone when nHeads is odd); each gets the bits it gets alone.
+        (local.set $head (call $headAt (local.get $slots) (local.get $r) (local.get $nKv) (local.get $h) (local.get $headOffset) (local.get $kvMul) (local.get $maxSeq) (local.get $hs) (local.get $dtype)))
         (local.set $qp (i32.add (local.get $q) (i32.shl (i32.add (i32.mul (local.get $r) (local.get $qStride)) (i32.mul (local.get $h) (local.get $hs))) (i32.const 2))))
         (local.set $op (i32.add (local.get $out) (i32.shl (i32.mul (i32.add (i32.mul (local.get $r) (local.get $nHeads)) (local.get $h)) (local.get $hs)) (i32.const 2))))
-        (if (local.get $dtype)
-          (then (call $head_f16 (local.get $op) (local.get $qp) (i32.add (local.get $kc) (local.get $head)) (i32.add (local.get $vc) (local.get $head)) (local.get $pos) (local.get $hs) (local.get $scale)))
-          (else (call $head_f32 (local.get $op) (local.get $qp) (i32.add (local.get $kc) (local.get $head)) (i32.add (local.get $vc) (local.get $head)) (local.get $pos) (local.get $hs) (local.get $scale))))
-        (local.set $h (i32.add (local.get $h) (i32.const 1)))
+        (if (i32.lt_u (i32.add (local.get $h) (i32.const 1)) (local.get $nHeads))
+          (then
+            (local.set $head1 (call $headAt (local.get $slots) (local.get $r) (local.get $nKv) (i32.add (local.get $h) (i32.const 1)) (local.get $headOffset) (local.get $kvMul) (local.get $maxSeq) (local.get $hs) (local.get $dtype)))
+            (local.set $hb (i32.shl (local.get $hs) (i32.const 2)))
+            (if (local.get $dtype)
+              (then (call $head2_f16 (local.get $op) (local.get $qp) (i32.add (local.get $kc) (local.get $head)) (i32.add (local.get $vc) (local.get $head))
+                (i32.add (local.get $op) (local.get $hb)) (i32.add (local.get $qp) (local.get $hb)) (i32.add (local.get $kc) (local.get $head1)) (i32.add (local.get $vc) (local.get $head1))
+                (local.get $pos) (local.get $hs) (local.get $scale)))
+              (else (call $head2_f32 (local.get $op) (local.get $qp) (i32.add (local.get $kc) (local.get $head)) (i32.add (local.get $vc) (local.get $head))
+                (i32.add (local.get $op) (local.get $hb)) (i32.add (local.get $qp) (local.get $hb)) (i32.add (local.get $kc) (local.get $head1)) (i32.add (local.get $vc) (local.get $head1))
+                (local.get $pos) (local.get $hs) (local.get $scale))))
+            (local.set $h (i32.add (local.get $h) (i32.const 2))))
+          (else
+            (if (local.get $dtype)
+              (then (call $head_f16 (local.get $op) (local.get $qp) (i32.add (local.get $kc) (local.get $head)) (i32.add (local.get $vc) (local.get $head)) (local.get $pos) (local.get $hs) (local.get $scale)))
+              (else (call $head_f32 (local.get $op) (local.get $qp) (i32.add (local.get $kc) (local.get $head)) (i32.add (local.get $vc) (local.get $head)) (local.get $pos) (local.get $hs) (local.get $scale))))
+            (local.set $h (i32.add (local.get $h) (i32.const 1)))))
         (br $heads)))
       (local.set $r (i32.add (local.get $r) (i32.const 1)))
       (br $rows))))
