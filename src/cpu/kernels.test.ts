@@ -278,6 +278,35 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
     });
   });
 
+  // Each head's output must be the bits it gets as the only head of a call, so no head's result
+  // depends on its neighbours (a kernel that interleaves heads must keep each one's order).
+  describe.each(variants.flatMap((v) => (['f32', 'f16'] as const).map((kv) => [v, kv] as const)))('attention (%s, %s cache), heads independent', (variant, kvDtype) => {
+    it.each([[64, 5, 5], [18, 3, 1], [7, 4, 2]])('head size %i, %i heads on %i kv heads: each head alone gives the same bits', (hs, nHeads, nKv) => {
+      const kvMul = nHeads / nKv;
+      const [maxSeq, m] = [40, 2];
+      const stride = (nHeads + 2 * nKv) * hs;
+      const kn = CpuKernels.create(undefined, { variant });
+      const cacheFloats = m * nKv * maxSeq * hs;
+      const fill = (seed: number) => (kvDtype === 'f16' ? kn.put(Uint16Array.from(randoms(cacheFloats, seed), f32ToF16)) : kn.put(randoms(cacheFloats, seed)));
+      const [kc, vc] = [fill(21), fill(22)];
+      const q = kn.put(randoms(m * stride, 23).map((x) => 3 * x));
+      const [pp, sp] = [kn.put(Int32Array.of(38, 6)), kn.put(Int32Array.of(1, 0))];
+      const common = { qStride: stride, k: kc, v: vc, kvDtype, maxSeq, nKv, positions: pp, slots: sp, m, headSize: hs, kvMul };
+      const all = kn.alloc(m * nHeads * hs * 4);
+      kn.attention({ ...common, out: all, q, nHeads, headOffset: 0 });
+      const got = kn.f32(all, m * nHeads * hs).slice();
+      for (let h = 0; h < nHeads; h++) {
+        // Head h alone: q and out start at its head, and headOffset h picks its kv head.
+        const one = kn.alloc(m * hs * 4);
+        kn.attention({ ...common, out: one, q: q + h * hs * 4, nHeads: 1, headOffset: h });
+        const alone = kn.f32(one, m * hs);
+        for (let r = 0; r < m; r++) {
+          expect(Array.from(got.subarray((r * nHeads + h) * hs, (r * nHeads + h + 1) * hs))).toEqual(Array.from(alone.subarray(r * hs, (r + 1) * hs)));
+        }
+      }
+    });
+  });
+
   it('kvWrite rounds to halves as f32ToF16 does: ties to even, subnormals, overflow to inf', () => {
     const vals = Float32Array.of(0, -0, 1, -2.5, 65504, 65519.99, 65520, 1e6, -1e6, Infinity, -Infinity, 2 ** -24, 2 ** -25, 3 * 2 ** -26, 2 ** -14, 6e-8, 1 + 2 ** -11, 1 + 3 * 2 ** -11, ...randoms(40, 16).map((x) => x * 100));
     const n = vals.length;
