@@ -44,4 +44,12 @@ test('bench kernels (smoke) reports results, baselines and readback figures', as
     expect(x.gbs).toBeCloseTo((x.n * x.k * 4) / (x.median_ms * 1e6), 2);
     expect(x.vs_read).toBeCloseTo(x.read_ms / x.median_ms, 2);
   }
+  // The CPU GEMM beside the panel matmul on the same panels: each TP 2 shard shape, f32 and f16.
+  const gemm = r.cpu_gemm!;
+  expect(gemm.rows.map((x) => [x.dtype, x.matrix])).toEqual(['f32', 'f16'].flatMap((d) => ['wqkv', 'wo', 'w13', 'w2'].map((m) => [d, m])));
+  for (const x of gemm.rows) {
+    expect(x.gemm_gflops).toBeGreaterThan(0);
+    expect(x.panel_gflops).toBeGreaterThan(0);
+    expect(x.vs_peak).toBeCloseTo(x.gemm_gflops / gemm.peak_gflops, 1);
+  }
 });

@@ -43,7 +43,7 @@ export interface CpuWeights {
 /** Copies a rank's packed shard into a fresh memory, fusing wq|wk|wv and w1|w3 as the GPU backend does. */
 function createCpuWeights(c: ModelConfig, r: RankPlan, packed: ArrayBuffer, o: CpuKernelsOptions): CpuWeights {
   const { view, f32 } = shardViews(r, packed);
-  // The tiled matrices' padding (≤ 3 rows each) and the state come on top.
+  // The tiled and panel matrices' padding (≤ 3 rows each) and the state come on top.
   const kernels = CpuKernels.create(r.byteLength + (1 << 20), o);
   const quant = CpuQuantKernels.create(kernels);
   const vector = (name: string): number => kernels.put(f32(name));

@@ -1,9 +1,10 @@
 /**
  * What the CPU backend needs for quantised weights (src/cpu/quant.ts, src/cpu/kquant.ts): GGUF
  * Q8_0, Q4_0 and q8_m (Q4_1, Q5_x, K-quants) matrices tiled into the rank's memory, one matmul
- * entry point that sends each matrix to its kernel (f32 and f16 to kernels.wat's; quantised ones
- * weight-only, or with the input quantised to int8 first when the rank runs int8 activations),
- * and the embedding for any kind of table.
+ * entry point that sends each matrix to its kernel (f32 and f16 to the dense matmul it is given:
+ * on a rank, gemm.ts `matmulFor`'s panel matmul and GEMM; quantised ones weight-only, or with the
+ * input quantised to int8 first when the rank runs int8 activations), and the embedding for any
+ * kind of table.
  */
 import { CpuKernels, type CpuWeightDtype, type CpuWeightLayout, type MatmulArgs } from '../src/cpu/kernels.js';
 import { CpuQuantKernels, QUANT_GROUP, type CpuQuantDtype } from '../src/cpu/quant.js';
@@ -13,8 +14,8 @@ import { ModelFormatError } from '../src/errors.js';
 import type { SliceView } from './slice-views.js';
 
 /**
- * A matrix in the rank's memory: (rows, cols) W[out][in], f32/f16 (`rows`, in panels by
- * writePanels, or tiled by CpuKernels.tile), Q8_0/Q4_0 (tiled by CpuQuantKernels.tile, or in `rows`: the values plane
+ * A matrix in the rank's memory: (rows, cols) W[out][in], f32/f16 (`rows`, or in panels by
+ * writePanels), Q8_0/Q4_0 (tiled by CpuQuantKernels.tile, or in `rows`: the values plane
  * at `at`, the scales at `scales`) or q8_m (tiled `segments` of rows, each in its own form; or in
  * `rows`: codes at `at`, (scale, min) pairs at `scales` per `groupSize` values).
  */

@@ -53,7 +53,7 @@ export interface CpuMatmulRow {
   vs_read: number;
 }
 
-/** The CPU GEMM on one thread beside the kernels' small-m matmul (same tiled weights, one shape). */
+/** The CPU GEMM on one thread beside the small-m panel matmul (same panel weights, one shape). */
 export interface CpuGemmRow {
   /** The stories110M TP 2 shard it has the shape of. */
   matrix: string;
@@ -62,7 +62,8 @@ export interface CpuGemmRow {
   k: number;
   n: number;
   gemm_gflops: number;
-  matmul_gflops: number;
+  /** The panel matmul over the same m rows, PANEL_MAX_M of them a call. */
+  panel_gflops: number;
   /** gemm_gflops over the measured 128-bit FMA peak. */
   vs_peak: number;
 }

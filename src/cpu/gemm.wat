@@ -1,10 +1,8 @@
-;; The CPU rank's GEMM for prefill and batches of many rows: y (m, n) = x (m, k) · wᵀ, w (n, k) in
-;; the `tiled` layout of kernels.wat's matmul (blocks of four weight rows, their eights
-;; interleaved, then each row's last k mod 8; rows padded to a multiple of four), or f32 or f16 in
-;; panel.wat's panels (copied, halves widened as panel.wat widens them, eight columns at a time:
-;; the same sums, in the same order, as there).
+;; The CPU rank's GEMM for prefill and batches of many rows: y (m, n) = x (m, k) · wᵀ, w (n, k)
+;; f32 or f16 in panel.wat's panels (copied, halves widened as panel.wat widens them, eight columns
+;; at a time: the same sums, in the same order, as there).
 ;; Eight weight rows at a time are packed once into an f32 panel, k-major (each turn of k holds
-;; the eight rows' weights; f16 widened as it is packed), which then stays in cache against every
+;; the eight rows' weights), which then stays in cache against every
 ;; input row: a register tile of 4 input rows × 8 columns, each turn of k one broadcast input per
 ;; row and two weight vectors for 8 multiply-adds, with no horizontal sums. Sums are f32.
 ;; One turn of k per loop: TurboFan hoists an unrolled body's loads and then spills accumulators.
@@ -13,68 +11,8 @@
 (module
   (import "env" "memory" (memory 1 65536))
 
-  ;; The half at p as f32: its magnitude's bits shifted into place and scaled by 2^112 (exact for
-  ;; every finite half, subnormals too; inf and NaN, never a weight, come out finite, as WLOAD8's).
-  (func $h2f (param $p i32) (result f32)
-    (local $h i32)
-    (local.set $h (i32.load16_u (local.get $p)))
-    (f32.copysign
-      (f32.mul (f32.reinterpret_i32 (i32.shl (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 13))) (f32.const 0x1p112))
-      (f32.reinterpret_i32 (i32.shl (local.get $h) (i32.const 16)))))
-
-;;@each-dtype
-  ;; Packs the panel of the two tiled blocks at w and w + blk (the second only if nv > 4; else
-  ;; zeros) into p as f32, k-major: p[j·8 + c] = weight j of the panel's row c.
-  (func $pack_@DT@ (param $w i32) (param $blk i32) (param $nv i32) (param $k i32) (param $p i32)
-    (local $c i32) (local $j i32) (local $k8 i32) (local $src i32) (local $dst i32) (local $lo v128) (local $hi v128) (local $hv v128) (local $hl v128) (local $hh v128)
-    (local.set $k8 (i32.and (local.get $k) (i32.const -8)))
-    (block $colsDone (loop $cols
-      (br_if $colsDone (i32.ge_u (local.get $c) (i32.const 8)))
-      (local.set $dst (i32.add (local.get $p) (i32.shl (local.get $c) (i32.const 2))))
-      (local.set $j (i32.const 0))
-      (if (i32.and (i32.ge_u (local.get $c) (i32.const 4)) (i32.le_u (local.get $nv) (i32.const 4)))
-        (then
-          (block $d (loop $l
-            (br_if $d (i32.ge_u (local.get $j) (local.get $k)))
-            (f32.store (local.get $dst) (f32.const 0))
-            (local.set $dst (i32.add (local.get $dst) (i32.const 32)))
-            (local.set $j (i32.add (local.get $j) (i32.const 1)))
-            (br $l))))
-        (else
-          ;; Row c & 3 of block c >> 2: its eights are 4·8 weights apart, its tail after all eights.
-          (local.set $src (i32.add (i32.add (local.get $w) (i32.mul (i32.shr_u (local.get $c) (i32.const 2)) (local.get $blk)))
-            (i32.mul (i32.and (local.get $c) (i32.const 3)) (i32.const @WB8@))))
-          (block $d (loop $l
-            (br_if $d (i32.ge_u (local.get $j) (local.get $k8)))
-            (WLOAD8 $lo $hi (local.get $src))
-            (f32.store offset=0 (local.get $dst) (f32x4.extract_lane 0 (local.get $lo)))
-            (f32.store offset=32 (local.get $dst) (f32x4.extract_lane 1 (local.get $lo)))
-            (f32.store offset=64 (local.get $dst) (f32x4.extract_lane 2 (local.get $lo)))
-            (f32.store offset=96 (local.get $dst) (f32x4.extract_lane 3 (local.get $lo)))
-            (f32.store offset=128 (local.get $dst) (f32x4.extract_lane 0 (local.get $hi)))
-            (f32.store offset=160 (local.get $dst) (f32x4.extract_lane 1 (local.get $hi)))
-            (f32.store offset=192 (local.get $dst) (f32x4.extract_lane 2 (local.get $hi)))
-            (f32.store offset=224 (local.get $dst) (f32x4.extract_lane 3 (local.get $hi)))
-            (local.set $src (i32.add (local.get $src) (i32.mul (i32.const 4) (i32.const @WB8@))))
-            (local.set $dst (i32.add (local.get $dst) (i32.const 256)))
-            (local.set $j (i32.add (local.get $j) (i32.const 8)))
-            (br $l)))
-          (local.set $src (i32.add (i32.add (local.get $w) (i32.mul (i32.shr_u (local.get $c) (i32.const 2)) (local.get $blk)))
-            (i32.mul (i32.add (i32.shl (local.get $k8) (i32.const 2)) (i32.mul (i32.and (local.get $c) (i32.const 3)) (i32.sub (local.get $k) (local.get $k8))))
-              (i32.const @WB1@))))
-          (block $d (loop $l
-            (br_if $d (i32.ge_u (local.get $j) (local.get $k)))
-            (f32.store (local.get $dst) (WLOAD1 (local.get $src)))
-            (local.set $src (i32.add (local.get $src) (i32.const @WB1@)))
-            (local.set $dst (i32.add (local.get $dst) (i32.const 32)))
-            (local.set $j (i32.add (local.get $j) (i32.const 1)))
-            (br $l)))))
-      (local.set $c (i32.add (local.get $c) (i32.const 1)))
-      (br $cols))))
-;;@end
-
   ;; Packs a panel from `panel` weights (panel.wat): cols (8, or 4 then zeros) columns of a block
-  ;; at w, ps bytes a turn of k, into p as pack_f32 lays it out.
+  ;; at w, ps bytes a turn of k, into p as f32, k-major: p[j·8 + c] = weight j of column c.
   (func $pack_panel (param $w i32) (param $ps i32) (param $cols i32) (param $k i32) (param $p i32)
     (local $end i32)
     (local.set $end (i32.add (local.get $p) (i32.shl (local.get $k) (i32.const 5))))
@@ -107,7 +45,7 @@
       (br $l))))
 
   ;; Stores v as y[p] (p a byte address; q the bias's): (flags&1 ? y : 0) + (v + (flags&2 ? bias : 0)),
-  ;; as kernels.wat's matmul does.
+  ;; as panel.wat's matmul does.
   (func $put (param $p i32) (param $q i32) (param $flags i32) (param $v f32)
     (if (i32.and (local.get $flags) (i32.const 2))
       (then (local.set $v (f32.add (local.get $v) (f32.load (local.get $q))))))
@@ -172,41 +110,33 @@
       (br $l)))
     (local.get $a0) (local.get $b0) (local.get $a1) (local.get $b1) (local.get $a2) (local.get $b2) (local.get $a3) (local.get $b3))
 
-  ;; y (m, n) = x (m, k; rows xStride floats apart) · wᵀ, w (n, k) tiled, of f32 (dtype 0) or f16
-  ;; (1). flags: 1 accumulate into y, 2 add bias (n,), 4 w is in panels (panel.wat). scratch: 32·k + 32 bytes (a packed panel and
-  ;; a store's lanes). Weight rows go eight at a time (one panel, packed once), each panel against
-  ;; every input row, 4 at a time; a last short group repeats its last row and drops the copies' sums.
+  ;; y (m, n) = x (m, k; rows xStride floats apart) · wᵀ, w (n, k) in panel.wat's panels, of f32
+  ;; (dtype 0) or f16 (1). flags: 1 accumulate into y, 2 add bias (n,). scratch: 32·k + 32 bytes (a
+  ;; packed panel and a store's lanes). Weight rows go eight at a time (one panel, packed once),
+  ;; each panel against every input row, 4 at a time; a last short group repeats its last row and drops the copies' sums.
   (func (export "gemm") (param $y i32) (param $x i32) (param $xStride i32) (param $w i32)
     (param $m i32) (param $k i32) (param $n i32) (param $flags i32) (param $bias i32) (param $dtype i32) (param $scratch i32)
-    (local $i i32) (local $r i32) (local $nv i32) (local $xs i32) (local $ys i32) (local $blk i32) (local $tmp i32)
-    (local $yp i32) (local $bp i32) (local $x0 i32) (local $x1 i32) (local $x2 i32) (local $x3 i32) (local $w0 i32) (local $width i32)
+    (local $i i32) (local $r i32) (local $nv i32) (local $xs i32) (local $ys i32) (local $tmp i32)
+    (local $yp i32) (local $bp i32) (local $x0 i32) (local $x1 i32) (local $x2 i32) (local $x3 i32) (local $width i32)
     (local $cols i32) (local $src i32) (local $ps i32)
     (local $a0 v128) (local $b0 v128) (local $a1 v128) (local $b1 v128) (local $a2 v128) (local $b2 v128) (local $a3 v128) (local $b3 v128)
     (local.set $xs (i32.shl (local.get $xStride) (i32.const 2)))
     (local.set $ys (i32.shl (local.get $n) (i32.const 2)))
-    ;; Bytes of one tiled block: four rows of k weights.
-    (local.set $blk (i32.shl (local.get $k) (i32.sub (i32.const 4) (local.get $dtype))))
     (local.set $tmp (i32.add (local.get $scratch) (i32.shl (local.get $k) (i32.const 5))))
-    (local.set $w0 (local.get $w))
     (block $panelsDone (loop $panels
       (br_if $panelsDone (i32.ge_u (local.get $i) (local.get $n)))
       (local.set $nv (select (i32.const 8) (i32.sub (local.get $n) (local.get $i)) (i32.gt_u (i32.sub (local.get $n) (local.get $i)) (i32.const 8))))
-      (if (i32.and (local.get $flags) (i32.const 4))
-        (then
-          ;; Block i >> 4 (16 rows wide, or the last's ceil4 of what is left), half (i >> 3) & 1 of it.
-          (local.set $width (select (i32.const 16) (i32.and (i32.add (i32.sub (local.get $n) (i32.and (local.get $i) (i32.const -16))) (i32.const 3)) (i32.const -4))
-            (i32.ge_u (i32.sub (local.get $n) (i32.and (local.get $i) (i32.const -16))) (i32.const 16))))
-          (local.set $cols (select (i32.const 8) (i32.const 4) (i32.ge_u (i32.sub (local.get $width) (i32.and (local.get $i) (i32.const 8))) (i32.const 8))))
-          ;; Block i >> 4's start (16 rows of k weights before it each), the half's offset in a turn, the turn's bytes.
-          (local.set $src (i32.add (i32.add (local.get $w0) (i32.shl (i32.mul (i32.shr_u (local.get $i) (i32.const 4)) (local.get $k)) (i32.sub (i32.const 6) (local.get $dtype))))
-            (i32.shl (i32.and (local.get $i) (i32.const 8)) (i32.sub (i32.const 2) (local.get $dtype)))))
-          (local.set $ps (i32.shl (local.get $width) (i32.sub (i32.const 2) (local.get $dtype))))
-          (if (local.get $dtype)
-            (then (call $pack_panel_f16 (local.get $src) (local.get $ps) (local.get $cols) (local.get $k) (local.get $scratch)))
-            (else (call $pack_panel (local.get $src) (local.get $ps) (local.get $cols) (local.get $k) (local.get $scratch)))))
-        (else (if (local.get $dtype)
-          (then (call $pack_f16 (local.get $w) (local.get $blk) (local.get $nv) (local.get $k) (local.get $scratch)))
-          (else (call $pack_f32 (local.get $w) (local.get $blk) (local.get $nv) (local.get $k) (local.get $scratch))))))
+      ;; Block i >> 4 (16 rows wide, or the last's ceil4 of what is left), half (i >> 3) & 1 of it.
+      (local.set $width (select (i32.const 16) (i32.and (i32.add (i32.sub (local.get $n) (i32.and (local.get $i) (i32.const -16))) (i32.const 3)) (i32.const -4))
+        (i32.ge_u (i32.sub (local.get $n) (i32.and (local.get $i) (i32.const -16))) (i32.const 16))))
+      (local.set $cols (select (i32.const 8) (i32.const 4) (i32.ge_u (i32.sub (local.get $width) (i32.and (local.get $i) (i32.const 8))) (i32.const 8))))
+      ;; Block i >> 4's start (16 rows of k weights before it each), the half's offset in a turn, the turn's bytes.
+      (local.set $src (i32.add (i32.add (local.get $w) (i32.shl (i32.mul (i32.shr_u (local.get $i) (i32.const 4)) (local.get $k)) (i32.sub (i32.const 6) (local.get $dtype))))
+        (i32.shl (i32.and (local.get $i) (i32.const 8)) (i32.sub (i32.const 2) (local.get $dtype)))))
+      (local.set $ps (i32.shl (local.get $width) (i32.sub (i32.const 2) (local.get $dtype))))
+      (if (local.get $dtype)
+        (then (call $pack_panel_f16 (local.get $src) (local.get $ps) (local.get $cols) (local.get $k) (local.get $scratch)))
+        (else (call $pack_panel (local.get $src) (local.get $ps) (local.get $cols) (local.get $k) (local.get $scratch))))
       (local.set $x0 (local.get $x))
       (local.set $yp (i32.add (local.get $y) (i32.shl (local.get $i) (i32.const 2))))
       (local.set $bp (i32.add (local.get $bias) (i32.shl (local.get $i) (i32.const 2))))
@@ -230,7 +160,6 @@
         (local.set $yp (i32.add (local.get $yp) (i32.mul (local.get $ys) (i32.const 4))))
         (local.set $r (i32.add (local.get $r) (i32.const 4)))
         (br $rows)))
-      (local.set $w (i32.add (local.get $w) (i32.shl (local.get $blk) (i32.const 1))))
       (local.set $i (i32.add (local.get $i) (i32.const 8)))
       (br $panels))))
 )

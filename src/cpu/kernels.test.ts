@@ -4,7 +4,7 @@ import { setFlagsFromString } from 'node:v8';
 // @ts-expect-error: a plain .mjs build script, without types
 import { compileWat } from '../../scripts/build-wasm.mjs';
 import { CPU_KERNELS_RELAXED_WASM_BASE64, CPU_KERNELS_WASM_BASE64 } from './kernels-wasm.js';
-import { CpuKernels, relaxedSimdAvailable, type CpuKernelVariant, type CpuWeightDtype, type CpuWeightLayout } from './kernels.js';
+import { CpuKernels, relaxedSimdAvailable, type CpuKernelVariant, type CpuWeightDtype } from './kernels.js';
 import { CpuMemoryError } from '../errors.js';
 import * as ref from '../model/reference.js';
 import { mulberry32 } from '../model/mulberry32.js';
@@ -42,9 +42,8 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
 
   // k: below 8, an 8-multiple tail, past 16 with tails of 1..7; n: short last blocks of 1..3 rows;
   // m = 1 is the gemv, 3/5 a pair then one, 8 four pairs.
-  const layouts: CpuWeightLayout[] = ['rows', 'tiled'];
-  describe.each(variants.flatMap((v) => layouts.flatMap((l) => (['f32', 'f16'] as const).map((d) => [v, l, d] as const))))(
-    'matmul (%s), %s, %s weights', (variant, layout, dtype) => {
+  describe.each(variants.flatMap((v) => (['f32', 'f16'] as const).map((d) => [v, d] as const)))(
+    'matmul (%s), %s weights in rows', (variant, dtype) => {
       it.each([
         [1, 1, 1], [1, 3, 5], [1, 17, 7], [1, 45, 13], [1, 64, 9], [1, 131, 33],
         [3, 1, 2], [3, 7, 5], [3, 45, 13], [4, 33, 6], [5, 131, 19], [8, 20, 3], [8, 77, 10], [2, 16, 4],
@@ -59,23 +58,17 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
 
         const kn = CpuKernels.create(undefined, { variant });
         const [xp, bp, yp] = [kn.put(xData), kn.put(bias), kn.put(new Float32Array(m * n))];
-        let wp: number;
-        if (layout === 'tiled') {
-          wp = kn.alloc(CpuKernels.tiledBytes(n, k, dtype));
-          // In two parts, as wq|wk|wv are tiled together.
-          const cut = Math.floor(n / 2) * k;
-          kn.tile(wp, [w.stored.subarray(0, cut), w.stored.subarray(cut)], k);
-        } else wp = kn.put(w.stored);
-        kn.matmul({ y: yp, x: xp, xStride, w: wp, dtype, layout, m, k, n });
+        const wp = kn.put(w.stored);
+        kn.matmul({ y: yp, x: xp, xStride, w: wp, dtype, m, k, n });
         const got = kn.f32(yp, m * n).slice();
         expect(worst(got, want, mag)).toBeLessThanOrEqual(1);
         // The same bits on every call.
-        kn.matmul({ y: yp, x: xp, xStride, w: wp, dtype, layout, m, k, n });
+        kn.matmul({ y: yp, x: xp, xStride, w: wp, dtype, m, k, n });
         expect(Array.from(kn.f32(yp, m * n))).toEqual(Array.from(got));
 
         // The row-parallel form: y0 + (x·wᵀ + bias).
         kn.f32(yp, m * n).set(y0);
-        kn.matmul({ y: yp, x: xp, xStride, w: wp, dtype, layout, m, k, n, accumulate: true, bias: bp });
+        kn.matmul({ y: yp, x: xp, xStride, w: wp, dtype, m, k, n, accumulate: true, bias: bp });
         const acc = want.map((v, i) => Math.fround(y0[i]! + Math.fround(v + bias[i % n]!)));
         const accMag = mag.map((v, i) => v + Math.abs(bias[i % n]!) + Math.abs(y0[i]!));
         expect(worst(kn.f32(yp, m * n), acc, accMag)).toBeLessThanOrEqual(1);
@@ -84,36 +77,33 @@ describe('CPU kernels (WebAssembly SIMD)', () => {
 
   // n spans several of the runs a batch of four or more rows touches ahead (48 KB each), and the
   // matrix ends at the memory's last byte, so a touch past it would trap; k: all tail, eights and a tail.
-  describe.each(variants.flatMap((v) => layouts.flatMap((l) => (['f32', 'f16'] as const).map((d) => [v, l, d] as const))))(
-    'matmul (%s), %s, %s weights, many runs of rows', (variant, layout, dtype) => {
-      it.each([5, 21])('k %i: each of 1..9 input rows gets the bits it gets alone, and the oracle\'s sums, with a scratch and without', (k) => {
+  describe.each(variants.flatMap((v) => (['f32', 'f16'] as const).map((d) => [v, d] as const)))(
+    'matmul (%s), %s weights in rows, many runs of rows', (variant, dtype) => {
+      it.each([5, 21])('k %i: each of 1..9 input rows gets the bits it gets alone, and the oracle\'s sums', (k) => {
         const [n, maxM] = [2403, 9];
         const x = randoms(maxM * k, 31);
         const w = weights(n * k, 32, dtype);
         const kn = CpuKernels.create(undefined, { variant });
-        const [xp, yp, y1, scratch] = [kn.put(x), kn.alloc(maxM * n * 4), kn.alloc(n * 4), kn.alloc(16 * k)];
-        const wBytes = layout === 'tiled' ? CpuKernels.tiledBytes(n, k, dtype) : w.stored.byteLength;
+        const [xp, yp, y1] = [kn.put(x), kn.alloc(maxM * n * 4), kn.alloc(n * 4)];
+        const wBytes = w.stored.byteLength;
         const mark = kn.mark();
         kn.alloc(wBytes); // grows the memory to hold them, then pads so that they end where it does
         kn.release(mark);
         kn.alloc(kn.memory.buffer.byteLength - mark - Math.ceil(wBytes / 16) * 16);
         const wp = kn.alloc(wBytes);
         expect(Math.ceil((wp + wBytes) / 16) * 16).toBe(kn.memory.buffer.byteLength);
-        if (layout === 'tiled') kn.tile(wp, [w.stored], k);
-        else new Uint8Array(kn.memory.buffer, wp, wBytes).set(new Uint8Array(w.stored.buffer, w.stored.byteOffset, wBytes));
+        new Uint8Array(kn.memory.buffer, wp, wBytes).set(new Uint8Array(w.stored.buffer, w.stored.byteOffset, wBytes));
         const alone = new Float32Array(maxM * n);
         for (let r = 0; r < maxM; r++) {
-          kn.matmul({ y: y1, x: xp + r * k * 4, w: wp, dtype, layout, m: 1, k, n });
+          kn.matmul({ y: y1, x: xp + r * k * 4, w: wp, dtype, m: 1, k, n });
           alone.set(kn.f32(y1, n), r * n);
         }
         const { want, mag } = matmulOracle(x, w.values, maxM, k, n);
         expect(worst(alone, want, mag)).toBeLessThanOrEqual(1);
         for (let m = 2; m <= maxM; m++) {
-          for (const s of [undefined, scratch]) {
-            kn.f32(yp, m * n).fill(NaN);
-            kn.matmul({ y: yp, x: xp, w: wp, dtype, layout, m, k, n, scratch: s });
-            expect(Array.from(kn.f32(yp, m * n))).toEqual(Array.from(alone.subarray(0, m * n)));
-          }
+          kn.f32(yp, m * n).fill(NaN);
+          kn.matmul({ y: yp, x: xp, w: wp, dtype, m, k, n });
+          expect(Array.from(kn.f32(yp, m * n))).toEqual(Array.from(alone.subarray(0, m * n)));
         }
       });
     });

@@ -21,13 +21,14 @@ export type { CpuKernelVariant };
 export type CpuKvDtype = 'f32' | 'f16';
 
 /**
- * How a matrix's rows lie in memory: `rows` (n, k) row-major, `tiled` (`CpuKernels.tile`), or
- * `panel` (panel.ts `writePanels`, multiplied by `CpuPanel` and the GEMM, not by `matmul`).
+ * How a matrix's rows lie in memory: `rows` (n, k) row-major; `panel` (f32 and f16: panel.ts
+ * `writePanels`, multiplied by `CpuPanel` and the GEMM, not by `matmul`); or `tiled` (quantised
+ * ones: quant.ts and kquant.ts `tile`).
  */
 export type CpuWeightLayout = 'rows' | 'tiled' | 'panel';
 
 interface KernelExports {
-  matmul(y: number, x: number, xStride: number, w: number, m: number, k: number, n: number, flags: number, bias: number, dtype: number, scratch: number): void;
+  matmul(y: number, x: number, xStride: number, w: number, m: number, k: number, n: number, flags: number, bias: number, dtype: number): void;
   rmsnorm(y: number, x: number, g: number, m: number, dim: number, eps: number): void;
   exp(x: number): number;
   expf(y: number, x: number, n: number): void;
@@ -48,7 +49,7 @@ export interface MatmulArgs {
   xStride?: number; // default k
   w: number; // (n, k) of dtype
   dtype: CpuWeightDtype;
-  /** Default `rows`; `tiled` for a matrix `tile` laid out (one stream per four rows: faster from memory). */
+  /** Default `rows` (the kernels' matmul); `panel` for `CpuPanel` and the GEMM. */
   layout?: CpuWeightLayout;
   m: number;
   k: number;
@@ -57,11 +58,6 @@ export interface MatmulArgs {
   accumulate?: boolean;
   /** (n,) f32 added to the product (before it is accumulated). */
   bias?: number;
-  /**
-   * 16·k bytes the matmul may overwrite: with it, tiled f16 weights against four or more rows are
-   * widened once a block of four rows (not once per pair of rows), giving the same bits.
-   */
-  scratch?: number;
 }
 
 export interface AttentionArgs {
@@ -181,50 +177,12 @@ export class CpuKernels {
     return new Int32Array(this.memory.buffer, at, n);
   }
 
-  /** Bytes of an (n, k) matrix of dtype tiled: its rows padded to a multiple of four. */
-  static tiledBytes(n: number, k: number, dtype: CpuWeightDtype): number {
-    return Math.ceil(n / 4) * 4 * k * (dtype === 'f16' ? 2 : 4);
-  }
-
-  /**
-   * Writes matrix rows (k weights each; the parts' rows one after another, all f32 or all f16)
-   * at dst in the `tiled` layout, tiledBytes long: per block of four rows, their weights eight at
-   * a time row by row, then each row's last k mod 8; padding rows are zero.
-   */
-  tile(dst: number, parts: readonly (Float32Array | Uint16Array)[], k: number): void {
-    const f16 = parts[0] instanceof Uint16Array;
-    // The bits, so every value (NaN payloads too) lands as it was.
-    const bits = parts.map((p) => (f16 ? (p as Uint16Array) : new Uint32Array(p.buffer, p.byteOffset, p.length)));
-    const rows = bits.flatMap((p) => Array.from({ length: p.length / k }, (_, r) => r * k).map((at) => ({ p, at })));
-    const n = rows.length;
-    const total = Math.ceil(n / 4) * 4 * k;
-    // Laid out in JS, then copied in once: one bulk write into the memory, as every other load is.
-    const out = f16 ? new Uint16Array(total) : new Uint32Array(total);
-    const k8 = k & ~7;
-    let o = 0;
-    for (let i = 0; i < n; i += 4) {
-      const block = [0, 1, 2, 3].map((r) => rows[i + r]);
-      for (let j = 0; j < k8; j += 8) {
-        for (const row of block) {
-          if (!row) out.fill(0, o, o + 8);
-          else for (let e = 0; e < 8; e++) out[o + e] = row.p[row.at + j + e]!;
-          o += 8;
-        }
-      }
-      for (const row of block) {
-        if (!row) out.fill(0, o, o + k - k8);
-        else for (let e = k8; e < k; e++) out[o + e - k8] = row.p[row.at + e]!;
-        o += k - k8;
-      }
-    }
-    (f16 ? new Uint16Array(this.memory.buffer, dst, total) : new Uint32Array(this.memory.buffer, dst, total)).set(out);
-  }
-
   /** y = x·wᵀ (+ bias), or y += it; every weight is read from memory once for the whole batch. */
   matmul(a: MatmulArgs): void {
-    if (a.layout === 'panel') throw new InvalidArgumentError('the kernels\' matmul takes rows or tiled weights, got panel', 'Multiply panel weights with CpuPanel (src/cpu/panel.ts)');
-    const flags = matmulFlags(a) | (a.layout === 'tiled' ? 4 : 0);
-    this.k.matmul(a.y, a.x, a.xStride ?? a.k, a.w, a.m, a.k, a.n, flags, a.bias ?? 0, a.dtype === 'f16' ? 1 : 0, a.scratch ?? 0);
+    if (a.layout !== undefined && a.layout !== 'rows') {
+      throw new InvalidArgumentError(`the kernels' matmul takes rows weights, got ${a.layout}`, 'Multiply panel weights with CpuPanel (src/cpu/panel.ts) or the CPU GEMM');
+    }
+    this.k.matmul(a.y, a.x, a.xStride ?? a.k, a.w, a.m, a.k, a.n, matmulFlags(a), a.bias ?? 0, a.dtype === 'f16' ? 1 : 0);
   }
 
   /** The kernels' exp: Math.exp's algorithm (V8's FDLIBM port) in the module, to the bit. */

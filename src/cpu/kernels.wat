@@ -42,11 +42,10 @@
   ;; ---- matmul: tiles of four weight rows against one or two input rows -------------------------
 
   ;; Each tile streams four weight rows once, eight weights a turn, with one f32x4 accumulator per
-  ;; (weight row, input row); k's last k mod 8 go one at a time. Row r's eights start at w_r and
-  ;; are `step` bytes apart, its last k mod 8 follow them + r·d bytes (see matmul's layouts).
+  ;; (weight row, input row); k's last k mod 8 go one at a time. Row r starts at w_r.
 ;;@each-dtype
   ;; Four @DT@ weight rows against input row x: their four dot products.
-  (func $t41_@DT@ (param $w0 i32) (param $w1 i32) (param $w2 i32) (param $w3 i32) (param $step i32) (param $d i32) (param $x i32) (param $k i32) (result f32 f32 f32 f32)
+  (func $t41_@DT@ (param $w0 i32) (param $w1 i32) (param $w2 i32) (param $w3 i32) (param $x i32) (param $k i32) (result f32 f32 f32 f32)
     (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $lo v128) (local $hi v128)
     (local $xl v128) (local $xh v128) (local $hv v128) (local $hl v128) (local $hh v128)
     (local $j i32) (local $k8 i32) (local $s0 f32) (local $s1 f32) (local $s2 f32) (local $s3 f32) (local $f f32)
@@ -63,16 +62,13 @@
       (local.set $a2 (MADD (local.get $hi) (local.get $xh) (MADD (local.get $lo) (local.get $xl) (local.get $a2))))
       (WLOAD8 $lo $hi (local.get $w3))
       (local.set $a3 (MADD (local.get $hi) (local.get $xh) (MADD (local.get $lo) (local.get $xl) (local.get $a3))))
-      (local.set $w0 (i32.add (local.get $w0) (local.get $step)))
-      (local.set $w1 (i32.add (local.get $w1) (local.get $step)))
-      (local.set $w2 (i32.add (local.get $w2) (local.get $step)))
-      (local.set $w3 (i32.add (local.get $w3) (local.get $step)))
+      (local.set $w0 (i32.add (local.get $w0) (i32.const @WB8@)))
+      (local.set $w1 (i32.add (local.get $w1) (i32.const @WB8@)))
+      (local.set $w2 (i32.add (local.get $w2) (i32.const @WB8@)))
+      (local.set $w3 (i32.add (local.get $w3) (i32.const @WB8@)))
       (local.set $x (i32.add (local.get $x) (i32.const 32)))
       (local.set $j (i32.add (local.get $j) (i32.const 8)))
       (br $l)))
-    (local.set $w1 (i32.add (local.get $w1) (local.get $d)))
-    (local.set $w2 (i32.add (local.get $w2) (i32.shl (local.get $d) (i32.const 1))))
-    (local.set $w3 (i32.add (local.get $w3) (i32.mul (local.get $d) (i32.const 3))))
     (local.set $s0 (call $hsum (local.get $a0)))
     (local.set $s1 (call $hsum (local.get $a1)))
     (local.set $s2 (call $hsum (local.get $a2)))
@@ -94,7 +90,7 @@
     (local.get $s0) (local.get $s1) (local.get $s2) (local.get $s3))
 
   ;; Four @DT@ weight rows against input rows x and z: row x's four sums, then row z's.
-  (func $t42_@DT@ (param $w0 i32) (param $w1 i32) (param $w2 i32) (param $w3 i32) (param $step i32) (param $d i32) (param $x i32) (param $z i32) (param $k i32)
+  (func $t42_@DT@ (param $w0 i32) (param $w1 i32) (param $w2 i32) (param $w3 i32) (param $x i32) (param $z i32) (param $k i32)
     (result f32 f32 f32 f32 f32 f32 f32 f32)
     (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $b0 v128) (local $b1 v128) (local $b2 v128) (local $b3 v128)
     (local $lo v128) (local $hi v128) (local $hv v128) (local $hl v128) (local $hh v128) (local $xl v128) (local $xh v128) (local $zl v128) (local $zh v128)
@@ -119,17 +115,14 @@
       (WLOAD8 $lo $hi (local.get $w3))
       (local.set $a3 (MADD (local.get $hi) (local.get $xh) (MADD (local.get $lo) (local.get $xl) (local.get $a3))))
       (local.set $b3 (MADD (local.get $hi) (local.get $zh) (MADD (local.get $lo) (local.get $zl) (local.get $b3))))
-      (local.set $w0 (i32.add (local.get $w0) (local.get $step)))
-      (local.set $w1 (i32.add (local.get $w1) (local.get $step)))
-      (local.set $w2 (i32.add (local.get $w2) (local.get $step)))
-      (local.set $w3 (i32.add (local.get $w3) (local.get $step)))
+      (local.set $w0 (i32.add (local.get $w0) (i32.const @WB8@)))
+      (local.set $w1 (i32.add (local.get $w1) (i32.const @WB8@)))
+      (local.set $w2 (i32.add (local.get $w2) (i32.const @WB8@)))
+      (local.set $w3 (i32.add (local.get $w3) (i32.const @WB8@)))
       (local.set $x (i32.add (local.get $x) (i32.const 32)))
       (local.set $z (i32.add (local.get $z) (i32.const 32)))
       (local.set $j (i32.add (local.get $j) (i32.const 8)))
       (br $l)))
-    (local.set $w1 (i32.add (local.get $w1) (local.get $d)))
-    (local.set $w2 (i32.add (local.get $w2) (i32.shl (local.get $d) (i32.const 1))))
-    (local.set $w3 (i32.add (local.get $w3) (i32.mul (local.get $d) (i32.const 3))))
     (local.set $s0 (call $hsum (local.get $a0)))
     (local.set $s1 (call $hsum (local.get $a1)))
     (local.set $s2 (call $hsum (local.get $a2)))
@@ -164,79 +157,6 @@
       (br $l)))
     (local.get $s0) (local.get $s1) (local.get $s2) (local.get $s3) (local.get $t0) (local.get $t1) (local.get $t2) (local.get $t3))
 ;;@end
-  ;; t42_f32 on tiled weights (row r's eights at w0 + 32·r): the same sums in the same order, four
-  ;; weights a turn (each row's low four, then its high four) with one weight pointer, so that V8
-  ;; keeps all eight accumulators and the pointers in registers (eight a turn spills them).
-  (func $t42t_f32 (param $w0 i32) (param $step i32) (param $d i32) (param $x i32) (param $z i32) (param $k i32)
-    (result f32 f32 f32 f32 f32 f32 f32 f32)
-    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $b0 v128) (local $b1 v128) (local $b2 v128) (local $b3 v128)
-    (local $v0 v128) (local $v1 v128) (local $v2 v128) (local $v3 v128) (local $xl v128) (local $zl v128)
-    (local $w1 i32) (local $w2 i32) (local $w3 i32) (local $e i32) (local $u i32) (local $t i32) (local $inc i32)
-    (local $j i32) (local $k8 i32) (local $f f32) (local $g f32) (local $v f32)
-    (local $s0 f32) (local $s1 f32) (local $s2 f32) (local $s3 f32) (local $t0 f32) (local $t1 f32) (local $t2 f32) (local $t3 f32)
-    (local.set $k8 (i32.and (local.get $k) (i32.const -8)))
-    (local.set $e (i32.add (local.get $x) (i32.shl (local.get $k8) (i32.const 2))))
-    (local.set $u (i32.sub (local.get $step) (i32.const 32)))
-    (block $d (loop $l
-      (br_if $d (i32.ge_u (local.get $x) (local.get $e)))
-      (local.set $xl (v128.load (local.get $x)))
-      (local.set $zl (v128.load (local.get $z)))
-      (local.set $v0 (v128.load offset=0 (local.get $w0)))
-      (local.set $v1 (v128.load offset=32 (local.get $w0)))
-      (local.set $v2 (v128.load offset=64 (local.get $w0)))
-      (local.set $v3 (v128.load offset=96 (local.get $w0)))
-      (local.set $a0 (MADD (local.get $v0) (local.get $xl) (local.get $a0)))
-      (local.set $b0 (MADD (local.get $v0) (local.get $zl) (local.get $b0)))
-      (local.set $a1 (MADD (local.get $v1) (local.get $xl) (local.get $a1)))
-      (local.set $b1 (MADD (local.get $v1) (local.get $zl) (local.get $b1)))
-      (local.set $a2 (MADD (local.get $v2) (local.get $xl) (local.get $a2)))
-      (local.set $b2 (MADD (local.get $v2) (local.get $zl) (local.get $b2)))
-      (local.set $a3 (MADD (local.get $v3) (local.get $xl) (local.get $a3)))
-      (local.set $b3 (MADD (local.get $v3) (local.get $zl) (local.get $b3)))
-      (local.set $inc (i32.add (i32.const 16) (local.get $t)))
-      (local.set $t (i32.xor (local.get $t) (local.get $u)))
-      (local.set $w0 (i32.add (local.get $w0) (local.get $inc)))
-      (local.set $x (i32.add (local.get $x) (i32.const 16)))
-      (local.set $z (i32.add (local.get $z) (i32.const 16)))
-      (br $l)))
-    (local.set $j (local.get $k8))
-    (local.set $w1 (i32.add (local.get $w0) (i32.add (i32.const 32) (local.get $d))))
-    (local.set $w2 (i32.add (local.get $w0) (i32.add (i32.const 64) (i32.shl (local.get $d) (i32.const 1)))))
-    (local.set $w3 (i32.add (local.get $w0) (i32.add (i32.const 96) (i32.mul (local.get $d) (i32.const 3)))))
-    (local.set $s0 (call $hsum (local.get $a0)))
-    (local.set $s1 (call $hsum (local.get $a1)))
-    (local.set $s2 (call $hsum (local.get $a2)))
-    (local.set $s3 (call $hsum (local.get $a3)))
-    (local.set $t0 (call $hsum (local.get $b0)))
-    (local.set $t1 (call $hsum (local.get $b1)))
-    (local.set $t2 (call $hsum (local.get $b2)))
-    (local.set $t3 (call $hsum (local.get $b3)))
-    (block $d (loop $l
-      (br_if $d (i32.ge_u (local.get $j) (local.get $k)))
-      (local.set $f (f32.load (local.get $x)))
-      (local.set $g (f32.load (local.get $z)))
-      (local.set $v (f32.load (local.get $w0)))
-      (local.set $s0 (f32.add (local.get $s0) (f32.mul (local.get $v) (local.get $f))))
-      (local.set $t0 (f32.add (local.get $t0) (f32.mul (local.get $v) (local.get $g))))
-      (local.set $v (f32.load (local.get $w1)))
-      (local.set $s1 (f32.add (local.get $s1) (f32.mul (local.get $v) (local.get $f))))
-      (local.set $t1 (f32.add (local.get $t1) (f32.mul (local.get $v) (local.get $g))))
-      (local.set $v (f32.load (local.get $w2)))
-      (local.set $s2 (f32.add (local.get $s2) (f32.mul (local.get $v) (local.get $f))))
-      (local.set $t2 (f32.add (local.get $t2) (f32.mul (local.get $v) (local.get $g))))
-      (local.set $v (f32.load (local.get $w3)))
-      (local.set $s3 (f32.add (local.get $s3) (f32.mul (local.get $v) (local.get $f))))
-      (local.set $t3 (f32.add (local.get $t3) (f32.mul (local.get $v) (local.get $g))))
-      (local.set $w0 (i32.add (local.get $w0) (i32.const 4)))
-      (local.set $w1 (i32.add (local.get $w1) (i32.const 4)))
-      (local.set $w2 (i32.add (local.get $w2) (i32.const 4)))
-      (local.set $w3 (i32.add (local.get $w3) (i32.const 4)))
-      (local.set $x (i32.add (local.get $x) (i32.const 4)))
-      (local.set $z (i32.add (local.get $z) (i32.const 4)))
-      (local.set $j (i32.add (local.get $j) (i32.const 1)))
-      (br $l)))
-    (local.get $s0) (local.get $s1) (local.get $s2) (local.get $s3) (local.get $t0) (local.get $t1) (local.get $t2) (local.get $t3))
-
   ;; Stores the first nv of one input row's four sums at y[r][i..]: (flags&1 ? y : 0) + (v + (flags&2 ? bias : 0)).
   (func $put4 (param $y i32) (param $n i32) (param $r i32) (param $i i32) (param $nv i32) (param $flags i32) (param $bias i32)
     (param $v0 f32) (param $v1 f32) (param $v2 f32) (param $v3 f32)
@@ -257,31 +177,6 @@
       (local.set $c (i32.add (local.get $c) (i32.const 1)))
       (br $l))))
 
-  ;; Widens a tiled f16 block of four rows (4·k halves at src; the eights, then the rows' last
-  ;; k mod 8) into the tiled f32 layout at dst, each half as the f16 tiles widen it: the eights as
-  ;; WLOAD8 does (build-wasm.mjs), the rest through $h2f as WLOAD1 does, so the f32 tile over it
-  ;; gives the f16 tiles' bits.
-  (func $widen (param $src i32) (param $k i32) (param $dst i32)
-    (local $end i32) (local $hv v128) (local $hl v128) (local $hh v128)
-    (local.set $end (i32.add (local.get $src) (i32.shl (i32.and (local.get $k) (i32.const -8)) (i32.const 3))))
-    (block $d (loop $l
-      (br_if $d (i32.ge_u (local.get $src) (local.get $end)))
-      (local.set $hv (v128.load (local.get $src)))
-      (local.set $hl (i16x8.shl (local.get $hv) (i32.const 13)))
-      (local.set $hh (v128.and (i16x8.shr_s (local.get $hv) (i32.const 3)) (v128.const i16x8 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff 0x8fff)))
-      (v128.store offset=0 (local.get $dst) (f32x4.mul (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $hl) (local.get $hh)) (f32x4.splat (f32.const 0x1p112))))
-      (v128.store offset=16 (local.get $dst) (f32x4.mul (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $hl) (local.get $hh)) (f32x4.splat (f32.const 0x1p112))))
-      (local.set $src (i32.add (local.get $src) (i32.const 16)))
-      (local.set $dst (i32.add (local.get $dst) (i32.const 32)))
-      (br $l)))
-    (local.set $end (i32.add (local.get $src) (i32.shl (i32.and (local.get $k) (i32.const 7)) (i32.const 3))))
-    (block $d (loop $l
-      (br_if $d (i32.ge_u (local.get $src) (local.get $end)))
-      (f32.store (local.get $dst) (call $h2f (local.get $src)))
-      (local.set $src (i32.add (local.get $src) (i32.const 2)))
-      (local.set $dst (i32.add (local.get $dst) (i32.const 4)))
-      (br $l))))
-
   ;; Where $touch leaves its loads, so that none of them is dead code.
   (global $sink (mut i32) (i32.const 0))
 
@@ -298,78 +193,43 @@
       (br $l)))
     (global.set $sink (i32.xor (global.get $sink) (local.get $s))))
 
-  ;; y (m, n) = x (m, k; rows xStride floats apart) · wᵀ, w (n, k) of f32 (dtype 0) or f16 (1).
-  ;; flags: 1 accumulate into y, 2 add bias (n,), 4 w is tiled (below). Weight rows go four at a
-  ;; time, each block against every input row (two at a time, then one) while it is in cache, so
-  ;; every weight is read from memory once for the whole batch. With four or more input rows, each
-  ;; run of blocks of about 48 KB is touched first (see $touch; at two rows the tile keeps up with
-  ;; memory and the extra pass only costs); the sums are unchanged. With a scratch (16·k bytes; 0 for
-  ;; none), tiled f16 weights against four or more rows are widened a block at a time into it and
-  ;; multiplied by the f32 tile: once per block, not once per pair of rows, with the same bits (at
-  ;; two rows the widening pass costs more than it saves).
-  ;; Layouts: rows, w[i] at w + i·k weights (a short last block repeats its last row and drops the
-  ;; extra sums); or tiled (CpuKernels.tile), each block of four rows one stream: the rows' eights
-  ;; interleaved, then their last k mod 8 row by row, rows padded to a multiple of four. Four
-  ;; row streams of a few KB each starve the hardware prefetcher; one stream does not.
+  ;; y (m, n) = x (m, k; rows xStride floats apart) · wᵀ, w (n, k) row-major (w[i] at w + i·k
+  ;; weights) of f32 (dtype 0) or f16 (1). flags: 1 accumulate into y, 2 add bias (n,). Weight rows
+  ;; go four at a time (a short last block repeats its last row and drops the extra sums), each
+  ;; block against every input row (two at a time, then one) while it is in cache, so every weight
+  ;; is read from memory once for the whole batch. With four or more input rows, each run of blocks
+  ;; of about 48 KB is touched first (see $touch; at two rows the tile keeps up with memory and the
+  ;; extra pass only costs); the sums are unchanged.
   (func (export "matmul") (param $y i32) (param $x i32) (param $xStride i32) (param $w i32)
-    (param $m i32) (param $k i32) (param $n i32) (param $flags i32) (param $bias i32) (param $dtype i32) (param $scratch i32)
-    (local $wide i32) (local $dt i32)
-    (local $i i32) (local $r i32) (local $wRow i32) (local $xs i32) (local $nv i32) (local $xr i32) (local $wb1 i32)
-    (local $w0 i32) (local $w1 i32) (local $w2 i32) (local $w3 i32) (local $step i32) (local $d i32)
+    (param $m i32) (param $k i32) (param $n i32) (param $flags i32) (param $bias i32) (param $dtype i32)
+    (local $i i32) (local $r i32) (local $wRow i32) (local $xs i32) (local $nv i32) (local $xr i32)
+    (local $w0 i32) (local $w1 i32) (local $w2 i32) (local $w3 i32)
     (local $s0 f32) (local $s1 f32) (local $s2 f32) (local $s3 f32) (local $t0 f32) (local $t1 f32) (local $t2 f32) (local $t3 f32)
-    (local $ahead i32) (local $run i32) (local $last i32)
-    (local.set $wb1 (i32.shr_u (i32.const 4) (local.get $dtype)))
-    (local.set $wRow (i32.mul (local.get $k) (local.get $wb1)))
-    ;; Rows a touched run holds (a multiple of four, at least four), and the rows the matrix's bytes
-    ;; span (padded to four when tiled).
+    (local $ahead i32) (local $run i32)
+    (local.set $wRow (i32.mul (local.get $k) (i32.shr_u (i32.const 4) (local.get $dtype))))
+    ;; Rows a touched run holds (a multiple of four, at least four).
     (local.set $run (i32.shl (i32.div_u (i32.const 49152) (i32.shl (i32.add (local.get $wRow) (i32.const 1)) (i32.const 2))) (i32.const 2)))
     (if (i32.eqz (local.get $run)) (then (local.set $run (i32.const 4))))
-    (local.set $last (select (i32.and (i32.add (local.get $n) (i32.const 3)) (i32.const -4)) (local.get $n) (i32.and (local.get $flags) (i32.const 4))))
-    (if (i32.lt_u (local.get $m) (i32.const 4)) (then (local.set $ahead (local.get $last))))
+    (if (i32.lt_u (local.get $m) (i32.const 4)) (then (local.set $ahead (local.get $n))))
     (local.set $xs (i32.shl (local.get $xStride) (i32.const 2)))
-    (local.set $step (i32.shl (local.get $wb1) (i32.const 3)))
-    (if (i32.and (local.get $flags) (i32.const 4)) (then
-      (local.set $step (i32.shl (local.get $step) (i32.const 2)))
-      (local.set $d (i32.mul (local.get $wb1) (i32.sub (i32.and (local.get $k) (i32.const 7)) (i32.const 8))))))
-    (local.set $wide (i32.and (i32.and (local.get $dtype) (i32.ne (local.get $scratch) (i32.const 0)))
-      (i32.and (i32.ne (i32.and (local.get $flags) (i32.const 4)) (i32.const 0)) (i32.ge_u (local.get $m) (i32.const 4)))))
-    (local.set $dt (i32.and (local.get $dtype) (i32.eqz (local.get $wide))))
-    ;; The widened block's f32 tiled strides.
-    (if (local.get $wide) (then
-      (local.set $step (i32.const 128))
-      (local.set $d (i32.shl (i32.sub (i32.and (local.get $k) (i32.const 7)) (i32.const 8)) (i32.const 2)))))
     (block $blocksDone (loop $blocks
       (br_if $blocksDone (i32.ge_u (local.get $i) (local.get $n)))
       (local.set $nv (select (i32.const 4) (i32.sub (local.get $n) (local.get $i)) (i32.gt_u (i32.sub (local.get $n) (local.get $i)) (i32.const 4))))
       (local.set $w0 (i32.add (local.get $w) (i32.mul (local.get $i) (local.get $wRow))))
       (if (i32.ge_u (local.get $i) (local.get $ahead)) (then
-        (local.set $ahead (select (local.get $last) (i32.add (local.get $i) (local.get $run))
-          (i32.gt_u (i32.add (local.get $i) (local.get $run)) (local.get $last))))
+        (local.set $ahead (select (local.get $n) (i32.add (local.get $i) (local.get $run))
+          (i32.gt_u (i32.add (local.get $i) (local.get $run)) (local.get $n))))
         (call $touch (local.get $w0) (i32.mul (i32.sub (local.get $ahead) (local.get $i)) (local.get $wRow)))))
-      (if (i32.and (local.get $flags) (i32.const 4))
-        (then
-          (local.set $w1 (i32.add (local.get $w0) (i32.shl (local.get $wb1) (i32.const 3))))
-          (local.set $w2 (i32.add (local.get $w1) (i32.shl (local.get $wb1) (i32.const 3))))
-          (local.set $w3 (i32.add (local.get $w2) (i32.shl (local.get $wb1) (i32.const 3)))))
-        (else
-          (local.set $w1 (i32.add (local.get $w0) (i32.mul (local.get $wRow) (select (i32.const 1) (i32.sub (local.get $nv) (i32.const 1)) (i32.gt_u (local.get $nv) (i32.const 1))))))
-          (local.set $w2 (i32.add (local.get $w0) (i32.mul (local.get $wRow) (select (i32.const 2) (i32.sub (local.get $nv) (i32.const 1)) (i32.gt_u (local.get $nv) (i32.const 2))))))
-          (local.set $w3 (i32.add (local.get $w0) (i32.mul (local.get $wRow) (i32.sub (local.get $nv) (i32.const 1)))))))
-      (if (local.get $wide) (then
-        (call $widen (local.get $w0) (local.get $k) (local.get $scratch))
-        (local.set $w0 (local.get $scratch))
-        (local.set $w1 (i32.add (local.get $scratch) (i32.const 32)))
-        (local.set $w2 (i32.add (local.get $scratch) (i32.const 64)))
-        (local.set $w3 (i32.add (local.get $scratch) (i32.const 96)))))
+      (local.set $w1 (i32.add (local.get $w0) (i32.mul (local.get $wRow) (select (i32.const 1) (i32.sub (local.get $nv) (i32.const 1)) (i32.gt_u (local.get $nv) (i32.const 1))))))
+      (local.set $w2 (i32.add (local.get $w0) (i32.mul (local.get $wRow) (select (i32.const 2) (i32.sub (local.get $nv) (i32.const 1)) (i32.gt_u (local.get $nv) (i32.const 2))))))
+      (local.set $w3 (i32.add (local.get $w0) (i32.mul (local.get $wRow) (i32.sub (local.get $nv) (i32.const 1)))))
       (local.set $r (i32.const 0))
       (local.set $xr (local.get $x))
       (block $pairsDone (loop $pairs
         (br_if $pairsDone (i32.ge_u (i32.add (local.get $r) (i32.const 1)) (local.get $m)))
-        (if (result f32 f32 f32 f32 f32 f32 f32 f32) (local.get $dt)
-          (then (call $t42_f16 (local.get $w0) (local.get $w1) (local.get $w2) (local.get $w3) (local.get $step) (local.get $d) (local.get $xr) (i32.add (local.get $xr) (local.get $xs)) (local.get $k)))
-          (else (if (result f32 f32 f32 f32 f32 f32 f32 f32) (i32.and (local.get $flags) (i32.const 4))
-            (then (call $t42t_f32 (local.get $w0) (local.get $step) (local.get $d) (local.get $xr) (i32.add (local.get $xr) (local.get $xs)) (local.get $k)))
-            (else (call $t42_f32 (local.get $w0) (local.get $w1) (local.get $w2) (local.get $w3) (local.get $step) (local.get $d) (local.get $xr) (i32.add (local.get $xr) (local.get $xs)) (local.get $k))))))
+        (if (result f32 f32 f32 f32 f32 f32 f32 f32) (local.get $dtype)
+          (then (call $t42_f16 (local.get $w0) (local.get $w1) (local.get $w2) (local.get $w3) (local.get $xr) (i32.add (local.get $xr) (local.get $xs)) (local.get $k)))
+          (else (call $t42_f32 (local.get $w0) (local.get $w1) (local.get $w2) (local.get $w3) (local.get $xr) (i32.add (local.get $xr) (local.get $xs)) (local.get $k))))
         (local.set $t3) (local.set $t2) (local.set $t1) (local.set $t0) (local.set $s3) (local.set $s2) (local.set $s1) (local.set $s0)
         (call $put4 (local.get $y) (local.get $n) (local.get $r) (local.get $i) (local.get $nv) (local.get $flags) (local.get $bias)
           (local.get $s0) (local.get $s1) (local.get $s2) (local.get $s3))
@@ -379,9 +239,9 @@
         (local.set $r (i32.add (local.get $r) (i32.const 2)))
         (br $pairs)))
       (if (i32.lt_u (local.get $r) (local.get $m)) (then
-        (if (result f32 f32 f32 f32) (local.get $dt)
-          (then (call $t41_f16 (local.get $w0) (local.get $w1) (local.get $w2) (local.get $w3) (local.get $step) (local.get $d) (local.get $xr) (local.get $k)))
-          (else (call $t41_f32 (local.get $w0) (local.get $w1) (local.get $w2) (local.get $w3) (local.get $step) (local.get $d) (local.get $xr) (local.get $k))))
+        (if (result f32 f32 f32 f32) (local.get $dtype)
+          (then (call $t41_f16 (local.get $w0) (local.get $w1) (local.get $w2) (local.get $w3) (local.get $xr) (local.get $k)))
+          (else (call $t41_f32 (local.get $w0) (local.get $w1) (local.get $w2) (local.get $w3) (local.get $xr) (local.get $k))))
         (local.set $s3) (local.set $s2) (local.set $s1) (local.set $s0)
         (call $put4 (local.get $y) (local.get $n) (local.get $r) (local.get $i) (local.get $nv) (local.get $flags) (local.get $bias)
           (local.get $s0) (local.get $s1) (local.get $s2) (local.get $s3))))

@@ -197,8 +197,9 @@ const tp2Shapes = (d: number, h: number) => [
 
 /**
  * One core's 128-bit FMA peak (fma-peak.wat) and, on one thread, the CPU GEMM (src/cpu/gemm.ts)
- * beside the kernels' small-m matmul on stories110M's TP 2 shard shapes (dim 768, hidden 2048)
- * for prefill's chunk of 64 rows, f32 and f16 weights. `smoke`: tiny shapes, one sample.
+ * beside the small-m panel matmul (src/cpu/panel.ts, PANEL_MAX_M rows a call) on stories110M's
+ * TP 2 shard shapes (dim 768, hidden 2048) for prefill's chunk of 64 rows, f32 and f16 panel
+ * weights. `smoke`: tiny shapes, one sample.
  */
 export async function benchGemm(smoke: boolean): Promise<CpuGemmFigures> {
   const { d, h, samples, m, turns } = gemmSizes(smoke);
@@ -206,10 +207,10 @@ export async function benchGemm(smoke: boolean): Promise<CpuGemmFigures> {
   const rows: CpuGemmRow[] = [];
   for (const dtype of ['f32', 'f16'] as const) {
     for (const c of tp2Shapes(d, h)) {
-      const gflops: Record<'gemm' | 'matmul', number> = { gemm: 0, matmul: 0 };
-      for (const via of ['gemm', 'matmul'] as const) gflops[via] = await rateOf({ kind: 'tiled', via, dtype, m, k: c.k, n: c.n }, 2 * m * c.k * c.n, samples);
+      const gflops: Record<'gemm' | 'panel', number> = { gemm: 0, panel: 0 };
+      for (const via of ['gemm', 'panel'] as const) gflops[via] = await rateOf({ kind: 'panel', via, dtype, m, k: c.k, n: c.n }, 2 * m * c.k * c.n, samples);
       rows.push({
-        matrix: c.matrix, dtype, m, k: c.k, n: c.n, gemm_gflops: +gflops.gemm.toFixed(2), matmul_gflops: +gflops.matmul.toFixed(2),
+        matrix: c.matrix, dtype, m, k: c.k, n: c.n, gemm_gflops: +gflops.gemm.toFixed(2), panel_gflops: +gflops.panel.toFixed(2),
         vs_peak: +(gflops.gemm / peak).toFixed(3),
       });
     }

@@ -6,6 +6,7 @@
 import { serializeError } from '../../errors.js';
 import { CpuKernels, relaxedSimdAvailable, type CpuWeightDtype } from '../../cpu/kernels.js';
 import { CpuGemm } from '../../cpu/gemm.js';
+import { CpuPanel, PANEL_MAX_M, panelBytes } from '../../cpu/panel.js';
 import { WASM_READ_BASE64 } from './wasm-read-wasm.js';
 import { FMA_PEAK_RELAXED_WASM_BASE64, FMA_PEAK_WASM_BASE64 } from './fma-peak-wasm.js';
 import { DOT_PEAK_RELAXED_WASM_BASE64, DOT_PEAK_WASM_BASE64 } from './dot-peak-wasm.js';
@@ -16,8 +17,8 @@ import { quantizeQ4 } from '../../model/reference-q4.js';
 
 export type CpuBenchRequest =
   | { kind: 'matmul'; m: number; k: number; n: number }
-  /** A tiled matmul of dtype weights through `via`: the GEMM or the kernels' small-m matmul. */
-  | { kind: 'tiled'; via: 'gemm' | 'matmul'; dtype: CpuWeightDtype; m: number; k: number; n: number }
+  /** A matmul of dtype panel weights through `via`: the GEMM, or the small-m panel matmul (PANEL_MAX_M rows a call). */
+  | { kind: 'panel'; via: 'gemm' | 'panel'; dtype: CpuWeightDtype; m: number; k: number; n: number }
   /** `turns` turns of the FMA peak loop (fma-peak.wat, in the kernels' default build). */
   | { kind: 'peak'; turns: number }
   /** `turns` turns of an integer dot peak loop (dot-peak.wat): i16 dots, or relaxed i8 × i7 ones (relaxed build only). */
@@ -44,18 +45,23 @@ function matmulJob(m: number, k: number, n: number): () => void {
   return () => kn.matmul({ y, x, w, dtype: 'f32', m, k, n });
 }
 
-function tiledJob(via: 'gemm' | 'matmul', dtype: CpuWeightDtype, m: number, k: number, n: number): () => void {
+function panelJob(via: 'gemm' | 'panel', dtype: CpuWeightDtype, m: number, k: number, n: number): () => void {
   const kn = CpuKernels.create();
   const g = CpuGemm.create(kn, k);
-  const w = kn.alloc(CpuKernels.tiledBytes(n, k, dtype));
+  const p = CpuPanel.create(kn, k, g.scratch);
+  const w = kn.alloc(panelBytes(n, k, dtype));
   const x = kn.alloc(m * k * 4);
   const y = kn.alloc(m * n * 4);
-  // Seeded weights in [-0.5, 0.5) (halves of them for f16), written so every page is committed.
+  // Seeded weights in [-0.5, 0.5) (halves of them for f16), written straight into the panels (their
+  // order does not matter to the timing) so that every page is committed.
   const wv = dtype === 'f32' ? kn.f32(w, n * k) : kn.u16(w, n * k);
   for (let i = 0; i < wv.length; i++) wv[i] = dtype === 'f32' ? ((i * 2654435761) >>> 0) / 2 ** 32 - 0.5 : 0x3000 + (((i * 2654435761) >>> 0) % 0x800);
   kn.f32(x, m * k).fill(0.5);
-  const a = { y, x, w, dtype, layout: 'tiled' as const, m, k, n };
-  return via === 'gemm' ? () => g.gemm(a) : () => kn.matmul(a);
+  const a = { y, x, w, dtype, layout: 'panel' as const, m, k, n };
+  if (via === 'gemm') return () => g.gemm(a);
+  return () => {
+    for (let r = 0; r < m; r += PANEL_MAX_M) p.matmul({ ...a, y: y + r * n * 4, x: x + r * k * 4, m: Math.min(PANEL_MAX_M, m - r) });
+  };
 }
 
 function peakJob(turns: number): () => void {
@@ -128,8 +134,8 @@ function handle(m: CpuBenchRequest): unknown {
     case 'read':
       job = readJob(m.memory, m.at, m.bytes);
       return null;
-    case 'tiled':
-      job = tiledJob(m.via, m.dtype, m.m, m.k, m.n);
+    case 'panel':
+      job = panelJob(m.via, m.dtype, m.m, m.k, m.n);
       return null;
     case 'peak':
       job = peakJob(m.turns);
