@@ -379,8 +379,8 @@
         (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $t0) (local.get $t1))))
       ;; [Σp0, Σp1, Σp2, Σp3] − 8·Σxq, then acc + ((f32)Σ · ws) · xs lane by lane.
       (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.mul
-        (f32x4.convert_i32x4_s (i32x4.add (i32x4.extadd_pairwise_i16x8_s (local.get $t0))
-          (i32x4.splat (i32.mul (i32.load (i32.add (local.get $s) (i32.shl (local.get $g) (i32.const 2)))) (i32.const -8)))))
+        (f32x4.convert_i32x4_s (i32x4.sub (i32x4.extadd_pairwise_i16x8_s (local.get $t0))
+          (i32x4.shl (v128.load32_splat (i32.add (local.get $s) (i32.shl (local.get $g) (i32.const 2)))) (i32.const 3))))
         (v128.load offset=64 (local.get $w))) (v128.load32_splat (local.get $s)))))
       (local.set $w (i32.add (local.get $w) (i32.const 80)))
       (local.set $xa (i32.add (local.get $xa) (i32.const 32)))
