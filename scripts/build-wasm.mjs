@@ -15,6 +15,8 @@
 //   i32x4 lanes: relaxed SIMD's i8 × i7 dot (i16 pair sums, exact for such b and d) in the relaxed
 //   variant, i16 dot products in the plain one; the lanes' total is the same.
 // - `(IDOT1 a b)`: the same for the one product a·b.
+// - `(IDOT16 a b c d)`: IDOT's products summed into i16x8 lanes instead, four a lane (relaxed:
+//   the two i8 × i7 dots added; plain: the i16 products of the low and high halves added).
 // - `;;@relaxed-only` … `;;@end-relaxed`: the lines between, in the relaxed variant only.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -94,6 +96,10 @@ export function expandWat(source, variant = 'simd') {
   s = expandCalls(s, 'IDOT', ([a, b, c, d]) => (variant === 'relaxed'
     ? `(i32x4.extadd_pairwise_i16x8_s (i16x8.add (i16x8.relaxed_dot_i8x16_i7x16_s ${a} ${b}) (i16x8.relaxed_dot_i8x16_i7x16_s ${c} ${d})))`
     : `(i32x4.add (i32x4.add ${dot16('low', a, b)} ${dot16('high', a, b)}) (i32x4.add ${dot16('low', c, d)} ${dot16('high', c, d)}))`));
+  const mul16 = (a, b) => `(i16x8.add (i16x8.extmul_low_i8x16_s ${a} ${b}) (i16x8.extmul_high_i8x16_s ${a} ${b}))`;
+  s = expandCalls(s, 'IDOT16', ([a, b, c, d]) => (variant === 'relaxed'
+    ? `(i16x8.add (i16x8.relaxed_dot_i8x16_i7x16_s ${a} ${b}) (i16x8.relaxed_dot_i8x16_i7x16_s ${c} ${d}))`
+    : `(i16x8.add ${mul16(a, b)} ${mul16(c, d)})`));
   s = expandCalls(s, 'IDOT1', ([a, b]) => (variant === 'relaxed'
     ? `(i32x4.extadd_pairwise_i16x8_s (i16x8.relaxed_dot_i8x16_i7x16_s ${a} ${b}))`
     : `(i32x4.add ${dot16('low', a, b)} ${dot16('high', a, b)})`));

@@ -346,42 +346,46 @@
     (local.get $acc))
 
   ;; A tiled block of four Q4_0 rows against int8 row xa: Σ nibble·xq − 8·Σxq per group (nibbles
-  ;; 0..15: IDOT's relaxed i8 × i7 dot is exact).
+  ;; 0..15: IDOT16's relaxed i8 × i7 dot is exact). Each row's 32 products are summed in i16 lanes
+  ;; as far as they stay exact (16 a lane: |Σ| ≤ 16·128·15 < 2^15), the four rows folded together
+  ;; on the way, then widened once for all four.
   (func $q4a8 (param $w i32) (param $xa i32) (param $g i32) (result v128)
-    (local $acc v128) (local $b v128) (local $xl v128) (local $xh v128) (local $c v128)
+    (local $acc v128) (local $b v128) (local $xl v128) (local $xh v128) (local $m v128)
     (local $p0 v128) (local $p1 v128) (local $p2 v128) (local $p3 v128) (local $t0 v128) (local $t1 v128) (local $e i32) (local $s i32)
     (local.set $e (i32.add (local.get $w) (i32.mul (local.get $g) (i32.const 80))))
     (local.set $s (i32.add (local.get $xa) (i32.shl (local.get $g) (i32.const 5))))
+    (local.set $m (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))
     (block $d (loop $l
       (br_if $d (i32.ge_u (local.get $w) (local.get $e)))
       (local.set $xl (v128.load offset=0 (local.get $xa)))
       (local.set $xh (v128.load offset=16 (local.get $xa)))
-      ;; −8·Σxq in one lane of each row's partial sums, so each row's total subtracts it once.
-      (local.set $c (i32x4.replace_lane 0 (v128.const i32x4 0 0 0 0)
-        (i32.mul (i32.load (i32.add (local.get $s) (i32.shl (local.get $g) (i32.const 2)))) (i32.const -8))))
+      ;; High nibbles by an i16 shift and the mask: i8x16.shr_u has no x86 instruction.
       (local.set $b (v128.load offset=0 (local.get $w)))
-      (local.set $p0 (i32x4.add (local.get $c) (IDOT (local.get $xl) (v128.and (local.get $b) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))
-        (local.get $xh) (i8x16.shr_u (local.get $b) (i32.const 4)))))
+      (local.set $p0 (IDOT16 (local.get $xl) (v128.and (local.get $b) (local.get $m))
+        (local.get $xh) (v128.and (i16x8.shr_u (local.get $b) (i32.const 4)) (local.get $m))))
       (local.set $b (v128.load offset=16 (local.get $w)))
-      (local.set $p1 (i32x4.add (local.get $c) (IDOT (local.get $xl) (v128.and (local.get $b) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))
-        (local.get $xh) (i8x16.shr_u (local.get $b) (i32.const 4)))))
+      (local.set $p1 (IDOT16 (local.get $xl) (v128.and (local.get $b) (local.get $m))
+        (local.get $xh) (v128.and (i16x8.shr_u (local.get $b) (i32.const 4)) (local.get $m))))
       (local.set $b (v128.load offset=32 (local.get $w)))
-      (local.set $p2 (i32x4.add (local.get $c) (IDOT (local.get $xl) (v128.and (local.get $b) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))
-        (local.get $xh) (i8x16.shr_u (local.get $b) (i32.const 4)))))
+      (local.set $p2 (IDOT16 (local.get $xl) (v128.and (local.get $b) (local.get $m))
+        (local.get $xh) (v128.and (i16x8.shr_u (local.get $b) (i32.const 4)) (local.get $m))))
       (local.set $b (v128.load offset=48 (local.get $w)))
-      (local.set $p3 (i32x4.add (local.get $c) (IDOT (local.get $xl) (v128.and (local.get $b) (v128.const i8x16 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15 15))
-        (local.get $xh) (i8x16.shr_u (local.get $b) (i32.const 4)))))
-      ;; [Σp0, Σp1, Σp2, Σp3], then acc + ((f32)Σ · ws) · xs lane by lane.
-      (local.set $t0 (i32x4.add
+      (local.set $p3 (IDOT16 (local.get $xl) (v128.and (local.get $b) (local.get $m))
+        (local.get $xh) (v128.and (i16x8.shr_u (local.get $b) (i32.const 4)) (local.get $m))))
+      ;; [p0 p0 p0 p0 p1 p1 p1 p1] and [p2 … p3 …] (8 products a lane), then [p0 p0 p1 p1 p2 p2 p3 p3] (16).
+      (local.set $t0 (i16x8.add
         (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $p0) (local.get $p1))
         (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $p0) (local.get $p1))))
-      (local.set $t1 (i32x4.add
+      (local.set $t1 (i16x8.add
         (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $p2) (local.get $p3))
         (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $p2) (local.get $p3))))
+      (local.set $t0 (i16x8.add
+        (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $t0) (local.get $t1))
+        (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $t0) (local.get $t1))))
+      ;; [Σp0, Σp1, Σp2, Σp3] − 8·Σxq, then acc + ((f32)Σ · ws) · xs lane by lane.
       (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.mul
-        (f32x4.convert_i32x4_s (i32x4.add
-          (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $t0) (local.get $t1))
-          (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $t0) (local.get $t1))))
+        (f32x4.convert_i32x4_s (i32x4.sub (i32x4.extadd_pairwise_i16x8_s (local.get $t0))
+          (i32x4.shl (v128.load32_splat (i32.add (local.get $s) (i32.shl (local.get $g) (i32.const 2)))) (i32.const 3))))
         (v128.load offset=64 (local.get $w))) (v128.load32_splat (local.get $s)))))
       (local.set $w (i32.add (local.get $w) (i32.const 80)))
       (local.set $xa (i32.add (local.get $xa) (i32.const 32)))
