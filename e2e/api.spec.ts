@@ -16,6 +16,7 @@ import { resolveSampling } from '../src/engine/sampling-options.js';
 import { exportHf } from '../test-support/model/hf-export.js';
 import { byteLevelTokenizer, randomWeights, TINY_QWEN2 } from '../test-support/model/hf-testing.js';
 import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
+import { generateChunks, ok } from './page-api.js';
 
 // The OpenAI shapes, logprobs and samplers through the real engine in Chromium (the unit tests
 // run them over the CPU oracle); the oracle says what the logprobs and tokens must be.
@@ -24,19 +25,9 @@ const tok512 = Tokenizer.parse(readFileSync(resolve(modelsDir, 'tok512.bin')), 5
 const greedy = JSON.parse(readFileSync(new URL('../test-support/fixtures/stories260K-greedy.json', import.meta.url), 'utf8')) as { tokens: number[] };
 const base: PageGenerateOptions = { model: '/models/stories260K.bin', tokenizer: '/models/tok512.bin', devices: 'gpu', tp: 1, prompt: '', maxTokens: 0, temperature: 0, topP: 0.9, seed: 1, cache: false };
 
-/** The page's answer, or the error it came back with thrown. */
-function ok<T>(r: T): Exclude<T, { error: unknown }> {
-  if (r && typeof r === 'object' && 'error' in r) {
-    const e = r.error as { name: string; message: string };
-    throw new Error(`${e.name}: ${e.message}`);
-  }
-  return r as Exclude<T, { error: unknown }>;
-}
-
 const completions = (h: Harness, p: Parameters<Window['tp']['api']['completions']>[1], o = base) =>
   h.page.evaluate(([o, p]) => window.tp.api.completions(o, p), [o, p] as const);
-const generate = async (h: Harness, prompt: string, opts: Omit<GenerateOptions, 'signal'>, o = base) =>
-  ok(await h.page.evaluate(([o, prompt, opts]) => window.tp.api.generateChunks(o, prompt, opts), [o, prompt, opts] as const));
+const generate = (h: Harness, prompt: string, opts: Omit<GenerateOptions, 'signal'>, o = base) => generateChunks(h, o, prompt, opts);
 
 /** The oracle's logits before each of `tokens` after `prompt`. */
 function oracleLogits(model: R.ReferenceModel, prompt: number[], tokens: number[]): Float32Array[] {

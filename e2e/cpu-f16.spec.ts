@@ -20,7 +20,8 @@ import { makePlan, rankWeightBytes } from '../src/parallel/plan.js';
 import type { DevicesOption } from '../src/engine/placement.js';
 import type { Harness } from '../src/cli/browser.js';
 import type { PageGenerateOptions } from '../src/cli/page/types.js';
-import type { GenerateChunk, GenerateOptions } from '../src/engine/types.js';
+import type { GenerateChunk } from '../src/engine/types.js';
+import { generateChunks, LONG_PROMPT } from './page-api.js';
 
 const CPU = 'CPU (WebAssembly SIMD)';
 
@@ -72,27 +73,15 @@ test('stories260K as GGUF F16 on CPU ranks at TP 1, 2 and 4, and a SwiftShader r
   }
 });
 
-const PROMPT = 'Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her dog, Max. '
-  + 'One day, Lily and Max saw a big red ball under a tree. Lily wanted to play with the ball, but a boy said it was his. '
-  + 'Lily was sad, so her mom gave her a hug. Lily smiled and said thank you. Then she ran to the swings with Max, '
-  + 'and they played until the sun went down. At night, Lily said';
-
-/** The page engine's chunks for PROMPT (greedy, with the top 5 log-probabilities), and its prompt's ids. */
-async function chunksOf(h: Harness, o: PageGenerateOptions): Promise<{ promptTokens: number[]; chunks: GenerateChunk[] }> {
-  const opts: Omit<GenerateOptions, 'signal'> = { maxTokens: 16, temperature: 0, topLogprobs: 5, ignoreEos: true };
-  const r = await h.page.evaluate(([o, prompt, opts]) => window.tp.api.generateChunks(o, prompt, opts), [o, PROMPT, opts] as const);
-  if ('error' in r) throw new Error(`${r.error.name}: ${r.error.message}`);
-  return r;
-}
-
 for (const tp of [1, 2]) {
   test(`GGUF F16 on ${tp} CPU rank${tp === 1 ? '' : 's'}: a 128-token prompt prefilled through the GEMM gives one token a step's tokens and log-probabilities, bit for bit`, async ({ harness }) => {
     test.setTimeout(120_000);
     const { url } = f16Model(harness);
-    const o: PageGenerateOptions = { model: url, tp, devices: 'cpu', prompt: PROMPT, maxTokens: 16, temperature: 0, topP: 1, seed: 1, cache: false };
-    const chunked = await chunksOf(harness, o);
+    const o: PageGenerateOptions = { model: url, tp, devices: 'cpu', prompt: LONG_PROMPT, maxTokens: 16, temperature: 0, topP: 1, seed: 1, cache: false };
+    const opts = { maxTokens: 16, temperature: 0, topLogprobs: 5, ignoreEos: true };
+    const chunked = await generateChunks(harness, o, LONG_PROMPT, opts);
     expect(chunked.promptTokens.length).toBeGreaterThanOrEqual(128);
-    const stepped = await chunksOf(harness, { ...o, noPrefillBatch: true });
+    const stepped = await generateChunks(harness, { ...o, noPrefillBatch: true }, LONG_PROMPT, opts);
     expect(stepped.promptTokens).toEqual(chunked.promptTokens);
     const steps = chunked.chunks.filter((c) => !c.done);
     expect(steps).toHaveLength(16);

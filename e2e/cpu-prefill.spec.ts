@@ -12,16 +12,13 @@ import { join } from 'node:path';
 import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { createRunState, forward, generateLoop } from '../src/model/reference.js';
+import { LONG_PROMPT } from './page-api.js';
 
-const PROMPT = 'Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her dog, Max. '
-  + 'One day, Lily and Max saw a big red ball under a tree. Lily wanted to play with the ball, but a boy said it was his. '
-  + 'Lily was sad, so her mom gave her a hug. Lily smiled and said thank you. Then she ran to the swings with Max, '
-  + 'and they played until the sun went down. At night, Lily said';
 const TOKENS = 24;
 
 const base: PageGenerateOptions = {
   model: '/models/stories260K.bin', tokenizer: '/models/tok512.bin', tp: 1, devices: 'cpu',
-  prompt: PROMPT, maxTokens: TOKENS, temperature: 0, topP: 0.9, seed: 1,
+  prompt: LONG_PROMPT, maxTokens: TOKENS, temperature: 0, topP: 0.9, seed: 1,
 };
 
 test.describe.configure({ mode: 'serial' });
