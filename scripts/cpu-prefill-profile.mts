@@ -3,7 +3,7 @@
 // core (median of 7 timed runs), beside the core's i8-dot and f32-FMA peaks (relaxed SIMD), so
 // the op that bounds prefill and its distance from the peak are plain. Random weights and inputs:
 // the kernels' work does not depend on the values. Collectives are not timed.
-// Usage: npx tsx scripts/cpu-prefill-profile.mts [--shape stories110M|stories15M] [--tp 2] [--prompt 180]
+// Usage: npx tsx scripts/cpu-prefill-profile.mts [--shape stories110M|stories15M] [--tp 2] [--prompt 180] (stories15M: --tp 1)
 import { setFlagsFromString } from 'node:v8';
 import { parseArgs } from 'node:util';
 import wabtInit from 'wabt';
@@ -31,6 +31,10 @@ const qkvN = 3 * qDim;
 const hidden = shape.hidden / tp;
 const vocab = shape.vocab / tp;
 const maxK = Math.max(shape.dim, hidden);
+// Q4_0 rows are whole groups of 32: stories15M's 288-wide heads block (qDim) splits into them only at TP 1.
+for (const [name, k] of [['dim', shape.dim], ['qDim', qDim], ['hidden', hidden]] as const) {
+  if (k % 32 !== 0) throw new Error(`--shape ${opt.shape} at --tp ${tp}: ${name} ${k} is not whole groups of 32 (Q4_0); try --tp 1`);
+}
 
 const kn = CpuKernels.create(1 << 20, { variant: 'relaxed' });
 const qk = CpuQuantKernels.create(kn);
