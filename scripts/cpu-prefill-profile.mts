@@ -1,15 +1,17 @@
 // One CPU rank's prefill, kernel by kernel: a Q4_0 model with int8 activations (the default for a
 // Q4_0 GGUF on CPU ranks), its prompt in the engine's 64-row chunks, each op timed alone on one
-// core (median of 7 timed runs), beside the core's i8-dot and f32-FMA peaks (relaxed SIMD), so
-// the op that bounds prefill and its distance from the peak are plain. Random weights and inputs:
+// core (median of 7 timed runs), beside the core's i8-dot and f32-FMA peaks (relaxed SIMD) and a
+// decode step's matmuls on the same shard, so the op that bounds prefill, its distance from the
+// peak and prefill's edge over decode are plain. Random weights and inputs:
 // the kernels' work does not depend on the values. Collectives are not timed.
 // Usage: npx tsx scripts/cpu-prefill-profile.mts [--shape stories110M|stories15M] [--tp 2] [--prompt 180] (stories15M: --tp 1)
 import { setFlagsFromString } from 'node:v8';
 import { parseArgs } from 'node:util';
-import wabtInit from 'wabt';
 import { CpuKernels } from '../src/cpu/kernels.ts';
 import { CpuQuantKernels } from '../src/cpu/quant.ts';
 import { CpuQuantGemm } from '../src/cpu/qgemm.ts';
+import { DOT_PEAK_RELAXED_WASM_BASE64 } from '../src/cli/page/dot-peak-wasm.ts';
+import { FMA_PEAK_RELAXED_WASM_BASE64 } from '../src/cli/page/fma-peak-wasm.ts';
 
 // Before the first kernels are made: Node 20 has relaxed SIMD behind a flag.
 setFlagsFromString('--experimental-wasm-relaxed-simd');
@@ -130,32 +132,25 @@ for (let p0 = 0; p0 < promptLen; p0 += CHUNK) {
   }
 }
 
-// Peaks: eight independent accumulators, so the loop is bound by throughput, not latency.
-const wabt = await wabtInit();
-const body = (op: string, acc: string) => Array.from({ length: 8 }, (_, i) => `(local.set $a${i} (${acc} (local.get $a${i}) (${op} (local.get $x) (local.get $y${i & 1}))))`).join('\n');
-const peakWat = `(module
-  (func (export "i8dot") (param $n i32) (result i32)
-    (local $x v128) (local $y0 v128) (local $y1 v128) ${Array.from({ length: 8 }, (_, i) => `(local $a${i} v128)`).join(' ')}
-    (local.set $x (i8x16.splat (i32.const 3))) (local.set $y0 (i8x16.splat (local.get $n))) (local.set $y1 (i8x16.splat (i32.const 5)))
-    (loop $l ${body('i16x8.relaxed_dot_i8x16_i7x16_s', 'i16x8.add')}
-      ;; A fresh x each turn, so the dots cannot be hoisted out of the loop.
-      (local.set $x (i8x16.add (local.get $x) (local.get $y1)))
-      (br_if $l (local.tee $n (i32.sub (local.get $n) (i32.const 1)))))
-    (i32x4.extract_lane 0 (i32x4.add (i32x4.add (i32x4.add (local.get $a0) (local.get $a1)) (i32x4.add (local.get $a2) (local.get $a3)))
-      (i32x4.add (i32x4.add (local.get $a4) (local.get $a5)) (i32x4.add (local.get $a6) (local.get $a7))))))
-  (func (export "fma") (param $n i32) (result f32)
-    (local $x v128) (local $y0 v128) (local $y1 v128) ${Array.from({ length: 8 }, (_, i) => `(local $a${i} v128)`).join(' ')}
-    (local.set $x (f32x4.splat (f32.const 0.999))) (local.set $y0 (f32x4.splat (f32.convert_i32_u (local.get $n)))) (local.set $y1 (f32x4.splat (f32.const 1e-3)))
-    (loop $l ${Array.from({ length: 8 }, (_, i) => `(local.set $a${i} (f32x4.relaxed_madd (local.get $x) (local.get $y${i & 1}) (local.get $a${i})))`).join('\n')}
-      (br_if $l (local.tee $n (i32.sub (local.get $n) (i32.const 1)))))
-    (f32x4.extract_lane 0 (f32x4.add (f32x4.add (f32x4.add (local.get $a0) (local.get $a1)) (f32x4.add (local.get $a2) (local.get $a3)))
-      (f32x4.add (f32x4.add (local.get $a4) (local.get $a5)) (f32x4.add (local.get $a6) (local.get $a7)))))))`;
-const mod = wabt.parseWat('peak.wat', peakWat, { simd: true, relaxed_simd: true });
-const peak = new WebAssembly.Instance(new WebAssembly.Module(new Uint8Array(mod.toBinary({}).buffer))).exports as { i8dot(n: number): number; fma(n: number): number };
+// Peaks: the same loops as `bench kernels` (dot-peak.wat, fma-peak.wat), relaxed builds.
+const instance = (base64: string) => new WebAssembly.Instance(new WebAssembly.Module(Buffer.from(base64, 'base64'))).exports;
+const dotI8 = instance(DOT_PEAK_RELAXED_WASM_BASE64).dotI8 as (turns: number, seed: number) => number;
+const fma = instance(FMA_PEAK_RELAXED_WASM_BASE64).peak as (turns: number, s: number) => number;
 const N = 1 << 22;
-// Per loop turn: 8 dots of 16 products each (a multiply-add counting as 2 ops), or 8 FMAs of 4 lanes.
-const i8Gops = (8 * 32 * N) / (time(() => peak.i8dot(N)) * 1e6);
-const fmaGops = (8 * 8 * N) / (time(() => peak.fma(N)) * 1e6);
+// Per turn: 10 dots of 16 products each (a multiply-add counting as 2 ops), or 10 FMAs of 4 lanes.
+const i8Gops = (320 * N) / (time(() => dotI8(N, 1)) * 1e6);
+const fmaGops = (80 * N) / (time(() => fma(N, 0.001)) * 1e6);
+
+// A decode step's matmuls on the same shard (m 1, the small-m kernel), over every layer's own
+// weights as decode streams them, plus the classifier: the other side of prefill / decode.
+const decodeW = Array.from({ length: shape.nLayers }, () => [[qkvN, shape.dim], [shape.dim, qDim], [2 * hidden, shape.dim], [shape.dim, hidden]].map(([n, k]) => ({ n: n!, k: k!, w: q4(n!, k!) })));
+qk.quantize(xa, xn, 1, shape.dim);
+const decodeMs = time(() => {
+  for (const layer of decodeW) for (const { n, k, w } of layer) qk.matmulA8({ y: logits, xa, w, dtype: 'q4_0', m: 1, k, n });
+  qk.matmulA8({ y: logits, xa, w: w.out, dtype: 'q4_0', m: 1, k: shape.dim, n: vocab });
+});
+const layerMacs = shape.nLayers * (qkvN * shape.dim + shape.dim * qDim + 2 * hidden * shape.dim + shape.dim * hidden);
+const decodeGops = (2 * (layerMacs + vocab * shape.dim)) / (decodeMs * 1e6);
 
 const sum = [...total].filter(([n]) => !n.startsWith('(')).reduce((s, [, t]) => s + t.ms, 0);
 console.log(`${opt.shape}, TP ${tp}, one rank, Q4_0 × int8 (relaxed SIMD), prompt ${promptLen} in chunks of ${CHUNK}: per-op ms summed over chunks and ${shape.nLayers} layers`);
@@ -164,4 +159,7 @@ for (const [name, t] of total) {
   console.log(`${name.padEnd(40)} ${t.ms.toFixed(1).padStart(8)} ms ${name.startsWith('(') ? '' : `${((100 * t.ms) / sum).toFixed(1).padStart(5)}%`}${rate}`);
 }
 console.log(`${'total'.padEnd(40)} ${sum.toFixed(1).padStart(8)} ms  → ${((promptLen / sum) * 1000).toFixed(0)} tok/s for this rank alone`);
-console.log(`peaks: i8 dot (i16x8.relaxed_dot_i8x16_i7x16_s + add) ${i8Gops.toFixed(1)} Gop/s, f32 FMA (f32x4.relaxed_madd) ${fmaGops.toFixed(1)} Gop/s`);
+console.log(`peaks (dot-peak.wat, fma-peak.wat): i8 dot (i16x8.relaxed_dot_i8x16_i7x16_s + add) ${i8Gops.toFixed(1)} Gop/s, f32 FMA (f32x4.relaxed_madd) ${fmaGops.toFixed(1)} Gop/s`);
+const gemmMs = [...total].filter(([n]) => n.startsWith('gemm')).reduce((t, [, v]) => t + v.ms, 0);
+console.log(`decode matmuls (m 1, ${shape.nLayers} layers' own weights + classifier): ${decodeMs.toFixed(2)} ms a token, ${decodeGops.toFixed(1)} Gop/s (${((100 * decodeGops) / i8Gops).toFixed(0)}% of the i8-dot peak); prefill GEMMs ${(gemmMs / promptLen).toFixed(2)} ms a token, ${((2 * layerMacs * promptLen) / (gemmMs * 1e6)).toFixed(1)} Gop/s`);
+console.log(`this rank's kernels alone: decode matmuls / prefill total per token ${(decodeMs / (sum / promptLen)).toFixed(2)}×, / prefill GEMMs ${(decodeMs / (gemmMs / promptLen)).toFixed(2)}×`);

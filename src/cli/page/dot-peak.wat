@@ -1,9 +1,11 @@
-;; The integer dot peaks of one core, for `bench kernels`, in the pattern of the quantised GEMM's
-;; inner loop (qgemm.wat): 10 independent chains of a dot product then an add, enough to cover the
-;; units' latency. `dotI16`: i32x4.dot_i16x8_s, 8 multiply-adds a dot (16 ops; 160 a turn).
-;; `dotI8` (relaxed build only): i16x8.relaxed_dot_i8x16_i7x16_s, 16 a dot (32 ops; 320 a turn).
-;; The returned lane keeps the chains observable. Compiled into dot-peak-wasm.ts by
-;; scripts/build-wasm.mjs (npm run build:wasm).
+;; The integer dot peaks of one core, for `bench kernels` and scripts/cpu-prefill-profile.mts, in
+;; the pattern of the quantised GEMM's inner loop (qgemm.wat): 10 chains of a dot product then an
+;; add, enough to cover the units' latency. Each dot takes its own chain's last sum, so no two dots
+;; are alike: V8 merges identical pure SIMD ops, and dots of one shared x against a few constant y's
+;; would time fewer dots than they count. `dotI16`: i32x4.dot_i16x8_s, 8 multiply-adds a dot
+;; (16 ops; 160 a turn). `dotI8` (relaxed build only): i16x8.relaxed_dot_i8x16_i7x16_s, 16 a dot
+;; (32 ops; 320 a turn). The returned lane keeps the chains observable. Compiled into
+;; dot-peak-wasm.ts by scripts/build-wasm.mjs (npm run build:wasm).
 (module
   (func (export "dotI16") (param $turns i32) (param $seed i32) (result i32)
     (local $b v128) (local $c v128) (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $a4 v128) (local $a5 v128) (local $a6 v128) (local $a7 v128) (local $a8 v128) (local $a9 v128)
