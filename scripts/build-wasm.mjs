@@ -18,6 +18,7 @@
 // - `(IDOT16 a b c d)`: IDOT's products summed into i16x8 lanes instead, four a lane (relaxed:
 //   the two i8 × i7 dots added; plain: the i16 products of the low and high halves added).
 // - `;;@relaxed-only` … `;;@end-relaxed`: the lines between, in the relaxed variant only.
+// - `;;@simd-only` … `;;@end-simd`: the lines between, in the plain SIMD128 variant only.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -87,6 +88,7 @@ const DTYPES = {
 export function expandWat(source, variant = 'simd') {
   const each = /;;@each-dtype\n([\s\S]*?);;@end\n/g;
   source = source.replace(/;;@relaxed-only\n([\s\S]*?);;@end-relaxed\n/g, (_, body) => (variant === 'relaxed' ? body : ''));
+  source = source.replace(/;;@simd-only\n([\s\S]*?);;@end-simd\n/g, (_, body) => (variant === 'relaxed' ? '' : body));
   let s = source.replace(each, (_, body) => Object.entries(DTYPES).map(([dt, d]) => {
     let b = body.replaceAll('@DT@', dt).replaceAll('@WB8@', String(d.WB8)).replaceAll('@WB1@', String(d.WB1));
     b = expandCalls(b, 'WLOAD8', ([lo, hi, ptr]) => d.load8(lo, hi, ptr));

@@ -92,7 +92,7 @@ describe('CPU quantised kernels (WebAssembly SIMD)', () => {
       const xp = kn.put(x);
       const xa = kn.alloc(CpuQuantKernels.activationBytes(m, k));
       qk.quantize(xa, xp, m, k, xStride);
-      const rowBytes = CpuQuantKernels.activationBytes(1, k);
+      const rowBytes = k + k / 4;
       for (let r = 0; r < m; r++) {
         const want = quantizeQ8(x.subarray(r * xStride, r * xStride + k), k, 32);
         const at = xa + r * rowBytes;
@@ -100,6 +100,13 @@ describe('CPU quantised kernels (WebAssembly SIMD)', () => {
         expect(Array.from(kn.f32(at + k, k / 32)), `row ${r}`).toEqual(Array.from(want.s));
         const sums = Array.from({ length: k / 32 }, (_, g) => want.q.subarray(g * 32, g * 32 + 32).reduce((a, b) => a + b, 0));
         expect(Array.from(kn.i32(at + k + k / 8, k / 32)), `row ${r}`).toEqual(sums);
+        // The sign planes after the rows: per group max(q, 0), then max(−q, 0).
+        const planes = new Int8Array(kn.memory.buffer, xa + m * rowBytes + r * 2 * k, 2 * k);
+        const wantPlanes = Array.from({ length: k / 32 }, (_, g) => {
+          const q = Array.from(want.q.subarray(g * 32, g * 32 + 32));
+          return [...q.map((v) => Math.max(v, 0)), ...q.map((v) => Math.max(-v, 0))];
+        }).flat();
+        expect(Array.from(planes), `row ${r}`).toEqual(wantPlanes);
       }
       expect(Array.from(new Int8Array(kn.memory.buffer, xa + 2 * rowBytes, 4))).toEqual([127, 2, 3, 4]);
     });
@@ -128,6 +135,28 @@ describe('CPU quantised kernels (WebAssembly SIMD)', () => {
         expect(Array.from(kn.f32(yp, m * n))).toEqual(Array.from(want, (v, i) => Math.fround(y0[i]! + Math.fround(v + bias[i % n]!))));
       });
     });
+  });
+
+  it.each(variants)('Q8_0 × int8 (%s) at the integer extremes: weights −128 and 127 against ±127, the runq.c sums', (variant) => {
+    const [m, k, n] = [2, 64, 6];
+    // Rows of −128, of 127, and alternating or mixed signs, so every i16 pair sum reaches its bound.
+    const q = new Int8Array(n * k).map((_, i) => {
+      const [r, j] = [Math.floor(i / k), i % k];
+      return [-128, 127, j % 2 ? -128 : 127, j % 3 ? 127 : -128, -128 + (j % 7), 127 - (j % 5)][r]!;
+    });
+    const w = { q, s: Float32Array.from({ length: (n * k) / 32 }, (_, i) => 0.5 + i / 64) };
+    const x = Float32Array.from({ length: m * k }, (_, i) => (i < k ? (i % 2 ? -1 : 1) : i % 4 < 2 ? 1 : -1) * (1 + (i % 3) / 1e3));
+    const want = new Float32Array(m * n);
+    for (let r = 0; r < m; r++) matmulQ8(want.subarray(r * n, (r + 1) * n), quantizeQ8(x.subarray(r * k, (r + 1) * k), k, 32), w, k, n, 32);
+    const kn = CpuKernels.create(undefined, { variant });
+    const qk = CpuQuantKernels.create(kn);
+    const [xp, yp] = [kn.put(x), kn.alloc(m * n * 4)];
+    const xa = kn.alloc(CpuQuantKernels.activationBytes(m, k));
+    const wp = tiled(kn, qk, w, n, k, 'q8_0');
+    qk.quantize(xa, xp, m, k);
+    expect(Array.from(new Int8Array(kn.memory.buffer, xa, 4))).toEqual([127, -127, 127, -127]);
+    qk.matmulA8({ y: yp, xa, w: wp, dtype: 'q8_0', m, k, n });
+    expect(Array.from(kn.f32(yp, m * n))).toEqual(Array.from(want));
   });
 
   it.each(dtypes)('embeds %s rows dequantised as runq.c does', (dtype) => {

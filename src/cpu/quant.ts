@@ -61,9 +61,13 @@ export class CpuQuantKernels {
     return Math.ceil(n / 4) * (k / QUANT_GROUP) * tileGroupBytes(dtype);
   }
 
-  /** Bytes of m input rows of k values quantised (`quantize`): k int8, then k/32 f32 scales and k/32 i32 sums, a row. */
+  /**
+   * Bytes of m input rows of k values quantised (`quantize`): k int8, then k/32 f32 scales and k/32
+   * i32 sums, a row; then the rows' sign planes (2k bytes a row: per group of 32, max(q, 0), then
+   * max(−q, 0)), which the relaxed build's Q8_0 kernel multiplies by.
+   */
   static activationBytes(m: number, k: number): number {
-    return m * (k + (8 * k) / QUANT_GROUP);
+    return m * (3 * k + (8 * k) / QUANT_GROUP);
   }
 
   /**
@@ -101,7 +105,7 @@ export class CpuQuantKernels {
     this.k.matmulQ(a.y, a.x, a.xStride ?? a.k, a.w, a.m, a.k, a.n, matmulFlags(a), a.bias ?? 0, code(a.dtype));
   }
 
-  /** m rows of x (k floats, xStride apart) into xa (activationBytes(m, k)), quantised per group as runq.c does. */
+  /** m rows of x (k floats, xStride apart) into xa (activationBytes(m, k)), quantised per group as runq.c does; `matmulA8` takes the same m. */
   quantize(xa: number, x: number, m: number, k: number, xStride = k): void {
     this.k.quantizeA8(xa, x, xStride, m, k);
   }

@@ -13,9 +13,10 @@
 ;;   path. An input row is quantised per group as runq.c does (scale = max|x| / 127, q = round(x /
 ;;   scale), halves away from zero), and each output is Σ over groups, in order, of
 ;;   ((f32)(Σ xq·wq as i32) · ws) · xs, every step rounded to f32 as matmul_q8a8.wgsl and
-;;   matmul_q4a8.wgsl compute it. Q8_0 × int8 multiplies in i16 lanes (i32x4.dot_i16x8_s: exact);
-;;   Q4_0 takes the nibbles as they are (0..15, so relaxed SIMD's i8 × i7 dot is exact, its i16
-;;   pair sums too) and subtracts 8·Σxq per group. Not i32x4.relaxed_dot_i8x16_i7x16_add_s: Node
+;;   matmul_q4a8.wgsl compute it. Q8_0 × int8 multiplies in i16 lanes (i32x4.dot_i16x8_s: exact),
+;;   or in the relaxed build by relaxed SIMD's i8 × i7 dot against the activations' sign planes;
+;;   Q4_0 takes the nibbles as they are (0..15, so that dot is exact, its i16 pair sums too) and
+;;   subtracts 8·Σxq per group. Not i32x4.relaxed_dot_i8x16_i7x16_add_s: Node
 ;;   20's V8 doubles its sums.
 ;; Compiled into quant-wasm.ts by scripts/build-wasm.mjs (IDOT and MADD are its macros).
 (module
@@ -240,8 +241,10 @@
   ;; Each of m rows of x (k floats, rows xStride floats apart; k a multiple of 32) as an int8 row
   ;; at xa, rows aStride = k + 8·k/32 bytes apart: k int8 values, then k/32 f32 scales, then k/32
   ;; i32 sums of the group's values. An all-zero group (or one whose scale is 0) gets zeros.
+  ;; After the m rows, each row's sign planes (2k bytes a row; per group 64: max(q, 0) of the
+  ;; group's 32 values, then max(−q, 0)), the relaxed Q8_0 kernel's i7 operand.
   (func (export "quantizeA8") (param $xa i32) (param $x i32) (param $xStride i32) (param $m i32) (param $k i32)
-    (local $r i32) (local $g i32) (local $ng i32) (local $xp i32) (local $qp i32) (local $sp i32)
+    (local $r i32) (local $g i32) (local $ng i32) (local $xp i32) (local $qp i32) (local $sp i32) (local $pp i32)
     (local $mx v128) (local $s v128) (local $lo v128) (local $hi v128) (local $scale f32) (local $j i32)
     (local.set $ng (i32.shr_u (local.get $k) (i32.const 5)))
     (block $rowsDone (loop $rows
@@ -249,6 +252,8 @@
       (local.set $xp (i32.add (local.get $x) (i32.shl (i32.mul (local.get $r) (local.get $xStride)) (i32.const 2))))
       (local.set $qp (i32.add (local.get $xa) (i32.mul (local.get $r) (i32.add (local.get $k) (i32.shl (local.get $ng) (i32.const 3))))))
       (local.set $sp (i32.add (local.get $qp) (local.get $k)))
+      (local.set $pp (i32.add (i32.add (local.get $xa) (i32.mul (local.get $m) (i32.add (local.get $k) (i32.shl (local.get $ng) (i32.const 3)))))
+        (i32.shl (i32.mul (local.get $r) (local.get $k)) (i32.const 1))))
       (local.set $g (i32.const 0))
       (block $groupsDone (loop $groups
         (br_if $groupsDone (i32.ge_u (local.get $g) (local.get $ng)))
@@ -279,6 +284,12 @@
             (local.set $hi (v128.const i32x4 0 0 0 0))))
         (v128.store offset=0 (local.get $qp) (local.get $lo))
         (v128.store offset=16 (local.get $qp) (local.get $hi))
+        ;; max(q, 0), then max(−q, 0) (q ≥ −127: no wrap).
+        (v128.store offset=0 (local.get $pp) (local.tee $s (i8x16.max_s (local.get $lo) (v128.const i32x4 0 0 0 0))))
+        (v128.store offset=32 (local.get $pp) (i8x16.sub (local.get $s) (local.get $lo)))
+        (v128.store offset=16 (local.get $pp) (local.tee $s (i8x16.max_s (local.get $hi) (v128.const i32x4 0 0 0 0))))
+        (v128.store offset=48 (local.get $pp) (i8x16.sub (local.get $s) (local.get $hi)))
+        (local.set $pp (i32.add (local.get $pp) (i32.const 64)))
         ;; Σ of the group's 32 values: pairwise in i16 (|Σ| ≤ 254 per lane), then in i32.
         (local.set $mx (i32x4.extadd_pairwise_i16x8_s (i16x8.add
           (i16x8.extadd_pairwise_i8x16_s (local.get $lo)) (i16x8.extadd_pairwise_i8x16_s (local.get $hi)))))
@@ -293,8 +304,65 @@
       (local.set $r (i32.add (local.get $r) (i32.const 1)))
       (br $rows))))
 
-  ;; A tiled block of four Q8_0 rows (g groups at w) against int8 row xa (quantizeA8's form).
-  (func $q8a8 (param $w i32) (param $xa i32) (param $g i32) (result v128)
+;;@relaxed-only
+  ;; A tiled block of four Q8_0 rows (g groups at w) against int8 row xa (quantizeA8's form), by
+  ;; its sign planes at pl: Σ wq·xq = Σ wq·max(xq, 0) − Σ wq·max(−xq, 0), each by relaxed SIMD's
+  ;; i8 × i7 dot (exact: the weights, −128 too, are its signed operand, the planes 0..127). A
+  ;; lane's two i16 pair sums differ by its pair's products (|Σ| ≤ 2·128·127 < 2^15: exact), then
+  ;; widen; fewer instructions than widening the weights to i16.
+  (func $q8a8 (param $w i32) (param $xa i32) (param $pl i32) (param $g i32) (result v128)
+    (local $acc v128) (local $b v128) (local $c v128) (local $u0 v128) (local $u1 v128) (local $v0 v128) (local $v1 v128)
+    (local $p0 v128) (local $p1 v128) (local $p2 v128) (local $p3 v128) (local $t0 v128) (local $t1 v128) (local $e i32) (local $s i32) (local $one v128)
+    (local.set $one (v128.const i16x8 1 1 1 1 1 1 1 1))
+    (local.set $e (i32.add (local.get $w) (i32.mul (local.get $g) (i32.const 144))))
+    (local.set $s (i32.add (local.get $xa) (i32.shl (local.get $g) (i32.const 5))))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $w) (local.get $e)))
+      (local.set $u0 (v128.load offset=0 (local.get $pl)))
+      (local.set $u1 (v128.load offset=16 (local.get $pl)))
+      (local.set $v0 (v128.load offset=32 (local.get $pl)))
+      (local.set $v1 (v128.load offset=48 (local.get $pl)))
+      (local.set $b (v128.load offset=0 (local.get $w)))
+      (local.set $c (v128.load offset=16 (local.get $w)))
+      (local.set $p0 (i32x4.add
+        (i32x4.dot_i16x8_s (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $b) (local.get $u0)) (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $b) (local.get $v0))) (local.get $one))
+        (i32x4.dot_i16x8_s (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $c) (local.get $u1)) (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $c) (local.get $v1))) (local.get $one))))
+      (local.set $b (v128.load offset=32 (local.get $w)))
+      (local.set $c (v128.load offset=48 (local.get $w)))
+      (local.set $p1 (i32x4.add
+        (i32x4.dot_i16x8_s (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $b) (local.get $u0)) (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $b) (local.get $v0))) (local.get $one))
+        (i32x4.dot_i16x8_s (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $c) (local.get $u1)) (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $c) (local.get $v1))) (local.get $one))))
+      (local.set $b (v128.load offset=64 (local.get $w)))
+      (local.set $c (v128.load offset=80 (local.get $w)))
+      (local.set $p2 (i32x4.add
+        (i32x4.dot_i16x8_s (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $b) (local.get $u0)) (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $b) (local.get $v0))) (local.get $one))
+        (i32x4.dot_i16x8_s (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $c) (local.get $u1)) (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $c) (local.get $v1))) (local.get $one))))
+      (local.set $b (v128.load offset=96 (local.get $w)))
+      (local.set $c (v128.load offset=112 (local.get $w)))
+      (local.set $p3 (i32x4.add
+        (i32x4.dot_i16x8_s (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $b) (local.get $u0)) (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $b) (local.get $v0))) (local.get $one))
+        (i32x4.dot_i16x8_s (i16x8.sub (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $c) (local.get $u1)) (i16x8.relaxed_dot_i8x16_i7x16_s (local.get $c) (local.get $v1))) (local.get $one))))
+      (local.set $t0 (i32x4.add
+        (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $p0) (local.get $p1))
+        (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $p0) (local.get $p1))))
+      (local.set $t1 (i32x4.add
+        (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $p2) (local.get $p3))
+        (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $p2) (local.get $p3))))
+      (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul (f32x4.mul
+        (f32x4.convert_i32x4_s (i32x4.add
+          (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $t0) (local.get $t1))
+          (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $t0) (local.get $t1))))
+        (v128.load offset=128 (local.get $w))) (v128.load32_splat (local.get $s)))))
+      (local.set $w (i32.add (local.get $w) (i32.const 144)))
+      (local.set $pl (i32.add (local.get $pl) (i32.const 64)))
+      (local.set $s (i32.add (local.get $s) (i32.const 4)))
+      (br $l)))
+    (local.get $acc))
+;;@end-relaxed
+;;@simd-only
+  ;; A tiled block of four Q8_0 rows (g groups at w) against int8 row xa (quantizeA8's form; its
+  ;; sign planes at pl, which this build does not read).
+  (func $q8a8 (param $w i32) (param $xa i32) (param $pl i32) (param $g i32) (result v128)
     (local $acc v128) (local $b v128) (local $c v128) (local $x0 v128) (local $x1 v128) (local $x2 v128) (local $x3 v128)
     (local $p0 v128) (local $p1 v128) (local $p2 v128) (local $p3 v128) (local $t0 v128) (local $t1 v128) (local $e i32) (local $s i32)
     (local.set $e (i32.add (local.get $w) (i32.mul (local.get $g) (i32.const 144))))
@@ -345,6 +413,8 @@
       (br $l)))
     (local.get $acc))
 
+;;@end-simd
+
   ;; A tiled block of four Q4_0 rows against int8 row xa: Σ nibble·xq − 8·Σxq per group (nibbles
   ;; 0..15: IDOT16's relaxed i8 × i7 dot is exact). Each row's 32 products are summed in i16 lanes
   ;; as far as they stay exact (16 a lane: |Σ| ≤ 16·128·15 < 2^15), the four rows folded together
@@ -393,11 +463,11 @@
       (br $l)))
     (local.get $acc))
 
-  ;; y (m, n) = the int8 rows xa (m of them, quantizeA8's form for k) · wᵀ, w tiled Q8_0 (dtype 0)
-  ;; or Q4_0 (1); flags as matmulQ's.
+  ;; y (m, n) = the int8 rows xa (m of them, quantizeA8's form for k, sign planes too) · wᵀ, w
+  ;; tiled Q8_0 (dtype 0) or Q4_0 (1); flags as matmulQ's.
   (func (export "matmulQA8") (param $y i32) (param $xa i32) (param $w i32)
     (param $m i32) (param $k i32) (param $n i32) (param $flags i32) (param $bias i32) (param $dtype i32)
-    (local $i i32) (local $r i32) (local $g i32) (local $block i32) (local $xr i32) (local $nv i32) (local $aStride i32)
+    (local $i i32) (local $r i32) (local $g i32) (local $block i32) (local $xr i32) (local $nv i32) (local $aStride i32) (local $pr i32)
     (local.set $g (i32.shr_u (local.get $k) (i32.const 5)))
     (local.set $aStride (i32.add (local.get $k) (i32.shl (local.get $g) (i32.const 3))))
     (local.set $block (i32.mul (local.get $g) (select (i32.const 80) (i32.const 144) (local.get $dtype))))
@@ -406,13 +476,15 @@
       (local.set $nv (select (i32.const 4) (i32.sub (local.get $n) (local.get $i)) (i32.gt_u (i32.sub (local.get $n) (local.get $i)) (i32.const 4))))
       (local.set $r (i32.const 0))
       (local.set $xr (local.get $xa))
+      (local.set $pr (i32.add (local.get $xa) (i32.mul (local.get $m) (local.get $aStride))))
       (block $rowsDone (loop $rows
         (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $m)))
         (call $store4 (local.get $y) (local.get $n) (local.get $r) (local.get $i) (local.get $nv) (local.get $flags) (local.get $bias)
           (if (result v128) (local.get $dtype)
             (then (call $q4a8 (local.get $w) (local.get $xr) (local.get $g)))
-            (else (call $q8a8 (local.get $w) (local.get $xr) (local.get $g)))))
+            (else (call $q8a8 (local.get $w) (local.get $xr) (local.get $pr) (local.get $g)))))
         (local.set $xr (i32.add (local.get $xr) (local.get $aStride)))
+        (local.set $pr (i32.add (local.get $pr) (i32.shl (local.get $k) (i32.const 1))))
         (local.set $r (i32.add (local.get $r) (i32.const 1)))
         (br $rows)))
       (local.set $w (i32.add (local.get $w) (local.get $block)))

@@ -109,7 +109,7 @@ describe('CPU rank memory', () => {
     }
     const r = makePlan(c, { tensorParallel: 2 }).ranks[0]!;
     const s = { contextLength: 64, maxBatch: 2, maxRows: 16, kvBytes: 4 };
-    // 16 rows of the widest input (hidden/2 = 64 = dim), a byte each plus 8 bytes per group of 32
-    expect(cpuRankBytes(c, r, { ...s, int8Activations: true }).activations - cpuRankBytes(c, r, s).activations).toBe(16 * 64 * 1.25);
+    // 16 rows of the widest input (hidden/2 = 64 = dim), three bytes each plus 8 bytes per group of 32
+    expect(cpuRankBytes(c, r, { ...s, int8Activations: true }).activations - cpuRankBytes(c, r, s).activations).toBe(16 * 64 * 3.25);
   });
 });

@@ -56,8 +56,8 @@ export function cpuRankBytes(c: ModelConfig, r: RankShape, s: CpuStateSizes): Cp
   const qkv = (heads + 2 * kv) * hs;
   // tokens/positions/slots; x, xn, partial; qkv; att; w1|w3 and the SiLU product; the logit rows; scores; RoPE cos and sin.
   const floats = 3 * m + 3 * m * c.dim + m * qkv + m * heads * hs + 3 * m * hidden + logitRows * (c.dim + vocab) + s.contextLength + s.contextLength * hs;
-  // The int8 rows: per value one byte, per group of 32 an f32 scale and an i32 sum (src/cpu/quant.ts).
-  const int8Rows = s.int8Activations ? m * Math.max(c.dim, heads * hs, hidden) * (1 + 8 / 32) : 0;
+  // The int8 rows: per value one byte and two of sign planes, per group of 32 an f32 scale and an i32 sum (src/cpu/quant.ts).
+  const int8Rows = s.int8Activations ? m * Math.max(c.dim, heads * hs, hidden) * (3 + 8 / 32) : 0;
   const activations = floats * 4 + int8Rows;
   const kvCache = c.nLayers * 2 * s.maxBatch * kv * s.contextLength * hs * s.kvBytes;
   const shard = r.byteLength + (r.tileExtra ?? [...q8mTileExtraBytes(r.slices ?? []).values()].reduce((a, b) => a + b, 0));
