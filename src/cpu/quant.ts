@@ -8,12 +8,12 @@ import { CPU_QUANT_RELAXED_WASM_BASE64, CPU_QUANT_WASM_BASE64 } from './quant-wa
 import { variantModules } from './wasm-variants.js';
 import { matmulFlags, type CpuKernels } from './kernels.js';
 import { ModelFormatError } from '../errors.js';
+import { int8ActivationBytes, QUANT_GROUP } from './quant-bytes.js';
+
+export { QUANT_GROUP };
 
 /** A quantised matrix's form: GGUF Q8_0 (int8 values) or Q4_0 (GGML's nibble bytes). */
 export type CpuQuantDtype = 'q8_0' | 'q4_0';
-
-/** The only group size the kernels take (GGUF's). */
-export const QUANT_GROUP = 32;
 
 /** One part of a matrix: its values plane (int8, or two nibbles a byte) and its scales, rows of k values. */
 export interface QuantPart {
@@ -61,13 +61,9 @@ export class CpuQuantKernels {
     return Math.ceil(n / 4) * (k / QUANT_GROUP) * tileGroupBytes(dtype);
   }
 
-  /**
-   * Bytes of m input rows of k values quantised (`quantize`): k int8, then k/32 f32 scales and k/32
-   * i32 sums, a row; then the rows' sign planes (2k bytes a row: per group of 32, max(q, 0), then
-   * max(−q, 0)), which the relaxed build's Q8_0 kernel multiplies by.
-   */
+  /** Bytes of m input rows of k values quantised (`quantize`): `int8ActivationBytes`. */
   static activationBytes(m: number, k: number): number {
-    return m * (3 * k + (8 * k) / QUANT_GROUP);
+    return int8ActivationBytes(m, k);
   }
 
   /**

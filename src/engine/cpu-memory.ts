@@ -9,6 +9,7 @@ import type { ModelConfig, TensorInfo } from '../model/config.js';
 import { llama2cTensorTable } from '../model/formats/llama2c.js';
 import { evenDegrees, makePlan, quantGroupBytes, styleFor, type Plan, type PlanOptions, type QuantDtype, type RankPlan } from '../parallel/plan.js';
 import { q8mTileExtraBytes } from '../cpu/kquant-bytes.js';
+import { int8ActivationBytes } from '../cpu/quant-bytes.js';
 
 /** wasm32's limit: 65536 pages of 64 KiB. */
 export const WASM_MEMORY_BYTES = 2 ** 32;
@@ -56,8 +57,8 @@ export function cpuRankBytes(c: ModelConfig, r: RankShape, s: CpuStateSizes): Cp
   const qkv = (heads + 2 * kv) * hs;
   // tokens/positions/slots; x, xn, partial; qkv; att; w1|w3 and the SiLU product; the logit rows; scores; RoPE cos and sin.
   const floats = 3 * m + 3 * m * c.dim + m * qkv + m * heads * hs + 3 * m * hidden + logitRows * (c.dim + vocab) + s.contextLength + s.contextLength * hs;
-  // The int8 rows: per value one byte and two of sign planes, per group of 32 an f32 scale and an i32 sum (src/cpu/quant.ts).
-  const int8Rows = s.int8Activations ? m * Math.max(c.dim, heads * hs, hidden) * (3 + 8 / 32) : 0;
+  // The int8 rows of the widest input.
+  const int8Rows = s.int8Activations ? int8ActivationBytes(m, Math.max(c.dim, heads * hs, hidden)) : 0;
   const activations = floats * 4 + int8Rows;
   const kvCache = c.nLayers * 2 * s.maxBatch * kv * s.contextLength * hs * s.kvBytes;
   const shard = r.byteLength + (r.tileExtra ?? [...q8mTileExtraBytes(r.slices ?? []).values()].reduce((a, b) => a + b, 0));
