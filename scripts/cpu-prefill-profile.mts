@@ -95,13 +95,13 @@ const layerOps = (m: number, p0: number): [string, () => void, number][] => {
   const setPos = () => kn.i32(positions, m).set(Int32Array.from({ length: m }, (_, i) => p0 + i));
   setPos();
   const a8 = (k: number, n: number, wt: number, y: number, xin: number, xStride = k) => () => {
-    qk.quantize(xa, xin, m, k, xStride);
+    qk.quantize(xa, xin, m, k, xStride, false);
     gemm.matmulA8({ y, xa, w: wt, dtype: 'q4_0', m, k, n });
   };
   const ops2 = 2 * m; // multiply-adds count as 2 ops
   return [
     ['rmsnorm ×2', () => { kn.rmsnorm(xn, x, g, m, shape.dim, 1e-5); kn.rmsnorm(xn, x, g, m, shape.dim, 1e-5); }, 0],
-    ['quantizeA8 (k dim, dim, qDim, hidden)', () => { qk.quantize(xa, xn, m, shape.dim); qk.quantize(xa, xn, m, shape.dim); qk.quantize(xa, att, m, qDim); qk.quantize(xa, hb, m, hidden); }, 0],
+    ['quantizeA8 (k dim, dim, qDim, hidden)', () => { qk.quantize(xa, xn, m, shape.dim, shape.dim, false); qk.quantize(xa, xn, m, shape.dim, shape.dim, false); qk.quantize(xa, att, m, qDim, qDim, false); qk.quantize(xa, hb, m, hidden, hidden, false); }, 0],
     ['gemm qkv', () => gemm.matmulA8({ y: qkv, xa, w: w.qkv, dtype: 'q4_0', m, k: shape.dim, n: qkvN }), ops2 * shape.dim * qkvN],
     ['rope + kvWrite', () => {
       kn.rope(qkv, qkvN, nh, hs, cos, sin, positions, m, 'interleaved');
@@ -116,7 +116,7 @@ const layerOps = (m: number, p0: number): [string, () => void, number][] => {
     ['gemm w2', () => gemm.matmulA8({ y: x, xa, w: w.w2, dtype: 'q4_0', m, k: hidden, n: shape.dim, accumulate: true }), ops2 * hidden * shape.dim],
     ['add (residual)', () => kn.add(x, xn, m * shape.dim), 0],
     // The classifier, once a chunk, on the last row only (small-m kernel).
-    ['classifier (1 row) / nLayers', () => { qk.quantize(xa, xn, 1, shape.dim); qk.matmulA8({ y: logits, xa, w: w.out, dtype: 'q4_0', m: 1, k: shape.dim, n: vocab }); }, 0],
+    ['classifier (1 row) / nLayers', () => { qk.quantize(xa, xn, 1, shape.dim, shape.dim, false); qk.matmulA8({ y: logits, xa, w: w.out, dtype: 'q4_0', m: 1, k: shape.dim, n: vocab }); }, 0],
     ['(quantize + gemm w13 together)', a8(shape.dim, 2 * hidden, w.w13, h13, xn), 0],
   ];
 };
@@ -144,7 +144,7 @@ const fmaGops = (80 * N) / (time(() => fma(N, 0.001)) * 1e6);
 // A decode step's matmuls on the same shard (m 1, the small-m kernel), over every layer's own
 // weights as decode streams them, plus the classifier: the other side of prefill / decode.
 const decodeW = Array.from({ length: shape.nLayers }, () => [[qkvN, shape.dim], [shape.dim, qDim], [2 * hidden, shape.dim], [shape.dim, hidden]].map(([n, k]) => ({ n: n!, k: k!, w: q4(n!, k!) })));
-qk.quantize(xa, xn, 1, shape.dim);
+qk.quantize(xa, xn, 1, shape.dim, shape.dim, false);
 const decodeMs = time(() => {
   for (const layer of decodeW) for (const { n, k, w } of layer) qk.matmulA8({ y: logits, xa, w, dtype: 'q4_0', m: 1, k, n });
   qk.matmulA8({ y: logits, xa, w: w.out, dtype: 'q4_0', m: 1, k: shape.dim, n: vocab });

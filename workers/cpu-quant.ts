@@ -98,7 +98,7 @@ export function cpuMatmul(
     if (w.dtype === 'q8_m') {
       if (activations === 'f32') kq!.sums16(sums, a.x, a.m, a.k, a.xStride ?? a.k);
       else {
-        qk.quantize(xa, a.x, a.m, a.k, a.xStride ?? a.k);
+        qk.quantize(xa, a.x, a.m, a.k, a.xStride ?? a.k, false);
         kq!.a8sums16(sums, xa, a.m, a.k);
       }
       let col = 0;
@@ -123,7 +123,7 @@ export function cpuMatmul(
       mq.matmul({ ...q, x: a.x, xStride: a.xStride });
       return;
     }
-    qk.quantize(xa, a.x, a.m, a.k, a.xStride ?? a.k);
+    qk.quantize(xa, a.x, a.m, a.k, a.xStride ?? a.k, mq === qk && w.dtype === 'q8_0');
     mq.matmulA8({ ...q, xa });
   };
 }

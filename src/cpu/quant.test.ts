@@ -109,6 +109,12 @@ describe('CPU quantised kernels (WebAssembly SIMD)', () => {
         expect(Array.from(planes), `row ${r}`).toEqual(wantPlanes);
       }
       expect(Array.from(new Int8Array(kn.memory.buffer, xa + 2 * rowBytes, 4))).toEqual([127, 2, 3, 4]);
+      // Without planes the rows are the same and nothing after them is written.
+      const xb = kn.alloc(CpuQuantKernels.activationBytes(m, k));
+      new Int8Array(kn.memory.buffer, xb, CpuQuantKernels.activationBytes(m, k)).fill(-7);
+      qk.quantize(xb, xp, m, k, xStride, false);
+      expect(Array.from(new Int8Array(kn.memory.buffer, xb, m * rowBytes))).toEqual(Array.from(new Int8Array(kn.memory.buffer, xa, m * rowBytes)));
+      expect(new Int8Array(kn.memory.buffer, xb + m * rowBytes, 2 * m * k).every((v) => v === -7)).toBe(true);
     });
 
     describe.each(dtypes)('%s', (dtype) => {

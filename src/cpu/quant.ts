@@ -23,7 +23,7 @@ export interface QuantPart {
 
 interface QuantExports {
   matmulQ(y: number, x: number, xStride: number, w: number, m: number, k: number, n: number, flags: number, bias: number, dtype: number): void;
-  quantizeA8(xa: number, x: number, xStride: number, m: number, k: number): void;
+  quantizeA8(xa: number, x: number, xStride: number, m: number, k: number, planes: number): void;
   matmulQA8(y: number, xa: number, w: number, m: number, k: number, n: number, flags: number, bias: number, dtype: number): void;
   embedQ(y: number, q: number, s: number, tokens: number, m: number, dim: number, dtype: number): void;
 }
@@ -101,9 +101,13 @@ export class CpuQuantKernels {
     this.k.matmulQ(a.y, a.x, a.xStride ?? a.k, a.w, a.m, a.k, a.n, matmulFlags(a), a.bias ?? 0, code(a.dtype));
   }
 
-  /** m rows of x (k floats, xStride apart) into xa (activationBytes(m, k)), quantised per group as runq.c does; `matmulA8` takes the same m. */
-  quantize(xa: number, x: number, m: number, k: number, xStride = k): void {
-    this.k.quantizeA8(xa, x, xStride, m, k);
+  /**
+   * m rows of x (k floats, xStride apart) into xa (activationBytes(m, k)), quantised per group as
+   * runq.c does; `matmulA8` takes the same m. Without `planes` the sign planes are not written:
+   * only this class's Q8_0 `matmulA8` reads them (the GEMM, Q4_0 and the K-quants do not).
+   */
+  quantize(xa: number, x: number, m: number, k: number, xStride = k, planes = true): void {
+    this.k.quantizeA8(xa, x, xStride, m, k, planes ? 1 : 0);
   }
 
   /** y = xa·wᵀ (+ bias), or y += it, xa `quantize`'s m rows of k values: Σ over groups of ((f32)(Σ xq·wq) · ws) · xs. */

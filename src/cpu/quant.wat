@@ -241,9 +241,9 @@
   ;; Each of m rows of x (k floats, rows xStride floats apart; k a multiple of 32) as an int8 row
   ;; at xa, rows aStride = k + 8·k/32 bytes apart: k int8 values, then k/32 f32 scales, then k/32
   ;; i32 sums of the group's values. An all-zero group (or one whose scale is 0) gets zeros.
-  ;; After the m rows, each row's sign planes (2k bytes a row; per group 64: max(q, 0) of the
-  ;; group's 32 values, then max(−q, 0)), the relaxed Q8_0 kernel's i7 operand.
-  (func (export "quantizeA8") (param $xa i32) (param $x i32) (param $xStride i32) (param $m i32) (param $k i32)
+  ;; After the m rows, if planes is set, each row's sign planes (2k bytes a row; per group 64:
+  ;; max(q, 0) of the group's 32 values, then max(−q, 0)), the relaxed Q8_0 kernel's i7 operand.
+  (func (export "quantizeA8") (param $xa i32) (param $x i32) (param $xStride i32) (param $m i32) (param $k i32) (param $planes i32)
     (local $r i32) (local $g i32) (local $ng i32) (local $xp i32) (local $qp i32) (local $sp i32) (local $pp i32)
     (local $mx v128) (local $s v128) (local $lo v128) (local $hi v128) (local $scale f32) (local $j i32)
     (local.set $ng (i32.shr_u (local.get $k) (i32.const 5)))
@@ -285,11 +285,12 @@
         (v128.store offset=0 (local.get $qp) (local.get $lo))
         (v128.store offset=16 (local.get $qp) (local.get $hi))
         ;; max(q, 0), then max(−q, 0) (q ≥ −127: no wrap).
-        (v128.store offset=0 (local.get $pp) (local.tee $s (i8x16.max_s (local.get $lo) (v128.const i32x4 0 0 0 0))))
-        (v128.store offset=32 (local.get $pp) (i8x16.sub (local.get $s) (local.get $lo)))
-        (v128.store offset=16 (local.get $pp) (local.tee $s (i8x16.max_s (local.get $hi) (v128.const i32x4 0 0 0 0))))
-        (v128.store offset=48 (local.get $pp) (i8x16.sub (local.get $s) (local.get $hi)))
-        (local.set $pp (i32.add (local.get $pp) (i32.const 64)))
+        (if (local.get $planes) (then
+          (v128.store offset=0 (local.get $pp) (local.tee $s (i8x16.max_s (local.get $lo) (v128.const i32x4 0 0 0 0))))
+          (v128.store offset=32 (local.get $pp) (i8x16.sub (local.get $s) (local.get $lo)))
+          (v128.store offset=16 (local.get $pp) (local.tee $s (i8x16.max_s (local.get $hi) (v128.const i32x4 0 0 0 0))))
+          (v128.store offset=48 (local.get $pp) (i8x16.sub (local.get $s) (local.get $hi)))
+          (local.set $pp (i32.add (local.get $pp) (i32.const 64)))))
         ;; Σ of the group's 32 values: pairwise in i16 (|Σ| ≤ 254 per lane), then in i32.
         (local.set $mx (i32x4.extadd_pairwise_i16x8_s (i16x8.add
           (i16x8.extadd_pairwise_i8x16_s (local.get $lo)) (i16x8.extadd_pairwise_i8x16_s (local.get $hi)))))
