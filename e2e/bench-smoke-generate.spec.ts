@@ -185,6 +185,11 @@ test('bench generate --devices cpu --devices gpu,cpu compares the kinds in one r
   expect(ro.weight_bytes).toBe(4 * (5 * (2 * 64 * 64 + 2 * 32 * 64 + 3 * 172 * 64) + 512 * 64));
   expect(ro.read.bytes).toBe(ro.weight_bytes);
   expect(ro.read.one_thread.median_ms).toBeGreaterThan(0);
+  // Each read is the faster of one and two streams a thread.
+  for (const x of [ro.read.one_thread, ro.read.two_threads]) {
+    expect(x.gbs).toBeCloseTo(Math.max(x.one_stream_gbs, x.two_streams_gbs), 2);
+    expect(x.gbs).toBeCloseTo(x.streams === 1 ? x.one_stream_gbs : x.two_streams_gbs, 9);
+  }
   expect(ro.roofline_tokens_per_s).toBeCloseTo(1000 / ro.read.two_threads.median_ms, 6);
   for (const x of r.results) expect(x.vs_roofline).toBeGreaterThan(0);
 

@@ -43,6 +43,7 @@ test('bench kernels (smoke) reports results, baselines and readback figures', as
     expect(x.read_ms).toBeGreaterThan(0);
     expect(x.gbs).toBeCloseTo((x.n * x.k * 4) / (x.median_ms * 1e6), 2);
     expect(x.vs_read).toBeCloseTo(x.read_ms / x.median_ms, 2);
+    expect([1, 2]).toContain(x.read_streams);
   }
   // The CPU GEMM beside the panel matmul on the same panels: each TP 2 shard shape, f32 and f16.
   const gemm = r.cpu_gemm!;

@@ -22,7 +22,7 @@ import type { PageConcurrentResult, PageGenerateOptions } from './page/types.js'
 import { benchCases, devicesFor, type CliDevices } from './devices.js';
 import { backendOf, rankReports, type RankReport } from './ranks.js';
 import type { RankBackend } from '../engine/types.js';
-import { readFigures, type ReadSamples, type WasmReadFigures } from './read-figures.js';
+import { concatReads, readFigures, type ReadSamples, type WasmReadFigures } from './read-figures.js';
 
 type PageWindow = {
   tp: {
@@ -234,7 +234,7 @@ async function benchQuant(o: BenchGenerateOptions, quants: string[]): Promise<Be
 type Case = ReturnType<typeof benchCases>[number];
 type ModelRun = Pick<BenchGenerateReport, 'results' | 'first' | 'roofline'>;
 
-/** Read samples per round of the roofline (one-thread and two-thread pairs). */
+/** Read samples per round of the roofline (one-thread and two-thread reads, one and two streams each). */
 const READ_SAMPLES = 3;
 
 /** Every (devices, tp, batch) case of one model, mounted in the harness page. */
@@ -368,7 +368,7 @@ function rooflineBytes(config: ModelConfig, loaded: EngineStats[]): number | und
 }
 
 function generateRoofline(bytes: number, reads: ReadSamples[]): GenerateRoofline {
-  const read = readFigures(bytes, { one_ms: reads.flatMap((r) => r.one_ms), two_ms: reads.flatMap((r) => r.two_ms) });
+  const read = readFigures(bytes, concatReads(reads));
   return { weight_bytes: bytes, read, roofline_tokens_per_s: 1000 / read.two_threads.median_ms };
 }
 

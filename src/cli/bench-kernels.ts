@@ -46,9 +46,10 @@ export interface CpuMatmulRow {
   median_ms: number;
   /** The whole matrix's weight bytes over median_ms. */
   gbs: number;
-  /** The same bytes read by `tp` threads (WebAssembly SIMD loads only). */
+  /** The same bytes read by `tp` threads (WebAssembly SIMD loads only), the faster of one or two streams a thread. */
   read_ms: number;
   read_gbs: number;
+  read_streams: 1 | 2;
   /** read_ms / median_ms: the matmul's share of the memory roofline. */
   vs_read: number;
 }

@@ -47,7 +47,7 @@ describe('bench report', () => {
       stories110M: {
         model: 's110', max_tokens: 16,
         results: [result(1, 1, 2), result(2, 1, 1), cpu(1, 1, 10), cpu(2, 1, 17, { vs_tp1: 1.6, vs_roofline: 0.8 }), cpu(2, 8, 80)],
-        roofline: { weight_bytes: 4e8, read: { bytes: 4e8, one_thread: { median_ms: 40, gbs: 10 }, two_threads: { median_ms: 25, gbs: 16 } }, roofline_tokens_per_s: 40 },
+        roofline: { weight_bytes: 4e8, read: { bytes: 4e8, one_thread: { median_ms: 40, gbs: 10, streams: 1, one_stream_gbs: 10, two_streams_gbs: 9 }, two_threads: { median_ms: 25, gbs: 16, streams: 2, one_stream_gbs: 14, two_streams_gbs: 16 } }, roofline_tokens_per_s: 40 },
       },
     });
     const t = checkTargets(r);

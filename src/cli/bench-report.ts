@@ -94,9 +94,10 @@ export function reportHtml(r: BenchAllReport): string {
   ]);
   const rooflines = Object.entries(r.generate).flatMap(([model, g]) => (g.roofline ? [{ model, ...g.roofline }] : []));
   const rooflineRows = rooflines.map((x) => [
-    x.model, x.weight_bytes, x.read.one_thread.gbs, x.read.two_threads.gbs, x.read.two_threads.gbs / x.read.one_thread.gbs, x.roofline_tokens_per_s,
+    x.model, x.weight_bytes, x.read.one_thread.gbs, x.read.one_thread.streams, x.read.two_threads.gbs, x.read.two_threads.streams,
+    x.read.two_threads.gbs / x.read.one_thread.gbs, x.roofline_tokens_per_s,
   ]);
-  const cpuKernelRows = (r.kernels.cpu ?? []).map((x) => [x.matrix, x.split, x.m, x.k, x.n, x.tp, x.median_ms, x.gbs, x.read_gbs, x.vs_read]);
+  const cpuKernelRows = (r.kernels.cpu ?? []).map((x) => [x.matrix, x.split, x.m, x.k, x.n, x.tp, x.median_ms, x.gbs, x.read_gbs, x.read_streams, x.vs_read]);
   const ar = r.allreduce.results.filter((x) => x.algorithm === 'auto');
   const pm = new Map(r.allreduce.baselines.postmessage.map((b) => [`${b.workers}/${b.floats}`, b.median_us]));
   const floors = new Map((r.allreduce.baselines.copy_floor ?? []).map((f) => [`${f.workers}/${f.floats}/${f.in_place}`, f.busbw_gbs]));
@@ -134,15 +135,15 @@ ${table(PEERS_RATIO_HEADERS, peersRatioRows(r.peers))}` : ''}
 <h2>Generation</h2>
 ${table(['model', 'ranks', 'devices', 'TP', 'batch', 'decode tok/s per stream', 'aggregate tok/s', 'vs TP=1 (median of rounds)', 'vs batch 1', 'vs roofline', 'rounds', 'prefill tok/s', 'round trip ms', 'GPU ms/step (profiled)', 'matmul GFLOP/s'], generateRows)}
 ${rooflineRows.length ? `<h3>Memory roofline of CPU ranks</h3>
-<p>One thread's WebAssembly SIMD read of the bytes of weights a decode step reads, and two threads' read of a half each at once (medians of the same run's interleaved samples). No decode on two CPU ranks passes the weight bytes over the two-thread rate.</p>
-${table(['model', 'weight bytes', 'one thread GB/s', 'two threads GB/s', 'two / one', 'roofline tok/s'], rooflineRows)}` : ''}
+<p>One thread's WebAssembly SIMD read of the bytes of weights a decode step reads, and two threads' read of a half each at once (medians of the same run's interleaved samples), each the faster of reading a thread's bytes as one stream or as two. No decode on two CPU ranks passes the weight bytes over the two-thread rate.</p>
+${table(['model', 'weight bytes', 'one thread GB/s', 'streams', 'two threads GB/s', 'streams', 'two / one', 'roofline tok/s'], rooflineRows)}` : ''}
 <h2>All-reduce (auto), SharedArrayBuffer vs postMessage</h2>
 ${table(['workers', 'floats', 'in place', 'algorithm', 'median µs', 'bus GB/s', 'copy floor bus GB/s', 'postMessage µs'], arRows)}
 <p>memcpy baseline: ${r.allreduce.baselines.memcpy_gbs.toFixed(2)} GB/s. Copy floor: every rank's copies into and out of the slots alone, all ranks at once, no sums or waits, which bounds an all-reduce of a caller's arrays.</p>
 <h2>Kernels</h2>
 ${table(['kernel', 'm', 'k', 'n', 'median ms', 'GFLOP/s'], kRows)}
 ${cpuKernelRows.length ? `<h3>CPU ranks' matmuls (f32) beside the read of the same bytes</h3>
-${table(['matrix', 'split', 'm', 'k', 'n', 'TP (threads)', 'median ms', 'weights GB/s', 'read GB/s (as many threads)', 'vs read'], cpuKernelRows)}` : ''}
+${table(['matrix', 'split', 'm', 'k', 'n', 'TP (threads)', 'median ms', 'weights GB/s', 'read GB/s (as many threads)', 'read streams a thread', 'vs read'], cpuKernelRows)}` : ''}
 <h3>Baselines</h3>
 ${table(['kernel', 'm', 'k', 'n', 'median ms', 'GFLOP/s'], bRows)}
 ${r.kernels.roofline ? `<p>Read roofline, ${r.kernels.roofline.floats} f32: GPU ${r.kernels.roofline.gpu_read.median_ms.toFixed(2)} ms (${r.kernels.roofline.gpu_read.gbs.toFixed(2)} GB/s, ${r.kernels.roofline.gpu_read.kernel}), one JS thread ${r.kernels.roofline.js_read.median_ms.toFixed(2)} ms (${r.kernels.roofline.js_read.gbs.toFixed(2)} GB/s).</p>` : ''}

@@ -1,6 +1,7 @@
 /**
  * The CPU-rank benchmarks in the page, on `window.tp.cpu`: the memory roofline (one thread's
- * WebAssembly SIMD read of a byte count, and two threads' read of its halves at once) and the CPU
+ * WebAssembly SIMD read of a byte count, and two threads' read of its halves at once, each the
+ * faster of one and two streams a thread) and the CPU
  * kernels' matmuls on stories110M's shapes at TP 1 and 2, each thread a dedicated worker as a CPU
  * rank is. Every figure is the slowest thread's time, the median over interleaved samples.
  */
@@ -8,7 +9,7 @@ import { Ranks } from './collective.js';
 import type { CpuBenchRequest } from './cpu-bench.worker.js';
 import type { CpuGemmFigures, CpuGemmRow, CpuMatmulRow, CpuQuantGemmFigures, CpuQuantGemmRow } from '../bench-kernels.js';
 import { relaxedSimdAvailable } from '../../cpu/kernels.js';
-import { gbs, type ReadSamples } from '../read-figures.js';
+import { concatReads, gbs, readFigure, type ReadSamples } from '../read-figures.js';
 import { median } from './median.js';
 
 /** A sample is at least this long, so the 5 µs timer and thread start-up stay below 1%. */
@@ -42,43 +43,44 @@ class Threads {
   }
 }
 
-/** One thread reading all of a shared memory's bytes, and two reading a half each. */
+/**
+ * One thread reading all of a shared memory's bytes, and two reading a half each, every thread's
+ * bytes as one stream and as two (read2).
+ */
 class ReadRoofline {
   private constructor(
     readonly bytes: number,
-    private readonly one: Threads,
-    private readonly two: Threads,
-    private readonly reps: { one: number; two: number },
+    private readonly groups: Record<keyof ReadSamples, { threads: Threads; reps: number }>,
   ) {}
 
   static async open(bytes: number): Promise<ReadRoofline> {
-    // Halves of whole 64-byte turns.
-    const b = Math.max(128, Math.floor(bytes / 128) * 128);
+    // Halves of halves of whole 64-byte turns (two threads, two streams each).
+    const b = Math.max(256, Math.floor(bytes / 256) * 256);
     const pages = Math.ceil(b / 65536);
     const memory = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true });
     // Written, not left zero: untouched pages may all map one zero page and read from cache.
     new Float32Array(memory.buffer, 0, b / 4).fill(0.25);
-    const one = new Threads(1);
-    const two = new Threads(2);
-    await one.setup(() => ({ kind: 'read', memory, at: 0, bytes: b }));
-    await two.setup((i) => ({ kind: 'read', memory, at: (i * b) / 2, bytes: b / 2 }));
-    return new ReadRoofline(b, one, two, { one: await one.reps(), two: await two.reps() });
+    const group = async (threads: number, streams: 1 | 2) => {
+      const t = new Threads(threads);
+      await t.setup((i) => ({ kind: 'read', memory, at: (i * b) / threads, bytes: b / threads, streams }));
+      return { threads: t, reps: await t.reps() };
+    };
+    return new ReadRoofline(b, {
+      one_ms: await group(1, 1), two_ms: await group(2, 1), one_split_ms: await group(1, 2), two_split_ms: await group(2, 2),
+    });
   }
 
-  /** `samples` interleaved pairs: ms of the one-thread and of the two-thread read of all the bytes. */
+  /** `samples` interleaved turns of the four reads of all the bytes (ms each). */
   async measure(samples: number): Promise<ReadSamples> {
-    const one_ms: number[] = [];
-    const two_ms: number[] = [];
+    const r: ReadSamples = { one_ms: [], two_ms: [], one_split_ms: [], two_split_ms: [] };
     for (let s = 0; s < samples; s++) {
-      one_ms.push(await this.one.time(this.reps.one));
-      two_ms.push(await this.two.time(this.reps.two));
+      for (const [k, g] of Object.entries(this.groups) as [keyof ReadSamples, { threads: Threads; reps: number }][]) r[k].push(await g.threads.time(g.reps));
     }
-    return { one_ms, two_ms };
+    return r;
   }
 
   close(): void {
-    this.one.close();
-    this.two.close();
+    for (const g of Object.values(this.groups)) g.threads.close();
   }
 }
 
@@ -132,20 +134,19 @@ export async function benchMatmuls(smoke: boolean): Promise<CpuMatmulRow[]> {
           await two.setup(() => ({ kind: 'matmul', m, k: c.split === 'row' ? c.k / 2 : c.k, n: c.split === 'col' ? c.n / 2 : c.n }));
           const reps = { one: await one.reps(), two: await two.reps() };
           const t = { one: [] as number[], two: [] as number[] };
-          const r = { one_ms: [] as number[], two_ms: [] as number[] };
+          const reads: ReadSamples[] = [];
           for (let s = 0; s < samples; s++) {
             t.one.push(await one.time(reps.one));
             t.two.push(await two.time(reps.two));
-            const x = await read.measure(1);
-            r.one_ms.push(...x.one_ms);
-            r.two_ms.push(...x.two_ms);
+            reads.push(await read.measure(1));
           }
+          const r = concatReads(reads);
           for (const tp of [1, 2] as const) {
             const ms = median(tp === 1 ? t.one : t.two);
-            const rd = median(tp === 1 ? r.one_ms : r.two_ms);
+            const rd = tp === 1 ? readFigure(read.bytes, r.one_ms, r.one_split_ms) : readFigure(read.bytes, r.two_ms, r.two_split_ms);
             rows.push({
               matrix: c.matrix, split: c.split, m, k: c.k, n: c.n, tp, median_ms: ms, gbs: gbs(bytes, ms),
-              read_ms: rd, read_gbs: gbs(read.bytes, rd), vs_read: +(rd / ms).toFixed(3),
+              read_ms: rd.median_ms, read_gbs: rd.gbs, read_streams: rd.streams, vs_read: +(rd.median_ms / ms).toFixed(3),
             });
           }
         } finally {

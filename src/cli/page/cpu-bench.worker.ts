@@ -25,7 +25,8 @@ export type CpuBenchRequest =
   | { kind: 'dotPeak'; op: 'i16' | 'i8'; turns: number }
   /** A Q8_0/Q4_0 matmul through `via` (the quantised GEMM or the small-m kernels), weight-only or on int8 rows. */
   | { kind: 'quant'; via: 'gemm' | 'small'; dtype: CpuQuantDtype; activations: 'f32' | 'int8'; m: number; k: number; n: number }
-  | { kind: 'read'; memory: WebAssembly.Memory; at: number; bytes: number }
+  /** A read of `bytes` at `at` as one stream, or as two streams of its halves (wasm-read.wat's read2). */
+  | { kind: 'read'; memory: WebAssembly.Memory; at: number; bytes: number; streams: 1 | 2 }
   /** `arrived` is a shared counter: each thread adds one and spins until all `threads` have. */
   | { kind: 'run'; reps: number; arrived: Int32Array; threads: number };
 
@@ -104,13 +105,21 @@ function quantJob(r: Extract<CpuBenchRequest, { kind: 'quant' }>): () => void {
   return r.activations === 'int8' ? () => mm.matmulA8({ ...a, xa }) : () => mm.matmul({ ...a, x });
 }
 
-function readJob(memory: WebAssembly.Memory, at: number, bytes: number): () => void {
+/** read2's chunk: two interleaved streams of 1 KB turns. */
+const READ2_CHUNK = 1024;
+
+function readJob(memory: WebAssembly.Memory, at: number, bytes: number, streams: 1 | 2): () => void {
   const bin = Uint8Array.from(atob(WASM_READ_BASE64), (c) => c.charCodeAt(0));
-  const inst = new WebAssembly.Instance(new WebAssembly.Module(bin), { env: { memory } });
-  const read = inst.exports.read as (at: number, bytes: number) => number;
-  return () => {
-    sink += read(at, bytes);
-  };
+  const ex = new WebAssembly.Instance(new WebAssembly.Module(bin), { env: { memory } }).exports;
+  const read = ex.read as (at: number, bytes: number) => number;
+  const read2 = ex.read2 as (at: number, bytes: number, chunk: number) => number;
+  return streams === 1
+    ? () => {
+      sink += read(at, bytes);
+    }
+    : () => {
+      sink += read2(at, bytes, READ2_CHUNK);
+    };
 }
 
 /** Ms for `reps` runs, timed from the moment the whole group has arrived. */
@@ -132,7 +141,7 @@ function handle(m: CpuBenchRequest): unknown {
       job = matmulJob(m.m, m.k, m.n);
       return null;
     case 'read':
-      job = readJob(m.memory, m.at, m.bytes);
+      job = readJob(m.memory, m.at, m.bytes, m.streams);
       return null;
     case 'panel':
       job = panelJob(m.via, m.dtype, m.m, m.k, m.n);
