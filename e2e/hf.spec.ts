@@ -200,6 +200,7 @@ test('`webgpu-tp generate --model DIR|FILE.safetensors`, with --chat or a llama2
   expect(r.tokens).toEqual(oracleGreedy(prompt, 8, 1e-3).tokens);
 
   const storiesDir = writeDir('stories-dir', storiesFiles);
-  const s = await run('node', [cli, 'generate', '--devices', 'gpu', '--model', storiesDir, '--tokenizer', resolve(modelsDir, 'tok512.bin'), '--tp', '2', '--temperature', '0', '--max-tokens', '16', '--json', '--no-cache'], { timeout: 240_000 });
+  // the directory on CPU ranks: the claim is the CLI's --model DIR (GPU ranks: the file above)
+  const s = await run('node', [cli, 'generate', '--devices', 'cpu', '--model', storiesDir, '--tokenizer', resolve(modelsDir, 'tok512.bin'), '--tp', '2', '--temperature', '0', '--max-tokens', '16', '--json', '--no-cache'], { timeout: 240_000 });
   expect((JSON.parse(s.stdout) as { tokens: number[] }).tokens).toEqual(greedy.tokens.slice(1, 17));
 });
