@@ -27,7 +27,7 @@ const tok = Tokenizer.parse(readFileSync(resolve(modelsDir, 'tok512.bin')), 512)
 const dir = mkdtempSync(join(tmpdir(), 'webgpu-tp-gguf-'));
 test.afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const STEPS = 100;
+const STEPS = 48;
 const files = new Map<string, { url: string; bytes: Uint8Array }>();
 
 function serve(h: Harness, quant: GgufQuant): { url: string; bytes: Uint8Array } {
