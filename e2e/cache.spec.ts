@@ -9,9 +9,11 @@ function requestedBytes(range: string | undefined, size: number): number {
   return end - Number(m[1]) + 1;
 }
 
+// CPU ranks: the host reads, checks and stores every rank's shard (src/engine/load-shards.ts)
+// whatever the rank's kind; GPU ranks from the cache are the demo's reload and the faults' rebuilds.
 test('a second load of the same model and split comes from the shard cache, with no weight requests', async ({ harness }) => {
   const model = '/models/stories260K.bin';
-  const opts = { model, tokenizer: '/models/tok512.bin', tp: 2, prompt: '', maxTokens: 1, temperature: 0, topP: 0.9, seed: 1, cache: true };
+  const opts = { model, tokenizer: '/models/tok512.bin', tp: 2, prompt: '', maxTokens: 1, temperature: 0, topP: 0.9, seed: 1, cache: true, devices: 'cpu' as const };
   const size = 1056540;
   await harness.page.evaluate(() => window.tp.engine.clearCache());
   const weightBytes = () =>
@@ -45,7 +47,7 @@ test('a second load of the same model and split comes from the shard cache, with
 });
 
 test('a full quota does not stop the load: it goes on without the cache and says so in stats()', async ({ harness }) => {
-  const opts = { model: '/models/stories260K.bin', tokenizer: '/models/tok512.bin', tp: 2, prompt: '', maxTokens: 24, temperature: 0, topP: 0.9, seed: 1, cache: true };
+  const opts = { model: '/models/stories260K.bin', tokenizer: '/models/tok512.bin', tp: 2, prompt: '', maxTokens: 24, temperature: 0, topP: 0.9, seed: 1, cache: true, devices: 'cpu' as const };
   await harness.page.evaluate(() => window.tp.engine.clearCache());
   await harness.page.evaluate(() => {
     const put = IDBObjectStore.prototype.put;
@@ -68,7 +70,7 @@ test('a full quota does not stop the load: it goes on without the cache and says
 
 test('a corrupted cache entry is detected after a reload: that rank is fetched again and the output is the reference', async ({ harness }) => {
   const model = '/models/stories260K.bin';
-  const opts = { model, tokenizer: '/models/tok512.bin', tp: 2, prompt: '', maxTokens: 24, temperature: 0, topP: 0.9, seed: 1, cache: true };
+  const opts = { model, tokenizer: '/models/tok512.bin', tp: 2, prompt: '', maxTokens: 24, temperature: 0, topP: 0.9, seed: 1, cache: true, devices: 'cpu' as const };
   const size = 1056540;
   const weightBytes = () =>
     harness.server.log.filter((r) => r.path === model).reduce((a, r) => a + requestedBytes(r.range, size), 0);

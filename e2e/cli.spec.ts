@@ -16,9 +16,10 @@ const tok = Tokenizer.parse(readFileSync(tokenizer), 512);
 // What needs a browser; the usage and input errors the CLI names before one starts are
 // src/cli/main.test.ts's.
 
-// The engine's 256 tokens at TP 2 are e2e/engine.spec.ts's; this checks what the CLI streams.
+// The engine's 256 tokens at TP 2 are e2e/engine.spec.ts's; this checks what the CLI streams, on
+// CPU ranks (the CLI's GPU ranks are the --json test's).
 test('`webgpu-tp generate` streams the start of llama2.c\'s documented greedy sample at --tp 2', async () => {
-  const { stdout, stderr } = await run('node', [cli, 'generate', '--devices', 'gpu', '--model', model, '--tokenizer', tokenizer, '--tp', '2', '--max-tokens', '64', '--temperature', '0', '--no-cache'], { timeout: 240_000 });
+  const { stdout, stderr } = await run('node', [cli, 'generate', '--devices', 'cpu', '--model', model, '--tokenizer', tokenizer, '--tp', '2', '--max-tokens', '64', '--temperature', '0', '--no-cache'], { timeout: 240_000 });
   expect(stdout).toBe(`${tok.decodeText(greedy.tokens.slice(1, 65))}\n`);
   expect(greedy.text.startsWith(stdout.trimEnd())).toBe(true);
   expect(stderr).toMatch(/tp=2 .*decode [\d.]+ tok\/s/);

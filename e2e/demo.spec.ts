@@ -67,7 +67,7 @@ test('TP=2, greedy: the page streams the prompt and its continuation, with token
   await expect(page.locator('#env-webgpu')).toHaveClass(/ok/);
   await expect(page.locator('#env-isolated')).toHaveClass(/ok/);
   await expect(page.locator('#default-status')).toContainText('Available');
-  await generateWith({ devices: 'gpu', tp: '2', prompt: 'Once upon a time', temperature: '0', maxTokens: '48' });
+  await generateWith({ devices: 'gpu', tp: '2', prompt: 'Once upon a time', temperature: '0', maxTokens: '24' });
   await waitForState('done');
 
   const shown = (await page.locator('#output').textContent()) ?? '';

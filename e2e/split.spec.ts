@@ -41,12 +41,12 @@ test('a split that cuts a KV group (5/3 heads: both ranks hold KV head 2) gives 
 test('`webgpu-tp generate --split 0.5,0.25,0.25` runs 3 ranks with 4/2/2 heads and prints the reference text', async () => {
   const cli = resolve(repoRoot, 'dist/cli/main.js');
   const { stdout, stderr } = await promisify(execFile)('node', [
-    cli, 'generate', '--devices', 'gpu', '--model', resolve(sharedModelsDir, 'stories260K.bin'), '--tokenizer', resolve(sharedModelsDir, 'tok512.bin'),
+    cli, 'generate', '--devices', 'cpu', '--model', resolve(sharedModelsDir, 'stories260K.bin'), '--tokenizer', resolve(sharedModelsDir, 'tok512.bin'),
     '--split', '0.5,0.25,0.25', '--max-tokens', '40', '--temperature', '0', '--no-cache',
   ], { timeout: 240_000 });
   expect(stdout.trimEnd().length).toBeGreaterThan(100);
   expect(greedy.text.startsWith(stdout.trimEnd())).toBe(true);
-  expect(stderr).toMatch(/tp=3 \(gpu, gpu, gpu\) split heads 4\/2\/2, MLP \d+\/\d+\/\d+, vocab 256\/128\/128 .*decode [\d.]+ tok\/s/);
+  expect(stderr).toMatch(/tp=3 \(cpu, cpu, cpu\) split heads 4\/2\/2, MLP \d+\/\d+\/\d+, vocab 256\/128\/128 .*decode [\d.]+ tok\/s/);
 });
 
 test('`--split` and `--tp` that disagree fail with the InvalidArgumentError', async () => {

@@ -57,11 +57,11 @@ test('TP=2 with rank 1 in a joined demo tab: greedy stories260K is the reference
   const join = await joinPage(harness, id);
   try {
     await expect(join.locator('#join-state')).toHaveText('Waiting for the host');
-    const r = await generate(harness, { ...base, maxTokens: 64, tabs: { id, count: 1 } });
+    const r = await generate(harness, { ...base, maxTokens: 32, tabs: { id, count: 1 } });
     expect('error' in r ? r.error : null).toBeNull();
     const ok = r as PageGenerateResult;
     expect(ok.tp).toBe(2);
-    expect(ok.tokens).toEqual(greedy.tokens.slice(1, 65));
+    expect(ok.tokens).toEqual(greedy.tokens.slice(1, 33));
     expect(ok.stats.placement?.ranks.map((x) => x.spec)).toEqual(['default', `tab "${id}"`]);
     // Rank 1 ran in the join page's worker: its own adapter, its own steps.
     expect(ok.stats.ranks[1]!.steps).toBeGreaterThan(0);
@@ -95,10 +95,10 @@ test('mixed ranks: 2 local workers and 1 tab rank (heads 3/3/2), model from a Bl
   const id = nextId();
   const join = await joinPage(harness, id);
   try {
-    const r = await generate(harness, { ...base, tp: 3, split: [3, 3, 2], modelAsBlob: true, maxTokens: 64, tabs: { id, count: 1 } });
+    const r = await generate(harness, { ...base, tp: 3, split: [3, 3, 2], modelAsBlob: true, maxTokens: 32, tabs: { id, count: 1 } });
     expect('error' in r ? r.error : null).toBeNull();
     const ok = r as PageGenerateResult;
-    expect(ok.tokens).toEqual(greedy.tokens.slice(1, 65));
+    expect(ok.tokens).toEqual(greedy.tokens.slice(1, 33));
     expect(ok.stats.placement?.ranks.map((x) => [x.spec, x.heads])).toEqual([['default', [0, 3]], ['default', [3, 6]], [`tab "${id}"`, [6, 8]]]);
     await expect(join.locator('#join-state')).toHaveText('Running · rank 2 of 3');
   } finally {
