@@ -10,6 +10,7 @@ export default defineConfig({
     isolate: false,
     // stories260K-q8.bin derived from stories260K.bin when the models folder lacks it.
     globalSetup: ['e2e/test-models.ts'],
+    setupFiles: ['test-support/typed-array-equality.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     reporters: process.env.CI ? ['default', ['json', { outputFile: 'test-results/unit.json' }]] : ['default'],

@@ -6,7 +6,7 @@ let passed = 0;
 let failed = 0;
 for (const file of process.argv.slice(2)) {
   if (!existsSync(file)) {
-    console.log(`${file}: missing (the runner did not finish, or the typecheck before it failed: see the log above)`);
+    console.log(`${file}: missing (the runner did not finish, or the build before it (which type-checks) failed: see the log above)`);
     failed += 1;
     continue;
   }

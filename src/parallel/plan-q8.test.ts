@@ -37,12 +37,18 @@ describe('plans for Q8_0 tensors (stories260K-q8, group size 4)', () => {
       const src = model.weights.w2[3]!;
       const [a, b] = rp.hidden;
       expect(w2.shape).toEqual([64, b - a]);
+      // Each value and the scale of its group, element by element, compared in one expect each.
+      const n = 64 * (b - a);
+      const [gotQ, wantQ, gotS, wantS] = [new Int8Array(n), new Int8Array(n), new Float32Array(n), new Float32Array(n)];
       for (let i = 0; i < 64; i++) {
         for (let j = 0; j < b - a; j++) {
-          expect(w2.q[i * (b - a) + j]).toBe(src.q[i * 172 + a + j]);
-          expect(w2.s[(i * (b - a) + j) / 4 | 0]).toBe(src.s[((i * 172 + a + j) / 4) | 0]);
+          const k = i * (b - a) + j;
+          [gotQ[k], wantQ[k]] = [w2.q[k]!, src.q[i * 172 + a + j]!];
+          [gotS[k], wantS[k]] = [w2.s[(k / 4) | 0]!, src.s[((i * 172 + a + j) / 4) | 0]!];
         }
       }
+      expect(gotQ).toEqual(wantQ);
+      expect(gotS).toEqual(wantS);
       const wk = gather(plan, rank, 'layers.1.attention.wk'); // column split: rows of its kv heads
       const [k0, k1] = rp.kvHeads.map((h) => h * 8);
       expect(Array.from(wk.q)).toEqual(Array.from(model.weights.wk[1]!.q.subarray(k0! * 64, k1! * 64)));

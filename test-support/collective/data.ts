@@ -5,6 +5,9 @@
 import { chunkBounds, summationOrder } from '../../src/collective/layout.js';
 import { mulberry32 as rng } from '../../src/model/mulberry32.js';
 
+/** 2^-8 … 2^8, exact: a lookup costs a third of `2 **` per value. */
+const POW2 = Array.from({ length: 17 }, (_, k) => 2 ** (k - 8));
+
 /**
  * Rank `rank`'s input for `seed`: signed values whose magnitudes span 2^-8…2^8, so float32
  * rounding differs between summation orders and a wrong order shows up as different bits.
@@ -12,7 +15,7 @@ import { mulberry32 as rng } from '../../src/model/mulberry32.js';
 export function randomFloats(len: number, seed: number, rank: number): Float32Array {
   const next = rng(Math.imul(seed, 0x9e3779b1) ^ Math.imul(rank + 1, 0x85ebca6b));
   const out = new Float32Array(len);
-  for (let i = 0; i < len; i++) out[i] = (next() * 2 - 1) * 2 ** Math.floor(next() * 17 - 8);
+  for (let i = 0; i < len; i++) out[i] = (next() * 2 - 1) * POW2[Math.floor(next() * 17 - 8) + 8];
   return out;
 }
 

@@ -53,11 +53,14 @@ function half(bits: number): number {
   return halfTable[bits]!;
 }
 
+const f32Scratch = new Float32Array(1);
+const bitsScratch = new Uint32Array(f32Scratch.buffer);
+
 /** f32 → f16 bits, round to nearest even, as ggml's GGML_FP32_TO_FP16 (overflow to ±inf). */
 export function f32ToF16(x: number): number {
-  const v = new DataView(new ArrayBuffer(4));
-  v.setFloat32(0, x);
-  const bits = v.getUint32(0);
+  // One scratch word, not a buffer per call: this runs once per value of every F16 tensor written.
+  f32Scratch[0] = x;
+  const bits = bitsScratch[0]!;
   const sign = (bits >>> 16) & 0x8000;
   const exp = (bits >>> 23) & 0xff;
   let mant = bits & 0x7fffff;
