@@ -398,6 +398,10 @@ async function measure(
   const requests = Array.from({ length: batch }, () => ({ prompt: common.prompt, maxTokens }));
   const r = await h.page.evaluate(([opts, reqs]) => (window as unknown as PageWindow).tp.engine.timedConcurrent(opts, [...reqs]), [{ ...common, maxTokens }, requests] as const);
   if ('error' in r) throw reviveError(r.error);
+  // A window that starts after its last step (a fast engine, few tokens, a late timer) timed nothing.
+  if (r.decodeTokens === 0) {
+    throw new InvalidArgumentError(`bench generate --batch ${batch}: the timed decode window held no step (--max-tokens ${maxTokens} is too short for this engine); raise --max-tokens`);
+  }
   return {
     aggregate: r.decodeTokens / Math.max(r.decodeMs / 1000, 1e-9),
     promptTokens: r.promptTokens, tokens: r.tokens.reduce((a, t) => a + t.length, 0), stats: r.stats,
