@@ -43,6 +43,9 @@ class Threads {
   }
 }
 
+/** The threads of one read pattern, and its runs per sample. */
+interface ReadGroup { threads: Threads; reps: number }
+
 /**
  * One thread reading all of a shared memory's bytes, and two reading a half each, every thread's
  * bytes as one stream and as two (read2).
@@ -50,7 +53,7 @@ class Threads {
 class ReadRoofline {
   private constructor(
     readonly bytes: number,
-    private readonly groups: Record<keyof ReadSamples, { threads: Threads; reps: number }>,
+    private readonly groups: Record<keyof ReadSamples, ReadGroup>,
   ) {}
 
   static async open(bytes: number): Promise<ReadRoofline> {
@@ -60,7 +63,7 @@ class ReadRoofline {
     const memory = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true });
     // Written, not left zero: untouched pages may all map one zero page and read from cache.
     new Float32Array(memory.buffer, 0, b / 4).fill(0.25);
-    const group = async (threads: number, streams: 1 | 2) => {
+    const group = async (threads: number, streams: 1 | 2): Promise<ReadGroup> => {
       const t = new Threads(threads);
       await t.setup((i) => ({ kind: 'read', memory, at: (i * b) / threads, bytes: b / threads, streams }));
       return { threads: t, reps: await t.reps() };
@@ -74,7 +77,7 @@ class ReadRoofline {
   async measure(samples: number): Promise<ReadSamples> {
     const r: ReadSamples = { one_ms: [], two_ms: [], one_split_ms: [], two_split_ms: [] };
     for (let s = 0; s < samples; s++) {
-      for (const [k, g] of Object.entries(this.groups) as [keyof ReadSamples, { threads: Threads; reps: number }][]) r[k].push(await g.threads.time(g.reps));
+      for (const k of Object.keys(r) as (keyof ReadSamples)[]) r[k].push(await this.groups[k].threads.time(this.groups[k].reps));
     }
     return r;
   }
