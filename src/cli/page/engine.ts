@@ -8,6 +8,7 @@ import { createEngine, type Engine } from '../../engine/engine.js';
 import { serializeError, type SerializedError } from '../../errors.js';
 import type { PageGenerateOptions, PageGenerateResult, PageConcurrentResult } from './types.js';
 import type { EngineStats } from '../../engine/types.js';
+import { decodeWindow } from './decode-window.js';
 
 declare global {
   interface Window {
@@ -80,7 +81,11 @@ export async function generate(o: PageGenerateOptions): Promise<PageGenerateResu
  * streams start decoding steps before the last and finish steps before it; counting on to the
  * last token would mix in the steps where the batch runs down (8 rows, then 7, …, then 1). If
  * no step has every stream decoding (streams too short for their staggered starts), the window
- * runs to the last token. The stats cover the same window.
+ * runs to the last token. The window is read off the tokens' arrival times once every stream is
+ * done (`decodeWindow`), so its start's time and its counts are the same step's however late the
+ * page runs. The stats are reset in the start step's turn of the event loop and read in the end
+ * step's; ranks apply either between two of their steps, so their per-step means may take in one
+ * step more or less at either end.
  */
 export async function timedConcurrent(
   o: PageGenerateOptions, requests: { prompt: string; maxTokens: number }[],
@@ -88,44 +93,32 @@ export async function timedConcurrent(
   try {
     const { engine } = await engineFor(o);
     const got = requests.map(() => [] as number[]);
-    const counts = () => got.map((g) => g.length);
-    // A step's chunks reach every stream in the same turn of the event loop, and no stream's loop
-    // awaits anything else, so after a macrotask every stream holds the same steps' tokens.
-    const afterStep = () => new Promise((r) => setTimeout(r, 0));
+    const arrivals = requests.map((): { tokens: number[]; done?: number } => ({ tokens: [] }));
     let firsts = 0;
-    let start: Promise<{ t: number; counts: number[] }> | undefined;
-    let end: { t: number; stream: number; stats: Promise<EngineStats> } | undefined;
-    let tLast = 0;
+    let reset: Promise<void> | undefined;
+    let atEnd: Promise<EngineStats> | undefined;
     await Promise.all(
       requests.map(async (r, i) => {
         for await (const c of engine.generate(r.prompt, { maxTokens: r.maxTokens, temperature: o.temperature, topP: o.topP, seed: o.seed, ignoreEos: o.ignoreEos })) {
           if (c.done) {
-            if (start && !end) end = { t: performance.now(), stream: i, stats: engine.stats() };
+            arrivals[i]!.done = performance.now();
+            if (reset && !atEnd) atEnd = engine.stats();
             continue;
           }
           if (c.token < 0) continue;
           got[i]!.push(c.token);
-          tLast = performance.now();
-          if (got[i]!.length === 1 && ++firsts === requests.length) {
-            const t = tLast;
-            start = afterStep().then(async () => {
-              const at = { t, counts: counts() };
-              await engine.resetStats();
-              return at;
-            });
-          }
+          arrivals[i]!.tokens.push(performance.now());
+          if (got[i]!.length === 1 && ++firsts === requests.length) reset = engine.resetStats();
         }
       }),
     );
-    const from = await start!;
-    // Every stream decodes in every step of the window, so it holds as many steps' tokens as the
-    // stream that ended it: counting the others' tokens at that moment would race their chunks.
-    const decodeTokens = end
-      ? requests.length * (got[end.stream]!.length - from.counts[end.stream]!)
-      : counts().reduce((n, c, i) => n + c - from.counts[i]!, 0);
+    await reset;
+    const w = decodeWindow(arrivals);
+    const ended = atEnd && (await atEnd);
     return {
-      tokens: got, promptTokens: engine.encode(requests[0]?.prompt ?? '').length, decodeMs: (end?.t ?? tLast) - from.t, decodeTokens,
-      stats: await (end?.stats ?? engine.stats()),
+      tokens: got, promptTokens: engine.encode(requests[0]?.prompt ?? '').length, decodeMs: w.decodeMs, decodeTokens: w.decodeTokens,
+      // A window that ran to the last token reads the stats there too.
+      stats: ended && w.everyStream ? ended : await engine.stats(),
     };
   } catch (e) {
     return { error: serializeError(e) };
