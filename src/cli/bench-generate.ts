@@ -398,7 +398,7 @@ async function measure(
   const requests = Array.from({ length: batch }, () => ({ prompt: common.prompt, maxTokens }));
   const r = await h.page.evaluate(([opts, reqs]) => (window as unknown as PageWindow).tp.engine.timedConcurrent(opts, [...reqs]), [{ ...common, maxTokens }, requests] as const);
   if ('error' in r) throw reviveError(r.error);
-  // A window that starts after its last step (a fast engine, few tokens, a late timer) timed nothing.
+  // Streams too short to decode past the start step (the step giving the last its first token) timed nothing.
   if (r.decodeTokens === 0) {
     throw new InvalidArgumentError(`bench generate --batch ${batch}: the timed decode window held no step (--max-tokens ${maxTokens} is too short for this engine); raise --max-tokens`);
   }
