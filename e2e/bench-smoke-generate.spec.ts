@@ -100,7 +100,7 @@ test('bench generate runs and reports every field per TP degree and batch, with 
   expect(statSync(join(dir, 'report.png')).size).toBeGreaterThan(20_000);
 });
 
-// `--rounds N`: every degree's engine stays loaded and the cases run in interleaved rounds; a
+// `--rounds N`: the cases run in interleaved rounds, each round loading every engine afresh; a
 // result is its median round, and vs_tp1 the median of the round-by-round ratios. The rounds
 // are the same code for every device kind; CPU ranks load in a tenth of SwiftShader's time.
 test('bench generate --rounds interleaves the degrees and reports the median round and ratio', async () => {
@@ -123,6 +123,8 @@ test('bench generate --rounds interleaves the degrees and reports the median rou
     expect(x.aggregate_tokens_per_s).toBe([...x.rounds_tokens_per_s!].sort((a, b) => a - b)[1]);
     expect(x.decode_tokens_per_s).toBeCloseTo(x.aggregate_tokens_per_s / 2, 9);
     expect(x.tokens).toBe(32);
+    expect(x.rounds_load_ms).toHaveLength(3);
+    expect(x.rounds_load_ms!.every((v) => v > 0)).toBe(true);
   }
   const ratios = two.rounds_tokens_per_s!.map((v, i) => v / one.rounds_tokens_per_s![i]!).sort((a, b) => a - b);
   expect(two.vs_tp1).toBeCloseTo(ratios[1]!, 9);

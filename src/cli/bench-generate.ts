@@ -26,7 +26,10 @@ import { concatReads, readFigures, type ReadSamples, type WasmReadFigures } from
 
 type PageWindow = {
   tp: {
-    engine: { timedConcurrent(o: PageGenerateOptions, r: { prompt: string; maxTokens: number }[]): Promise<PageConcurrentResult | { error: SerializedError }> };
+    engine: {
+      timedConcurrent(o: PageGenerateOptions, r: { prompt: string; maxTokens: number }[]): Promise<PageConcurrentResult | { error: SerializedError }>;
+      disposeAll(): Promise<void>;
+    };
     cpu: { openRead(bytes: number): Promise<number>; measureRead(samples: number): Promise<ReadSamples>; closeRead(): void };
   };
 };
@@ -62,8 +65,9 @@ export interface BenchGenerateOptions {
   /** Also run each case briefly with per-kernel GPU timing (timestamp queries). */
   profile?: boolean;
   /**
-   * Timed runs per case (default 1). Above 1 every degree's engine stays loaded and the cases
-   * run in interleaved rounds; each result is the round of median rate, with every round's rate.
+   * Timed runs per case (default 1). Above 1 the cases run in interleaved rounds; each result is
+   * the round of median rate, with every round's rate. With several cases every round reloads
+   * their engines, in an order rotated round by round.
    */
   rounds?: number;
   /** W8A8: runq.c's arithmetic bit for bit (default: the engine's, true). */
@@ -121,6 +125,8 @@ export interface BenchGenerateResult {
   /** Median ms from one sync point's readback start to its upload done (rank 0). */
   allreduce_roundtrip_ms: number;
   load_ms: number;
+  /** With several cases in `rounds` > 1: each round's load of this engine (every round reloads), in order. */
+  rounds_load_ms?: number[];
   adapter: string;
   /** From a separate short profiled run (`--profile`): each kernel in its own timestamped pass. */
   profile?: KernelProfileResult;
@@ -255,6 +261,7 @@ async function benchModel(
     timeoutMs: 600_000,
   });
   const loadMs = new Map<Case, number>();
+  const reloads = new Map<Case, number[]>();
   const warm = new Map<Case, EngineStats>();
   const runs = new Map<string, Measured[]>();
   const key = (c: Case, batch: number) => `${cases.indexOf(c)}:${batch}`;
@@ -270,18 +277,25 @@ async function benchModel(
     reads.push(await h.page.evaluate((n) => (window as unknown as PageWindow).tp.cpu.measureRead(n), samples));
   };
   try {
-    // One round: each case warmed then measured (one engine at a time). Several: all warmed,
-    // then each round runs every case once, and the roofline once, so slow spells of a noisy
-    // machine hit them all.
+    // One round: each case warmed then measured (one engine at a time). Several: each round
+    // runs every case once, and the roofline once, so slow spells of a noisy machine hit them
+    // all. An engine's speed is fixed when it loads (identical engines in one page differed up
+    // to 1.3×, the first loaded slowest: bench/NOTES.md, h/f32gap), so with several cases each
+    // round loads them afresh, in an order rotated round by round.
     for (const group of rounds > 1 ? [cases] : cases.map((c) => [c])) {
-      // Warm-up: loads the engine and compiles every pipeline; the measured runs reuse it.
-      for (const c of group) {
-        const r = await runGenerate(h, { ...common(c, false), maxTokens: 4 });
-        loadMs.set(c, r.timings.load_ms);
-        warm.set(c, r.stats);
-      }
       for (let r = 0; r < rounds; r++) {
-        for (const c of group) {
+        const order = group.map((_, i) => group[(i + r) % group.length]!);
+        if (r > 0 && group.length > 1) await h.page.evaluate(() => (window as unknown as PageWindow).tp.engine.disposeAll());
+        // Warm-up: loads the engine and compiles every pipeline; the measured runs reuse it.
+        for (const c of r === 0 || group.length > 1 ? order : []) {
+          const w = await runGenerate(h, { ...common(c, false), maxTokens: 4 });
+          reloads.set(c, [...(reloads.get(c) ?? []), w.timings.load_ms]);
+          if (r === 0) {
+            loadMs.set(c, w.timings.load_ms);
+            warm.set(c, w.stats);
+          }
+        }
+        for (const c of order) {
           for (const batch of batches) runs.set(key(c, batch), [...(runs.get(key(c, batch)) ?? []), await measure(h, common(c, false), batch, o.maxTokens)]);
         }
         if (rounds > 1) await readRound(READ_SAMPLES);
@@ -320,7 +334,8 @@ async function benchModel(
         prompt_tokens: run.promptTokens, tokens: run.tokens,
         ...(run.prefill !== undefined && { prefill_tokens_per_s: run.prefill }), decode_tokens_per_s: run.aggregate / batch,
         breakdown_ms: r0.breakdown, ...(tp > 1 && { ranks_breakdown_ms: run.stats.ranks.map((r) => r.breakdown) }),
-        allreduce_roundtrip_ms: r0.allreduceRoundtripMs, load_ms: loadMs.get(c)!, adapter: r0.adapter,
+        allreduce_roundtrip_ms: r0.allreduceRoundtripMs, load_ms: loadMs.get(c)!,
+        ...(rounds > 1 && cases.length > 1 && { rounds_load_ms: reloads.get(c)! }), adapter: r0.adapter,
       });
     }
   }
