@@ -6,11 +6,12 @@ import { ModelFormatError } from '../../errors.js';
 import { modelsDir, readArrayBuffer } from '../../../test-support/fixtures/paths.js';
 import { bpeFixture, LLAMA3_CHAT_TEMPLATE } from '../../../test-support/model/gguf-bpe-fixture.js';
 import { libraryGgufHeader } from '../../../test-support/model/gguf-library-header.js';
+import { nestedArraysGguf } from '../../../test-support/model/gguf-nested.js';
 import { randomWeights, TINY_QWEN2, TINY_QWEN3 } from '../../../test-support/model/hf-testing.js';
 import { KQUANT_CONFIG, q4kmMix } from '../../../test-support/model/kquant-gguf.js';
 import { spmChatKv, TINYLLAMA_TEMPLATE } from '../../../test-support/model/spm-chat-fixture.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
-import { HEADER_CHUNK, readGgufHeader, type HeadSource } from './gguf-header.js';
+import { HEADER_CHUNK, MAX_HEADER_BYTES, readGgufHeader, type HeadSource } from './gguf-header.js';
 import { encodeGguf, GGUF_QUANTS, ggufBpeKv, ggufHeader, ggufMetadata, ggufTensorOut, ggufTensorPlan, type GgufKv } from './gguf-write.js';
 import { ggufName } from './gguf.js';
 import { loadLlama2c } from './llama2c.js';
@@ -105,18 +106,10 @@ describe('GGUF header reader against @huggingface/gguf', () => {
 
 describe('GGUF header reader', () => {
   it('reads an array of arrays as the library does (written by hand: the library\'s writer cannot nest them)', async () => {
-    const enc = new TextEncoder();
-    const parts: number[] = [];
-    const u32 = (v: number) => parts.push(v & 0xff, (v >>> 8) & 0xff, (v >>> 16) & 0xff, v >>> 24);
-    const u64 = (v: number) => (u32(v), u32(0));
-    const str = (t: string) => (u64(enc.encode(t).length), parts.push(...enc.encode(t)));
-    parts.push(...enc.encode('GGUF'));
-    u32(3), u64(0), u64(1);
-    str('a.nested'), u32(GGUFValueType.ARRAY), u32(GGUFValueType.ARRAY), u64(3);
-    for (const inner of [['x', 'yz'], [], ['🙂']]) (u32(GGUFValueType.STRING), u64(inner.length), inner.forEach(str));
-    const bytes = Uint8Array.from([...parts, ...new Array(32).fill(0)]);
+    const bytes = nestedArraysGguf();
     const ours = await readGgufHeader(logged(bytes));
     expect(ours.metadata['a.nested']).toEqual([['x', 'yz'], [], ['🙂']]);
+    expect(ours.metadata['a.deep']).toEqual([[[1, 2]]]);
     expect(ours).toEqual(await libraryGgufHeader(bytes));
   });
 
@@ -183,5 +176,37 @@ describe('GGUF header reader', () => {
 
     const align = metadataFile({ 'general.alignment': { value: 48, type: GGUFValueType.UINT32 } });
     expect((await readError(align)).message).toMatch(/alignment must be a power of two, got 48/);
+  });
+
+  it('a damaged count or length in a multi-GB file is refused at 64 MiB of header, not read or allocated in proportion to the file', async () => {
+    const base = metadataFile({ 'a.shorts': { value: [1, 2, 3], type: GGUFValueType.ARRAY, subType: GGUFValueType.UINT16 }, 'a.text': { value: 'abc', type: GGUFValueType.STRING } });
+    const after = (key: string) => base.findIndex((_, i) => [...new TextEncoder().encode(key)].every((b, j) => base[i + j] === b)) + key.length;
+    // 8 GiB: the header's bytes, then zeros; asking for more than MAX_HEADER_BYTES and a chunk of it is a plain Error, which fails the test
+    const eightGiB = (bytes: Uint8Array): HeadSource => ({
+      name: 'big.gguf',
+      size: async () => 8 * 2 ** 30,
+      head: async () => { throw new Error('expected range()'); },
+      range: async (a, b) => {
+        if (b > MAX_HEADER_BYTES + HEADER_CHUNK) throw new Error(`asked for bytes ${a}–${b}`);
+        const out = new Uint8Array(b - a);
+        out.set(bytes.subarray(a, b));
+        return out;
+      },
+    });
+    const patched = (at: number, value: bigint) => {
+      const b = base.slice();
+      new DataView(b.buffer).setBigUint64(at, value, true);
+      return b;
+    };
+    for (const [what, bytes] of [
+      ['2^31 uint16 array elements', patched(after('a.shorts') + 8, 2n ** 31n)],
+      ['a 2^30-byte string', patched(after('a.text') + 4, 2n ** 30n)],
+      ['2^28 tensors (their infos zeros)', patched(8, 2n ** 28n)],
+    ] as const) {
+      const e = await readGgufHeader(eightGiB(bytes)).then(() => new Error('read'), (x: unknown) => x as Error);
+      expect(e, what).toBeInstanceOf(ModelFormatError);
+      expect(e.message, what).toMatch(/runs past 64 MiB, the most webgpu-tp reads/);
+    }
+    expect(await readGgufHeader(eightGiB(base))).toEqual(await readGgufHeader(logged(base)));
   });
 });

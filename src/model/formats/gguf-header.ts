@@ -45,6 +45,12 @@ export interface GgufHeader {
 
 /** Bytes asked of the source at a time: a Llama 3 header (~8 MB) in 4 requests, as the library made them. */
 export const HEADER_CHUNK = 2 << 20;
+/**
+ * The most bytes a header may take. Past it a damaged count in a multi-GB file would have the
+ * reader allocate and parse in proportion to the file; Llama 3's header is ~8 MB, and the library
+ * held headers to 50 MB.
+ */
+export const MAX_HEADER_BYTES = 64 << 20;
 /** llama.cpp's GGML_MAX_DIMS. */
 const MAX_DIMS = 4;
 /** Nested arrays deeper than this are refused (llama.cpp writes none; the library's limit). */
@@ -77,24 +83,30 @@ class Cursor {
   // BOM-led strings keep their BOM: llama.cpp reads a string's bytes as they are.
   private readonly text = new TextDecoder('utf-8', { ignoreBOM: true });
 
-  constructor(private readonly src: HeadSource, readonly size: number) {}
+  constructor(private readonly src: HeadSource, readonly size: number, private readonly chunk: number) {}
 
   /** File offset of the read position. */
   get offset(): number {
     return this.base + this.p;
   }
 
-  /** Bytes of the file after the read position. */
+  /** Bytes the header may still take: to the end of the file or MAX_HEADER_BYTES. */
   get left(): number {
-    return this.size - this.offset;
+    return Math.min(this.size, MAX_HEADER_BYTES) - this.offset;
+  }
+
+  /** Why `n` more bytes than `left` cannot be read: the file ends, or the header would pass MAX_HEADER_BYTES. */
+  tooLong(n: number, declared = ''): ModelFormatError {
+    if (this.offset + n > this.size) return new ModelFormatError(`${this.src.name}: the GGUF header ${declared ? `declares ${declared}, more than the ${this.size - this.offset} bytes left of the ${this.size}-byte file hold` : `runs past the end of the ${this.size}-byte file`}`, REMEDY);
+    return new ModelFormatError(`${this.src.name}: the GGUF header ${declared ? `declares ${declared}, which ` : ''}runs past ${MAX_HEADER_BYTES >> 20} MiB, the most webgpu-tp reads (a 256K-token vocabulary takes ~10)`, 'The file is damaged: re-download it, or convert the model again with llama.cpp');
   }
 
   /** Makes the next `n` bytes readable (a truncated file is a ModelFormatError). */
   async need(n: number): Promise<void> {
     if (this.p + n <= this.buf.length) return;
-    if (n > this.left) throw new ModelFormatError(`${this.src.name}: the GGUF header runs past the end of the ${this.size}-byte file`, REMEDY);
+    if (n > this.left) throw this.tooLong(n);
     const start = this.base + this.buf.length;
-    const end = Math.min(this.size, start + Math.max(HEADER_CHUNK, this.p + n - this.buf.length));
+    const end = Math.min(this.size, start + Math.max(this.chunk, this.p + n - this.buf.length));
     const more = this.src.range ? await this.src.range(start, end) : (await this.src.head(end)).subarray(start, end);
     if (more.byteLength !== end - start) throw new ModelFormatError(`${this.src.name}: bytes ${start}–${end} of the GGUF header could not be read (${more.byteLength} came)`, REMEDY);
     const kept = this.buf.length - this.p;
@@ -129,7 +141,7 @@ class Cursor {
       n = hi === 0 ? lo : Infinity;
     }
     // Refused before anything of that length is allocated.
-    if (n * each > this.left) throw new ModelFormatError(`${this.src.name}: the GGUF header declares ${n === Infinity ? 'more than 2^32' : n} ${what}, more than the ${this.left} bytes left of the ${this.size}-byte file hold`, REMEDY);
+    if (n * each > this.left) throw this.tooLong(n * each, `${n === Infinity ? 'more than 2^32' : n} ${what}`);
     return n;
   }
 
@@ -213,11 +225,17 @@ class Cursor {
 }
 
 /** Reads a GGUF file's metadata and tensor infos (not its data). */
-export async function readGgufHeader(src: HeadSource): Promise<GgufHeader> {
-  const c = new Cursor(src, await src.size());
+export function readGgufHeader(src: HeadSource): Promise<GgufHeader> {
+  return readGgufHeaderInChunks(src, HEADER_CHUNK);
+}
+
+/** readGgufHeader asking for `chunk` bytes at a time: for tests, which make every value cross a chunk's end (gguf.ts does not re-export it). */
+export async function readGgufHeaderInChunks(src: HeadSource, chunk: number): Promise<GgufHeader> {
+  const c = new Cursor(src, await src.size(), chunk);
   if (c.size < 4) throw notGguf(src);
-  await c.need(Math.min(c.size, 8));
-  if (c.size < 8 || c.u32() !== GGUF_MAGIC) throw notGguf(src);
+  await c.need(4);
+  if (c.u32() !== GGUF_MAGIC) throw notGguf(src);
+  await c.need(4);
   // A big-endian file's version reads as a multiple of 65536 little-endian (llama.cpp issue 3957; the library tells them apart so).
   let version = c.u32();
   if (!(version & 0xffff)) {
@@ -232,9 +250,8 @@ export async function readGgufHeader(src: HeadSource): Promise<GgufHeader> {
   const kvWire = c.narrow ? BigInt(c.u32()) : c.u64();
   const minTensor = sizeBytes + 4 + 4 + 8;
   const minKv = sizeBytes + 4 + 1;
-  if (tensorWire * BigInt(minTensor) + kvWire * BigInt(minKv) > BigInt(c.left)) {
-    throw new ModelFormatError(`${src.name}: the GGUF header declares ${tensorWire} tensors and ${kvWire} metadata keys, more than its ${c.size} bytes can hold`, REMEDY);
-  }
+  const least = tensorWire * BigInt(minTensor) + kvWire * BigInt(minKv);
+  if (least > BigInt(c.left)) throw c.tooLong(least > BigInt(c.size) ? Infinity : Number(least), `${tensorWire} tensors and ${kvWire} metadata keys`);
   const metadata = Object.create(null) as Record<string, MetadataValue>;
   metadata.version = version;
   metadata.tensor_count = tensorWire;
