@@ -64,6 +64,9 @@ describe('CPU panel matmul (WebAssembly SIMD)', () => {
   describe.each(variants.flatMap((v) => (['f32', 'f16'] as const).map((d) => [v, d] as const)))('%s, %s weights', (variant, dtype) => {
     it.each([
       [1, 1, 1], [1, 3, 5], [2, 17, 16], [3, 45, 13], [4, 64, 33], [5, 131, 19], [6, 7, 47], [7, 200, 30], [8, 77, 10], [8, 129, 64], [1, 300, 29],
+      // One f32 row takes whole blocks two at a time: only pairs, then a whole block, a block with
+      // padding rows or one 4 wide; k under one chunk of 16 turns, exactly one, several with a short last.
+      [1, 5, 32], [1, 33, 64], [1, 70, 61], [1, 16, 45], [1, 131, 100],
     ])('m %i, k %i, n %i: y = x·wᵀ, then accumulated with a bias, against the oracle (and the kernels\' matmul on the same rows)', (m, k, n) => {
       const xStride = k + 3; // rows of a wider buffer, as the siluMul halves of h13 are read
       const xData = randoms(m * xStride, 1);
@@ -95,8 +98,10 @@ describe('CPU panel matmul (WebAssembly SIMD)', () => {
     });
 
     // The matrix ends at the memory's last byte, so a read past it would trap. n 27: a last block
-    // 12 wide, whose last four columns the GEMM packs alone; n 6: one block 8 wide.
-    it.each([[70, 29], [131, 45], [38, 27], [10, 6]])('k %i, n %i: every row of 1..8 (panel) and 9, 17 (GEMM) rows gets the bits it gets alone', (k, n) => {
+    // 12 wide, whose last four columns the GEMM packs alone; n 6: one block 8 wide; n 61, 96, 44:
+    // one f32 row's block pairs (then a whole block and a padded one; only pairs; then a block 12
+    // wide) against the batches' tiles.
+    it.each([[70, 29], [131, 45], [38, 27], [10, 6], [70, 61], [17, 96], [6, 44]])('k %i, n %i: every row of 1..8 (panel) and 9, 17 (GEMM) rows gets the bits it gets alone', (k, n) => {
       const maxM = 17;
       const x = randoms(maxM * k, 31);
       const { stored, values: w } = weights(n * k, 32, dtype);

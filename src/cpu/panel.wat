@@ -12,7 +12,9 @@
 ;; Register tiles: 4 input rows × 8 columns (8 accumulators, two weight vectors, one splat: V8's
 ;; 15 SIMD registers), 2 × 16 and 1 × 16 for the last rows, 1 × 4 for a short block. A block is
 ;; walked in chunks of 64 turns (4 KB of f32), every tile of the chunk while it is in L1, the sums
-;; kept in the scratch between chunks (64 bytes an input row). Batches of more than 8 rows take gemm.wat.
+;; kept in the scratch between chunks (64 bytes an input row). One row of f32 takes whole blocks two
+;; at a time instead ($t116x2): two weight streams in flight read faster than one. Batches of more
+;; than 8 rows take gemm.wat.
 ;; Instantiated on the rank's memory beside kernels.wat. Compiled into panel-wasm.ts by
 ;; scripts/build-wasm.mjs (npm run build:wasm).
 (module
@@ -126,6 +128,53 @@
     (v128.store offset=32 (local.get $c) (local.get $a2))
     (v128.store offset=48 (local.get $c) (local.get $a3)))
 
+  ;; One input row (at q, 4 bytes a turn) against two whole f32 blocks, a at p and b at p + d, over
+  ;; all turns: 16 turns of a, then the same 16 of b, and so on, so two weight streams are in
+  ;; flight. Each output's sum is $t116's, from zero, one MADD a turn in k's order. Sums: a's 16 at
+  ;; c, b's at c + 64.
+  (func $t116x2 (param $p i32) (param $d i32) (param $q i32) (param $turns i32) (param $c i32)
+    (local $end i32) (local $cend i32) (local $pa i32) (local $qa i32) (local $s v128)
+    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $b0 v128) (local $b1 v128) (local $b2 v128) (local $b3 v128)
+    (local.set $end (i32.add (local.get $p) (i32.shl (local.get $turns) (i32.const 6))))
+    (block $done (loop $l
+      (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
+      (local.set $cend (select (i32.add (local.get $p) (i32.const 1024)) (local.get $end)
+        (i32.lt_u (i32.add (local.get $p) (i32.const 1024)) (local.get $end))))
+      (local.set $pa (local.get $p))
+      (local.set $qa (local.get $q))
+      (block $ad (loop $al
+        (br_if $ad (i32.ge_u (local.get $pa) (local.get $cend)))
+        (local.set $s (v128.load32_splat (local.get $qa)))
+        (local.set $a0 (MADD (v128.load offset=0 (local.get $pa)) (local.get $s) (local.get $a0)))
+        (local.set $a1 (MADD (v128.load offset=16 (local.get $pa)) (local.get $s) (local.get $a1)))
+        (local.set $a2 (MADD (v128.load offset=32 (local.get $pa)) (local.get $s) (local.get $a2)))
+        (local.set $a3 (MADD (v128.load offset=48 (local.get $pa)) (local.get $s) (local.get $a3)))
+        (local.set $pa (i32.add (local.get $pa) (i32.const 64)))
+        (local.set $qa (i32.add (local.get $qa) (i32.const 4)))
+        (br $al)))
+      (local.set $pa (i32.add (local.get $p) (local.get $d)))
+      (local.set $cend (i32.add (local.get $cend) (local.get $d)))
+      (block $bd (loop $bl
+        (br_if $bd (i32.ge_u (local.get $pa) (local.get $cend)))
+        (local.set $s (v128.load32_splat (local.get $q)))
+        (local.set $b0 (MADD (v128.load offset=0 (local.get $pa)) (local.get $s) (local.get $b0)))
+        (local.set $b1 (MADD (v128.load offset=16 (local.get $pa)) (local.get $s) (local.get $b1)))
+        (local.set $b2 (MADD (v128.load offset=32 (local.get $pa)) (local.get $s) (local.get $b2)))
+        (local.set $b3 (MADD (v128.load offset=48 (local.get $pa)) (local.get $s) (local.get $b3)))
+        (local.set $pa (i32.add (local.get $pa) (i32.const 64)))
+        (local.set $q (i32.add (local.get $q) (i32.const 4)))
+        (br $bl)))
+      (local.set $p (i32.sub (local.get $cend) (local.get $d)))
+      (br $l)))
+    (v128.store offset=0 (local.get $c) (local.get $a0))
+    (v128.store offset=16 (local.get $c) (local.get $a1))
+    (v128.store offset=32 (local.get $c) (local.get $a2))
+    (v128.store offset=48 (local.get $c) (local.get $a3))
+    (v128.store offset=64 (local.get $c) (local.get $b0))
+    (v128.store offset=80 (local.get $c) (local.get $b1))
+    (v128.store offset=96 (local.get $c) (local.get $b2))
+    (v128.store offset=112 (local.get $c) (local.get $b3)))
+
   ;; n halves at src (n a multiple of four) widened to f32 at dst, eight at a time, the last four alone.
   (func $widen (param $src i32) (param $n i32) (param $dst i32)
     (local $end i32) (local $hv v128) (local $hl v128) (local $hh v128)
@@ -229,13 +278,14 @@
   (func (export "matmul") (param $y i32) (param $x i32) (param $xStride i32) (param $w i32)
     (param $m i32) (param $k i32) (param $n i32) (param $flags i32) (param $bias i32) (param $dtype i32) (param $scratch i32)
     (local $i i32) (local $width i32) (local $ps i32) (local $q i32) (local $ms i32) (local $acc i32)
-    (local $wide i32) (local $wps i32) (local $inline i32)
+    (local $wide i32) (local $wps i32) (local $inline i32) (local $pair i32)
     (local $j i32) (local $turns i32) (local $pc i32) (local $qc i32) (local $r i32) (local $h i32) (local $src i32) (local $dst i32)
     (local.set $acc (i32.add (local.get $scratch) (i32.shl (local.get $k) (i32.const 5))))
     (local.set $wide (i32.add (local.get $acc) (i32.const 512)))
     (local.set $ms (i32.shl (local.get $m) (i32.const 2)))
     ;; One row of halves against a whole block is widened in registers; anything else a chunk at a time.
     (local.set $inline (i32.and (local.get $dtype) (i32.eq (local.get $m) (i32.const 1))))
+    (local.set $pair (i32.and (i32.eqz (local.get $dtype)) (i32.eq (local.get $m) (i32.const 1))))
     ;; One row is read where it is.
     (local.set $q (local.get $x))
     (if (i32.gt_u (local.get $m) (i32.const 1)) (then
@@ -256,6 +306,16 @@
         (br $rl)))))
     (block $blocksDone (loop $blocks
       (br_if $blocksDone (i32.ge_u (local.get $i) (local.get $n)))
+      ;; One row of f32 against two whole blocks: both at once ($t116x2).
+      (if (i32.and (local.get $pair) (i32.ge_u (i32.sub (local.get $n) (local.get $i)) (i32.const 32))) (then
+        (call $t116x2 (local.get $w) (i32.shl (local.get $k) (i32.const 6)) (local.get $q) (local.get $k) (local.get $acc))
+        (call $store (i32.add (local.get $y) (i32.shl (local.get $i) (i32.const 2))) (local.get $acc)
+          (i32.add (local.get $bias) (i32.shl (local.get $i) (i32.const 2))) (i32.const 16) (local.get $flags))
+        (call $store (i32.add (local.get $y) (i32.shl (i32.add (local.get $i) (i32.const 16)) (i32.const 2))) (i32.add (local.get $acc) (i32.const 64))
+          (i32.add (local.get $bias) (i32.shl (i32.add (local.get $i) (i32.const 16)) (i32.const 2))) (i32.const 16) (local.get $flags))
+        (local.set $w (i32.add (local.get $w) (i32.shl (local.get $k) (i32.const 7))))
+        (local.set $i (i32.add (local.get $i) (i32.const 32)))
+        (br $blocks)))
       (local.set $width (select (i32.const 16) (i32.and (i32.add (i32.sub (local.get $n) (local.get $i)) (i32.const 3)) (i32.const -4))
         (i32.ge_u (i32.sub (local.get $n) (local.get $i)) (i32.const 16))))
       (local.set $ps (i32.shl (local.get $width) (i32.const 2)))
