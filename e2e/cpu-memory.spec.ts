@@ -8,6 +8,7 @@
  */
 import { expect, withInitScript } from './fixtures.js';
 import { countingInit } from './counting.js';
+import { anonymousMappings, rendererPids, type Mapping } from './renderer-memory.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -148,16 +149,23 @@ for (const tp of [1, 2, 4, 8]) {
   });
 }
 
-test('each CPU rank\'s memory, less its activations and KV cache, is ≤ 1.05 × (sharded / N) + replicated at TP 1, 2, 3 and 6 (synth stories15M, f32)', async ({ counted }) => {
-  test.setTimeout(120_000);
-  const shape = SYNTH_SHAPES.stories15M;
-  const config = llama2cConfig(shape);
-  const dir = mkdtempSync(join(tmpdir(), 'tp-cpu-mem-'));
+/** Runs `body` on synth stories15M (f32) and its tokenizer, written to a temporary directory and served under `/files/<name>/`. */
+async function withSynth15M(h: Harness, name: string, body: (model: string, tokenizer: string) => Promise<void>): Promise<void> {
+  const config = llama2cConfig(SYNTH_SHAPES.stories15M);
+  const dir = mkdtempSync(join(tmpdir(), `tp-${name}-`));
   try {
     await writeSynthCheckpoint(config, 1, join(dir, 'm.bin'));
     await writeSynthTokenizer(config.vocabSize, 1, join(dir, 'tok.bin'));
-    const model = counted.server.mountFile('/files/cpu-mem/m.bin', join(dir, 'm.bin'));
-    const tokenizer = counted.server.mountFile('/files/cpu-mem/tok.bin', join(dir, 'tok.bin'));
+    await body(h.server.mountFile(`/files/${name}/m.bin`, join(dir, 'm.bin')), h.server.mountFile(`/files/${name}/tok.bin`, join(dir, 'tok.bin')));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('each CPU rank\'s memory, less its activations and KV cache, is ≤ 1.05 × (sharded / N) + replicated at TP 1, 2, 3 and 6 (synth stories15M, f32)', async ({ counted }) => {
+  test.setTimeout(120_000);
+  const shape = SYNTH_SHAPES.stories15M;
+  await withSynth15M(counted, 'cpu-mem', async (model, tokenizer) => {
     const sharded = shardedBytes(shape);
     const ratios: string[] = [];
     for (const tp of [1, 2, 3, 6]) {
@@ -175,7 +183,37 @@ test('each CPU rank\'s memory, less its activations and KV cache, is ≤ 1.05 ×
       await counted.page.evaluate(() => window.tp.engine.disposeAll());
     }
     test.info().annotations.push({ type: '(memory − work − replicated) / (sharded / N)', description: ratios.join('; ') });
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
+});
+
+test('no CPU rank keeps its packed shard, or a matrix laid out for its memory, resident after load (synth stories15M f32, TP 2; the renderer\'s smaps)', async ({ counted }) => {
+  test.setTimeout(120_000);
+  const shape = SYNTH_SHAPES.stories15M;
+  const tp = 2;
+  await withSynth15M(counted, 'cpu-shard', async (model, tokenizer) => {
+    const shares = Array.from({ length: tp }, (_, rank) => rankShare(shape, tp, rank));
+    const smallestSlice = Math.min(...shares.map((r) => r.voc * shape.dim * 4));
+    const largeMaps = () => rendererPids().flatMap(anonymousMappings).filter((m) => m.rss >= smallestSlice);
+    // What earlier engines of this page left (the main thread's heap, say) is not this load's.
+    const before = largeMaps();
+    // Without the cache: its IndexedDB writes are the browser's copies, not a rank's.
+    const c = await countLoad(counted, load(model, tokenizer, tp));
+    const reserved = shares.map((r, rank) => {
+      const got = c[`webgpu-tp rank ${rank}`]!;
+      expect(got.written).toBeGreaterThanOrEqual(r.sliced + r.replicated);
+      return got.reserved['0']!;
+    });
+    // A rank's memory is a mapping at least its reserved size, its shard resident in it. Beside
+    // those, no new mapping as large as a rank's classifier slice (its smallest shard part worth
+    // a buffer of its own, far below a packed shard) may stay resident: the step state lives in
+    // the memories too.
+    const large = largeMaps();
+    const isMemory = (m: Mapping) => m.size >= Math.min(...reserved) && m.rss >= Math.min(...shares.map((r) => r.sliced + r.replicated));
+    const existed = (m: Mapping) => before.some((b) => b.pid === m.pid && b.start === m.start && b.size === m.size && b.rss >= m.rss);
+    const leftover = large.filter((m) => !isMemory(m) && !existed(m));
+    test.info().annotations.push({ type: 'resident besides the memories (MiB)', description: leftover.map((m) => (m.rss / 2 ** 20).toFixed(1)).join(', ') || 'none' });
+    expect(large.filter(isMemory).length).toBe(tp);
+    expect(leftover.map((m) => m.rss)).toEqual([]);
+    await counted.page.evaluate(() => window.tp.engine.disposeAll());
+  });
 });
