@@ -8,12 +8,10 @@
  */
 import { expect, withInitScript } from './fixtures.js';
 import { countingInit } from './counting.js';
-import { anonymousMappings, rendererPids, type Mapping } from './renderer-memory.js';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { newMappings, residentMappings, type Mapping } from './renderer-memory.js';
+import { withSynth15M } from './synth-files.js';
 import type { Harness } from '../src/cli/browser.js';
-import { llama2cConfig, SYNTH_SHAPES, writeSynthCheckpoint, writeSynthTokenizer } from '../src/model/synth.js';
+import { SYNTH_SHAPES } from '../src/model/synth.js';
 import type { PageGenerateOptions } from '../src/cli/page/types.js';
 
 // Shared memories are the collectives' group buffers, made on the main thread: not a rank's own.
@@ -149,19 +147,6 @@ for (const tp of [1, 2, 4, 8]) {
   });
 }
 
-/** Runs `body` on synth stories15M (f32) and its tokenizer, written to a temporary directory and served under `/files/<name>/`. */
-async function withSynth15M(h: Harness, name: string, body: (model: string, tokenizer: string) => Promise<void>): Promise<void> {
-  const config = llama2cConfig(SYNTH_SHAPES.stories15M);
-  const dir = mkdtempSync(join(tmpdir(), `tp-${name}-`));
-  try {
-    await writeSynthCheckpoint(config, 1, join(dir, 'm.bin'));
-    await writeSynthTokenizer(config.vocabSize, 1, join(dir, 'tok.bin'));
-    await body(h.server.mountFile(`/files/${name}/m.bin`, join(dir, 'm.bin')), h.server.mountFile(`/files/${name}/tok.bin`, join(dir, 'tok.bin')));
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 test('each CPU rank\'s memory, less its activations and KV cache, is ≤ 1.05 × (sharded / N) + replicated at TP 1, 2, 3 and 6 (synth stories15M, f32)', async ({ counted }) => {
   test.setTimeout(120_000);
   const shape = SYNTH_SHAPES.stories15M;
@@ -193,9 +178,8 @@ test('no CPU rank keeps its packed shard, or a matrix laid out for its memory, r
   await withSynth15M(counted, 'cpu-shard', async (model, tokenizer) => {
     const shares = Array.from({ length: tp }, (_, rank) => rankShare(shape, tp, rank));
     const smallestSlice = Math.min(...shares.map((r) => r.voc * shape.dim * 4));
-    const largeMaps = () => rendererPids().flatMap(anonymousMappings).filter((m) => m.rss >= smallestSlice);
     // What earlier engines of this page left (the main thread's heap, say) is not this load's.
-    const before = largeMaps();
+    const before = residentMappings(smallestSlice);
     // Without the cache: its IndexedDB writes are the browser's copies, not a rank's.
     const c = await countLoad(counted, load(model, tokenizer, tp));
     const reserved = shares.map((r, rank) => {
@@ -207,10 +191,9 @@ test('no CPU rank keeps its packed shard, or a matrix laid out for its memory, r
     // those, no new mapping as large as a rank's classifier slice (its smallest shard part worth
     // a buffer of its own, far below a packed shard) may stay resident: the step state lives in
     // the memories too.
-    const large = largeMaps();
+    const large = newMappings(before, residentMappings(smallestSlice));
     const isMemory = (m: Mapping) => m.size >= Math.min(...reserved) && m.rss >= Math.min(...shares.map((r) => r.sliced + r.replicated));
-    const existed = (m: Mapping) => before.some((b) => b.pid === m.pid && b.start === m.start && b.size === m.size && b.rss >= m.rss);
-    const leftover = large.filter((m) => !isMemory(m) && !existed(m));
+    const leftover = large.filter((m) => !isMemory(m));
     test.info().annotations.push({ type: 'resident besides the memories (MiB)', description: leftover.map((m) => (m.rss / 2 ** 20).toFixed(1)).join(', ') || 'none' });
     expect(large.filter(isMemory).length).toBe(tp);
     expect(leftover.map((m) => m.rss)).toEqual([]);

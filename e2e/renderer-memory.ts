@@ -63,3 +63,13 @@ export function anonymousMappings(pid: number): Mapping[] {
   }
   return out;
 }
+
+/** The renderers' anonymous mappings with at least `minRss` bytes resident. */
+export function residentMappings(minRss: number): Mapping[] {
+  return rendererPids().flatMap(anonymousMappings).filter((m) => m.rss >= minRss);
+}
+
+/** The mappings of `after` that `before` did not hold already, at the same place and no smaller. */
+export function newMappings(before: Mapping[], after: Mapping[]): Mapping[] {
+  return after.filter((m) => !before.some((b) => b.pid === m.pid && b.start === m.start && b.size === m.size && b.rss >= m.rss));
+}
