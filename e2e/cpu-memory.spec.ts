@@ -8,11 +8,10 @@
  */
 import { expect, withInitScript } from './fixtures.js';
 import { countingInit } from './counting.js';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { newMappings, residentMappings, type Mapping } from './renderer-memory.js';
+import { withSynth15M } from './synth-files.js';
 import type { Harness } from '../src/cli/browser.js';
-import { llama2cConfig, SYNTH_SHAPES, writeSynthCheckpoint, writeSynthTokenizer } from '../src/model/synth.js';
+import { SYNTH_SHAPES } from '../src/model/synth.js';
 import type { PageGenerateOptions } from '../src/cli/page/types.js';
 
 // Shared memories are the collectives' group buffers, made on the main thread: not a rank's own.
@@ -151,13 +150,7 @@ for (const tp of [1, 2, 4, 8]) {
 test('each CPU rank\'s memory, less its activations and KV cache, is ≤ 1.05 × (sharded / N) + replicated at TP 1, 2, 3 and 6 (synth stories15M, f32)', async ({ counted }) => {
   test.setTimeout(120_000);
   const shape = SYNTH_SHAPES.stories15M;
-  const config = llama2cConfig(shape);
-  const dir = mkdtempSync(join(tmpdir(), 'tp-cpu-mem-'));
-  try {
-    await writeSynthCheckpoint(config, 1, join(dir, 'm.bin'));
-    await writeSynthTokenizer(config.vocabSize, 1, join(dir, 'tok.bin'));
-    const model = counted.server.mountFile('/files/cpu-mem/m.bin', join(dir, 'm.bin'));
-    const tokenizer = counted.server.mountFile('/files/cpu-mem/tok.bin', join(dir, 'tok.bin'));
+  await withSynth15M(counted, 'cpu-mem', async (model, tokenizer) => {
     const sharded = shardedBytes(shape);
     const ratios: string[] = [];
     for (const tp of [1, 2, 3, 6]) {
@@ -175,7 +168,35 @@ test('each CPU rank\'s memory, less its activations and KV cache, is ≤ 1.05 ×
       await counted.page.evaluate(() => window.tp.engine.disposeAll());
     }
     test.info().annotations.push({ type: '(memory − work − replicated) / (sharded / N)', description: ratios.join('; ') });
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
+});
+
+test('no CPU rank keeps its packed shard, or a matrix laid out for its memory, resident after load (synth stories15M f32, TP 2; the renderer\'s smaps)', async ({ counted }) => {
+  test.setTimeout(120_000);
+  const shape = SYNTH_SHAPES.stories15M;
+  const tp = 2;
+  await withSynth15M(counted, 'cpu-shard', async (model, tokenizer) => {
+    const shares = Array.from({ length: tp }, (_, rank) => rankShare(shape, tp, rank));
+    const smallestSlice = Math.min(...shares.map((r) => r.voc * shape.dim * 4));
+    // What earlier engines of this page left (the main thread's heap, say) is not this load's.
+    const before = residentMappings(smallestSlice);
+    // Without the cache: its IndexedDB writes are the browser's copies, not a rank's.
+    const c = await countLoad(counted, load(model, tokenizer, tp));
+    const reserved = shares.map((r, rank) => {
+      const got = c[`webgpu-tp rank ${rank}`]!;
+      expect(got.written).toBeGreaterThanOrEqual(r.sliced + r.replicated);
+      return got.reserved['0']!;
+    });
+    // A rank's memory is a mapping at least its reserved size, its shard resident in it. Beside
+    // those, no new mapping as large as a rank's classifier slice (its smallest shard part worth
+    // a buffer of its own, far below a packed shard) may stay resident: the step state lives in
+    // the memories too.
+    const large = newMappings(before, residentMappings(smallestSlice));
+    const isMemory = (m: Mapping) => m.size >= Math.min(...reserved) && m.rss >= Math.min(...shares.map((r) => r.sliced + r.replicated));
+    const leftover = large.filter((m) => !isMemory(m));
+    test.info().annotations.push({ type: 'resident besides the memories (MiB)', description: leftover.map((m) => (m.rss / 2 ** 20).toFixed(1)).join(', ') || 'none' });
+    expect(large.filter(isMemory).length).toBe(tp);
+    expect(leftover.map((m) => m.rss)).toEqual([]);
+    await counted.page.evaluate(() => window.tp.engine.disposeAll());
+  });
 });

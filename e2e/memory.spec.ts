@@ -14,6 +14,8 @@ import { exportGroupSize, writeSynthCheckpointQ8 } from '../src/model/synth-q8.j
 import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { encodeGguf } from '../src/model/formats/gguf-write.js';
+import { newMappings, residentMappings } from './renderer-memory.js';
+import { withSynth15M } from './synth-files.js';
 import { Tokenizer } from '../src/model/tokenizer/tokenizer.js';
 
 const PRELUDE = `
@@ -238,4 +240,22 @@ test('f16 (stories260K as GGUF F16): each rank uploads 2 bytes a weight, about 0
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('no GPU rank keeps its packed shard resident once uploaded (synth stories15M f32, TP 2; the renderer\'s smaps)', async ({ counted }) => {
+  test.setTimeout(120_000);
+  const shape = SYNTH_SHAPES.stories15M;
+  const tp = 2;
+  await withSynth15M(counted, 'gpu-shard', async (model, tokenizer) => {
+    // A rank's classifier slice: its smallest shard part worth a buffer of its own, far below a
+    // packed shard (which holds the whole embedding besides). A GPU rank's weights and state live
+    // in GPU buffers, so no new anonymous mapping that large may stay resident in the renderer.
+    const slice = Math.floor(shape.vocabSize / tp) * shape.dim * 4;
+    // What earlier engines of this page left is not this load's.
+    const before = residentMappings(slice);
+    const r = await counted.page.evaluate((o) => window.tp.engine.load(o), { model, tokenizer, tp, prompt: '', maxTokens: 1, temperature: 0, topP: 0.9, seed: 1, cache: false });
+    expect('error' in r ? r.error : null).toBeNull();
+    expect(newMappings(before, residentMappings(slice)).map((m) => m.rss)).toEqual([]);
+    await counted.page.evaluate(() => window.tp.engine.disposeAll());
+  });
 });

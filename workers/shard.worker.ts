@@ -25,6 +25,7 @@ import { rankDims } from '../src/parallel/plan.js';
 import { isCpuSpec } from '../src/gpu/core/adapter.js';
 import type { StepTimes } from './backend.js';
 import { chooseRowSum } from './row-sum.js';
+import { releaseBuffer } from '../src/loader/release-buffer.js';
 import { openTransport, type RankTransport } from './transport.js';
 import type { RankReport } from '../src/engine/types.js';
 import { cpuCompute, gpuCompute, runsExact, type RankCompute } from './rank-compute.js';
@@ -69,6 +70,9 @@ export class ShardWorker implements RankApi {
     this.weightBytes = packed.byteLength;
     // How this rank combines the row-parallel partial sums, chosen once here.
     const uploadMs = await compute.load(o, packed, chooseRowSum(o.rank, o.world, runsExact(o)), this.warnings);
+    // The weights now live in the rank's memory or GPU buffers, and an idle rank may never run
+    // the GC that would free the shard: free it here. A rebuild reloads it from the cache.
+    releaseBuffer(packed);
     return { weightBytes: this.weightBytes, workBytes: this.workBytes(), uploadMs, buildMs: performance.now() - t0 - uploadMs };
   }
 

@@ -9,6 +9,7 @@ import { CPU_PANEL_RELAXED_WASM_BASE64, CPU_PANEL_WASM_BASE64 } from './panel-wa
 import { variantModules } from './wasm-variants.js';
 import { matmulFlags, type CpuKernels, type CpuWeightDtype, type MatmulArgs } from './kernels.js';
 import { InvalidArgumentError } from '../errors.js';
+import { releaseBuffer } from '../loader/release-buffer.js';
 
 interface PanelExports {
   matmul(y: number, x: number, xStride: number, w: number, m: number, k: number, n: number, flags: number, bias: number, dtype: number, scratch: number): void;
@@ -48,6 +49,8 @@ export function writePanels(kernels: CpuKernels, dst: number, parts: readonly (F
     o += width * k;
   }
   (f16 ? new Uint16Array(kernels.memory.buffer, dst, out.length) : new Uint32Array(kernels.memory.buffer, dst, out.length)).set(out);
+  // As large as the matrix, and an idle rank may never collect it.
+  releaseBuffer(out.buffer);
 }
 
 const panelModule = variantModules(CPU_PANEL_WASM_BASE64, CPU_PANEL_RELAXED_WASM_BASE64);
