@@ -1,6 +1,8 @@
 // CPU ranks before/after in one run: two harnesses, BEFORE's app build (e.g. the base commit's
 // `dist/app`, built in a copy of it) and this checkout's, the same cases interleaved round by
-// round (order alternating), plus the WebAssembly read roofline. After `npm run build`:
+// round (order alternating), plus the WebAssembly read roofline. An engine's speed is fixed at
+// load and the first loaded is the slow one (bench/NOTES.md, h/f32gap), so every round reloads
+// both builds' engines, the build loaded first alternating. After `npm run build`:
 //   BEFORE=/tmp/old/dist/app flock /tmp/cpu.lock node bench/cpu-before-after.mjs [rounds] [max-tokens]
 // SYNTH: the synth stories110M + tok32000 folder (default /tmp/synth). Raw JSON in $OUT.
 import { openHarness, appDir } from '../dist/cli/browser.js';
@@ -21,8 +23,13 @@ try {
     const model = mountInput(h, 'model', `${SYNTH}/stories110M-synth.bin`);
     const tokenizer = mountInput(h, 'tokenizer', `${SYNTH}/tok32000-synth.bin`);
     opt[k] = (c) => ({ model, tokenizer, tp: c.tp, devices: 'cpu', prompt: 'Once upon a time, there was a little girl named Lily. She loved to play outside in the sunshine.', temperature: 0, topP: 0.9, seed: 1, ignoreEos: true, maxBatch: 8, keepEngines: 2, timeoutMs: 600000 });
-    for (const c of cases.filter((c) => c.batch === 1)) await h.page.evaluate((o) => window.tp.engine.generate({ ...o, maxTokens: 4 }), opt[k](c));
   }
+  const warm = async (order) => {
+    for (const k of order) {
+      await hs[k].page.evaluate(() => window.tp.engine.disposeAll());
+      for (const c of cases.filter((c) => c.batch === 1)) await hs[k].page.evaluate((o) => window.tp.engine.generate({ ...o, maxTokens: 4 }), opt[k](c));
+    }
+  };
   const run = async (k, c) => {
     const h = hs[k], o = { ...opt[k](c), maxTokens };
     if (c.batch === 1) { const r = await h.page.evaluate((o) => window.tp.engine.generate(o), o); if (r.error) throw new Error(JSON.stringify(r.error)); return { tokps: r.timings.decode_tokens_per_s, breakdown: r.stats.ranks.map((x) => x.breakdown) }; }
@@ -33,6 +40,7 @@ try {
   };
   const bytes = await hs.after.page.evaluate((b) => window.tp.cpu.openRead(b), 438042624);
   for (let r = 0; r < rounds; r++) {
+    await warm(r % 2 ? ['after', 'before'] : ['before', 'after']);
     const row = {};
     for (const c of cases) {
       const order = (r + cases.indexOf(c)) % 2 ? ['after', 'before'] : ['before', 'after'];
