@@ -67,6 +67,9 @@ describe('CPU panel matmul (WebAssembly SIMD)', () => {
       // One f32 row takes whole blocks two at a time: only pairs, then a whole block, a block with
       // padding rows or one 4 wide; k under one chunk of 16 turns, exactly one, several with a short last.
       [1, 5, 32], [1, 33, 64], [1, 70, 61], [1, 16, 45], [1, 131, 100],
+      // More f32 rows take up to four whole blocks in lockstep: three, four then one, four then two,
+      // six, three then one 13 wide; k under 16 turns, exactly 16, several with a short last.
+      [2, 5, 48], [3, 16, 80], [5, 70, 100], [8, 33, 96], [6, 131, 61],
     ])('m %i, k %i, n %i: y = x·wᵀ, then accumulated with a bias, against the oracle (and the kernels\' matmul on the same rows)', (m, k, n) => {
       const xStride = k + 3; // rows of a wider buffer, as the siluMul halves of h13 are read
       const xData = randoms(m * xStride, 1);

@@ -12,9 +12,10 @@
 ;; Register tiles: 4 input rows × 8 columns (8 accumulators, two weight vectors, one splat: V8's
 ;; 15 SIMD registers), 2 × 16 and 1 × 16 for the last rows, 1 × 4 for a short block. A block is
 ;; walked in chunks of 64 turns (4 KB of f32), every tile of the chunk while it is in L1, the sums
-;; kept in the scratch between chunks (64 bytes an input row). One row of f32 takes whole blocks two
-;; at a time instead ($t116x2): two weight streams in flight read faster than one. Batches of more
-;; than 8 rows take gemm.wat.
+;; kept in the scratch between chunks (64 bytes an input row). f32 blocks go several at a time
+;; instead, more weight streams in flight reading faster than one: one row over two whole blocks
+;; ($t116x2), more rows over up to four in lockstep chunks of 16 turns, each block's tiles in turn.
+;; Batches of more than 8 rows take gemm.wat.
 ;; Instantiated on the rank's memory beside kernels.wat. Compiled into panel-wasm.ts by
 ;; scripts/build-wasm.mjs (npm run build:wasm).
 (module
@@ -239,6 +240,28 @@
       (br $l)))
     (v128.store (local.get $c) (local.get $a)))
 
+  ;; m input rows (at q, interleaved as $t48's, ms = 4m bytes a turn) against a 16-wide block's turns
+  ;; of f32 (or widened halves) at p; sums at c (row r's 16 at c + 64r) read, added to and written
+  ;; back. On halves not widened (inline) the last odd row widens them in registers ($t116_f16).
+  (func $tiles16 (param $p i32) (param $q i32) (param $ms i32) (param $m i32) (param $turns i32) (param $c i32) (param $inline i32)
+    (local $r i32)
+    (block $quadsDone (loop $quads
+      (br_if $quadsDone (i32.gt_u (i32.add (local.get $r) (i32.const 4)) (local.get $m)))
+      (call $t48 (local.get $p) (i32.const 64) (local.get $q) (local.get $ms) (local.get $turns) (i32.add (local.get $c) (i32.shl (local.get $r) (i32.const 6))))
+      (call $t48 (i32.add (local.get $p) (i32.const 32)) (i32.const 64) (local.get $q) (local.get $ms) (local.get $turns)
+        (i32.add (local.get $c) (i32.add (i32.shl (local.get $r) (i32.const 6)) (i32.const 32))))
+      (local.set $q (i32.add (local.get $q) (i32.const 16)))
+      (local.set $r (i32.add (local.get $r) (i32.const 4)))
+      (br $quads)))
+    (if (i32.le_u (i32.add (local.get $r) (i32.const 2)) (local.get $m)) (then
+      (call $t216 (local.get $p) (local.get $q) (local.get $ms) (local.get $turns) (i32.add (local.get $c) (i32.shl (local.get $r) (i32.const 6))))
+      (local.set $q (i32.add (local.get $q) (i32.const 8)))
+      (local.set $r (i32.add (local.get $r) (i32.const 2)))))
+    (if (i32.lt_u (local.get $r) (local.get $m)) (then
+      (if (local.get $inline)
+        (then (call $t116_f16 (local.get $p) (local.get $q) (local.get $ms) (local.get $turns) (i32.add (local.get $c) (i32.shl (local.get $r) (i32.const 6)))))
+        (else (call $t116 (local.get $p) (local.get $q) (local.get $ms) (local.get $turns) (i32.add (local.get $c) (i32.shl (local.get $r) (i32.const 6)))))))))
+
   ;; The first nv sums of one input row (at a) into y at yp: (flags&1 ? y : 0) + (v + (flags&2 ? bias : 0)),
   ;; bias at bp, as kernels.wat's matmul stores them.
   (func $store (param $yp i32) (param $a i32) (param $bp i32) (param $nv i32) (param $flags i32)
@@ -270,15 +293,28 @@
       (local.set $c (i32.add (local.get $c) (i32.const 1)))
       (br $l))))
 
+  ;; The sums of m input rows at a (row r's at a + 64r) for columns i .. i + nv of y (m, n) as $store's.
+  (func $storeRows (param $y i32) (param $a i32) (param $bias i32) (param $i i32) (param $m i32) (param $n i32) (param $nv i32) (param $flags i32)
+    (local $r i32)
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $r) (local.get $m)))
+      (call $store
+        (i32.add (local.get $y) (i32.shl (i32.add (i32.mul (local.get $r) (local.get $n)) (local.get $i)) (i32.const 2)))
+        (i32.add (local.get $a) (i32.shl (local.get $r) (i32.const 6)))
+        (i32.add (local.get $bias) (i32.shl (local.get $i) (i32.const 2)))
+        (local.get $nv) (local.get $flags))
+      (local.set $r (i32.add (local.get $r) (i32.const 1)))
+      (br $l))))
+
   ;; y (m, n) = x (m, k; rows xStride floats apart) · wᵀ for m ≤ 8, w (n, k) in panels (above) of
   ;; f32 (dtype 0) or f16 (1). flags: 1 accumulate into y, 2 add bias (n,). scratch: 32·k + 4608
   ;; bytes: the rows' values interleaved (turn j's m values together, so each tile reads its splats
-  ;; from one pointer), the sums of one block, then one widened chunk (4 KB). A block goes chunk by
-  ;; chunk, every tile of a chunk while it is in L1.
+  ;; from one pointer), the sums of one block, then one widened chunk (4 KB; on f32, the sums of up
+  ;; to four blocks in lockstep). A block goes chunk by chunk, every tile of a chunk while it is in L1.
   (func (export "matmul") (param $y i32) (param $x i32) (param $xStride i32) (param $w i32)
     (param $m i32) (param $k i32) (param $n i32) (param $flags i32) (param $bias i32) (param $dtype i32) (param $scratch i32)
     (local $i i32) (local $width i32) (local $ps i32) (local $q i32) (local $ms i32) (local $acc i32)
-    (local $wide i32) (local $wps i32) (local $inline i32) (local $pair i32)
+    (local $wide i32) (local $wps i32) (local $inline i32) (local $pair i32) (local $nb i32) (local $b i32)
     (local $j i32) (local $turns i32) (local $pc i32) (local $qc i32) (local $r i32) (local $h i32) (local $src i32) (local $dst i32)
     (local.set $acc (i32.add (local.get $scratch) (i32.shl (local.get $k) (i32.const 5))))
     (local.set $wide (i32.add (local.get $acc) (i32.const 512)))
@@ -316,6 +352,37 @@
         (local.set $w (i32.add (local.get $w) (i32.shl (local.get $k) (i32.const 7))))
         (local.set $i (i32.add (local.get $i) (i32.const 32)))
         (br $blocks)))
+      ;; More rows of f32 against up to four whole blocks: 16 turns of each block's tiles in turn, so
+      ;; as many weight streams are in flight; block b's sums at wide + 512b (the widening chunk's place).
+      (local.set $nb (i32.shr_u (i32.sub (local.get $n) (local.get $i)) (i32.const 4)))
+      (local.set $nb (select (i32.const 4) (local.get $nb) (i32.gt_u (local.get $nb) (i32.const 4))))
+      (if (i32.and (i32.eqz (i32.or (local.get $dtype) (local.get $pair))) (i32.ge_u (local.get $nb) (i32.const 2))) (then
+        (memory.fill (local.get $wide) (i32.const 0) (i32.shl (local.get $nb) (i32.const 9)))
+        (local.set $j (i32.const 0))
+        (block $pd (loop $pl
+          (br_if $pd (i32.ge_u (local.get $j) (local.get $k)))
+          (local.set $turns (select (i32.const 16) (i32.sub (local.get $k) (local.get $j)) (i32.gt_u (i32.sub (local.get $k) (local.get $j)) (i32.const 16))))
+          (local.set $pc (i32.add (local.get $w) (i32.shl (local.get $j) (i32.const 6))))
+          (local.set $qc (i32.add (local.get $q) (i32.mul (local.get $j) (local.get $ms))))
+          (local.set $b (i32.const 0))
+          (block $sd (loop $sl
+            (br_if $sd (i32.ge_u (local.get $b) (local.get $nb)))
+            (call $tiles16 (i32.add (local.get $pc) (i32.shl (i32.mul (local.get $b) (local.get $k)) (i32.const 6))) (local.get $qc) (local.get $ms) (local.get $m) (local.get $turns)
+              (i32.add (local.get $wide) (i32.shl (local.get $b) (i32.const 9))) (i32.const 0))
+            (local.set $b (i32.add (local.get $b) (i32.const 1)))
+            (br $sl)))
+          (local.set $j (i32.add (local.get $j) (i32.const 16)))
+          (br $pl)))
+        (local.set $b (i32.const 0))
+        (block $sd (loop $sl
+          (br_if $sd (i32.ge_u (local.get $b) (local.get $nb)))
+          (call $storeRows (local.get $y) (i32.add (local.get $wide) (i32.shl (local.get $b) (i32.const 9))) (local.get $bias)
+            (i32.add (local.get $i) (i32.shl (local.get $b) (i32.const 4))) (local.get $m) (local.get $n) (i32.const 16) (local.get $flags))
+          (local.set $b (i32.add (local.get $b) (i32.const 1)))
+          (br $sl)))
+        (local.set $w (i32.add (local.get $w) (i32.shl (i32.mul (local.get $nb) (local.get $k)) (i32.const 6))))
+        (local.set $i (i32.add (local.get $i) (i32.shl (local.get $nb) (i32.const 4))))
+        (br $blocks)))
       (local.set $width (select (i32.const 16) (i32.and (i32.add (i32.sub (local.get $n) (local.get $i)) (i32.const 3)) (i32.const -4))
         (i32.ge_u (i32.sub (local.get $n) (local.get $i)) (i32.const 16))))
       (local.set $ps (i32.shl (local.get $width) (i32.const 2)))
@@ -333,22 +400,7 @@
         (local.set $r (i32.const 0))
         (if (i32.eq (local.get $width) (i32.const 16))
           (then
-            (block $quadsDone (loop $quads
-              (br_if $quadsDone (i32.gt_u (i32.add (local.get $r) (i32.const 4)) (local.get $m)))
-              (call $t48 (local.get $pc) (i32.const 64) (local.get $qc) (local.get $ms) (local.get $turns) (i32.add (local.get $acc) (i32.shl (local.get $r) (i32.const 6))))
-              (call $t48 (i32.add (local.get $pc) (i32.const 32)) (i32.const 64) (local.get $qc) (local.get $ms) (local.get $turns)
-                (i32.add (local.get $acc) (i32.add (i32.shl (local.get $r) (i32.const 6)) (i32.const 32))))
-              (local.set $qc (i32.add (local.get $qc) (i32.const 16)))
-              (local.set $r (i32.add (local.get $r) (i32.const 4)))
-              (br $quads)))
-            (if (i32.le_u (i32.add (local.get $r) (i32.const 2)) (local.get $m)) (then
-              (call $t216 (local.get $pc) (local.get $qc) (local.get $ms) (local.get $turns) (i32.add (local.get $acc) (i32.shl (local.get $r) (i32.const 6))))
-              (local.set $qc (i32.add (local.get $qc) (i32.const 8)))
-              (local.set $r (i32.add (local.get $r) (i32.const 2)))))
-            (if (i32.lt_u (local.get $r) (local.get $m)) (then
-              (if (local.get $inline)
-                (then (call $t116_f16 (local.get $pc) (local.get $qc) (local.get $ms) (local.get $turns) (i32.add (local.get $acc) (i32.shl (local.get $r) (i32.const 6)))))
-                (else (call $t116 (local.get $pc) (local.get $qc) (local.get $ms) (local.get $turns) (i32.add (local.get $acc) (i32.shl (local.get $r) (i32.const 6)))))))))
+            (call $tiles16 (local.get $pc) (local.get $qc) (local.get $ms) (local.get $m) (local.get $turns) (local.get $acc) (local.get $inline)))
           (else
             (block $rowsDone (loop $rowsL
               (br_if $rowsDone (i32.ge_u (local.get $r) (local.get $m)))
@@ -364,17 +416,9 @@
               (br $rowsL)))))
         (local.set $j (i32.add (local.get $j) (i32.const 64)))
         (br $chunks)))
-      (local.set $r (i32.const 0))
-      (block $storeDone (loop $stores
-        (br_if $storeDone (i32.ge_u (local.get $r) (local.get $m)))
-        (call $store
-          (i32.add (local.get $y) (i32.shl (i32.add (i32.mul (local.get $r) (local.get $n)) (local.get $i)) (i32.const 2)))
-          (i32.add (local.get $acc) (i32.shl (local.get $r) (i32.const 6)))
-          (i32.add (local.get $bias) (i32.shl (local.get $i) (i32.const 2)))
-          (select (i32.const 16) (i32.sub (local.get $n) (local.get $i)) (i32.ge_u (i32.sub (local.get $n) (local.get $i)) (i32.const 16)))
-          (local.get $flags))
-        (local.set $r (i32.add (local.get $r) (i32.const 1)))
-        (br $stores)))
+      (call $storeRows (local.get $y) (local.get $acc) (local.get $bias) (local.get $i) (local.get $m) (local.get $n)
+        (select (i32.const 16) (i32.sub (local.get $n) (local.get $i)) (i32.ge_u (i32.sub (local.get $n) (local.get $i)) (i32.const 16)))
+        (local.get $flags))
       (local.set $w (i32.add (local.get $w) (i32.mul (local.get $wps) (local.get $k))))
       (local.set $i (i32.add (local.get $i) (i32.const 16)))
       (br $blocks))))
