@@ -260,8 +260,8 @@ async function benchModel(
     // A 64-row prefill step of a large model can take minutes on a CPU adapter.
     timeoutMs: 600_000,
   });
-  const loadMs = new Map<Case, number>();
-  const reloads = new Map<Case, number[]>();
+  // Each case's loads, one a round where every round reloads (the first is its load_ms).
+  const loads = new Map<Case, number[]>();
   const warm = new Map<Case, EngineStats>();
   const runs = new Map<string, Measured[]>();
   const key = (c: Case, batch: number) => `${cases.indexOf(c)}:${batch}`;
@@ -289,11 +289,8 @@ async function benchModel(
         // Warm-up: loads the engine and compiles every pipeline; the measured runs reuse it.
         for (const c of r === 0 || group.length > 1 ? order : []) {
           const w = await runGenerate(h, { ...common(c, false), maxTokens: 4 });
-          reloads.set(c, [...(reloads.get(c) ?? []), w.timings.load_ms]);
-          if (r === 0) {
-            loadMs.set(c, w.timings.load_ms);
-            warm.set(c, w.stats);
-          }
+          loads.set(c, [...(loads.get(c) ?? []), w.timings.load_ms]);
+          if (r === 0) warm.set(c, w.stats);
         }
         for (const c of order) {
           for (const batch of batches) runs.set(key(c, batch), [...(runs.get(key(c, batch)) ?? []), await measure(h, common(c, false), batch, o.maxTokens)]);
@@ -334,8 +331,8 @@ async function benchModel(
         prompt_tokens: run.promptTokens, tokens: run.tokens,
         ...(run.prefill !== undefined && { prefill_tokens_per_s: run.prefill }), decode_tokens_per_s: run.aggregate / batch,
         breakdown_ms: r0.breakdown, ...(tp > 1 && { ranks_breakdown_ms: run.stats.ranks.map((r) => r.breakdown) }),
-        allreduce_roundtrip_ms: r0.allreduceRoundtripMs, load_ms: loadMs.get(c)!,
-        ...(rounds > 1 && cases.length > 1 && { rounds_load_ms: reloads.get(c)! }), adapter: r0.adapter,
+        allreduce_roundtrip_ms: r0.allreduceRoundtripMs, load_ms: loads.get(c)![0]!,
+        ...(rounds > 1 && cases.length > 1 && { rounds_load_ms: loads.get(c)! }), adapter: r0.adapter,
       });
     }
   }
