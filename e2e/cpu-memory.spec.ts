@@ -8,7 +8,7 @@
  */
 import { expect, withInitScript } from './fixtures.js';
 import { countingInit } from './counting.js';
-import { newMappings, residentMappings, type Mapping } from './renderer-memory.js';
+import { newMappings, residentMappings, shardFloor, type Mapping } from './renderer-memory.js';
 import { withSynth15M } from './synth-files.js';
 import type { Harness } from '../src/cli/browser.js';
 import { SYNTH_SHAPES } from '../src/model/synth.js';
@@ -177,7 +177,8 @@ test('no CPU rank keeps its packed shard, or a matrix laid out for its memory, r
   const tp = 2;
   await withSynth15M(counted, 'cpu-shard', async (model, tokenizer) => {
     const shares = Array.from({ length: tp }, (_, rank) => rankShare(shape, tp, rank));
-    const smallestSlice = Math.min(...shares.map((r) => r.voc * shape.dim * 4));
+    const slices = shares.map((r) => r.voc * shape.dim * 4);
+    const smallestSlice = Math.min(...slices);
     // What earlier engines of this page left (the main thread's heap, say) is not this load's.
     const before = residentMappings(smallestSlice);
     // Without the cache: its IndexedDB writes are the browser's copies, not a rank's.
@@ -191,12 +192,11 @@ test('no CPU rank keeps its packed shard, or a matrix laid out for its memory, r
     // those, no new mapping may stay resident that is a packed shard (as large as the embedding
     // plus a classifier slice, which every shard holds) or a classifier slice laid out for a
     // rank's memory (its size, up to a page's rounding). The step state lives in the memories.
-    // Other mappings are the page's garbage awaiting the main thread's GC (23 MB seen).
+    // Other mappings are the page's garbage awaiting the main thread's GC.
     const large = newMappings(before, residentMappings(smallestSlice));
     const isMemory = (m: Mapping) => m.size >= Math.min(...reserved) && m.rss >= Math.min(...shares.map((r) => r.sliced + r.replicated));
-    const shardFloor = shape.vocabSize * shape.dim * 4 + smallestSlice;
-    const slices = shares.map((r) => r.voc * shape.dim * 4);
-    const isLeak = (m: Mapping) => m.rss >= shardFloor || slices.some((b) => m.rss >= b && m.rss < b + 4096);
+    const floor = shardFloor(shape, tp);
+    const isLeak = (m: Mapping) => m.rss >= floor || slices.some((b) => m.rss >= b && m.rss < b + 4096);
     const leftover = large.filter((m) => !isMemory(m));
     test.info().annotations.push({ type: 'resident besides the memories (MiB)', description: leftover.map((m) => (m.rss / 2 ** 20).toFixed(1)).join(', ') || 'none' });
     expect(large.filter(isMemory).length).toBe(tp);

@@ -14,7 +14,7 @@ import { exportGroupSize, writeSynthCheckpointQ8 } from '../src/model/synth-q8.j
 import { modelsDir, readArrayBuffer } from '../test-support/fixtures/paths.js';
 import { loadLlama2c } from '../src/model/formats/llama2c.js';
 import { encodeGguf } from '../src/model/formats/gguf-write.js';
-import { newMappings, residentMappings } from './renderer-memory.js';
+import { newMappings, residentMappings, shardFloor } from './renderer-memory.js';
 import { withSynth15M } from './synth-files.js';
 import { Tokenizer } from '../src/model/tokenizer/tokenizer.js';
 
@@ -247,16 +247,15 @@ test('no GPU rank keeps its packed shard resident once uploaded (synth stories15
   const shape = SYNTH_SHAPES.stories15M;
   const tp = 2;
   await withSynth15M(counted, 'gpu-shard', async (model, tokenizer) => {
-    // Every packed shard holds the whole embedding and its rank's classifier slice. A GPU rank's
-    // weights and state live in GPU buffers, so no new anonymous mapping that large may stay
-    // resident in the renderer. (The page's own garbage, the streamed file's chunks, waits for the
-    // main thread's next GC in smaller mappings: 23 MB seen.)
-    const shardFloor = (shape.vocabSize + Math.floor(shape.vocabSize / tp)) * shape.dim * 4;
+    // A GPU rank's weights and state live in GPU buffers, so no new anonymous mapping as large as
+    // a packed shard may stay resident in the renderer. (The page's own garbage, the streamed
+    // file's chunks, waits for the main thread's next GC in smaller mappings.)
+    const floor = shardFloor(shape, tp);
     // What earlier engines of this page left is not this load's.
-    const before = residentMappings(shardFloor);
+    const before = residentMappings(floor);
     const r = await counted.page.evaluate((o) => window.tp.engine.load(o), { model, tokenizer, tp, prompt: '', maxTokens: 1, temperature: 0, topP: 0.9, seed: 1, cache: false });
     expect('error' in r ? r.error : null).toBeNull();
-    expect(newMappings(before, residentMappings(shardFloor)).map((m) => m.rss)).toEqual([]);
+    expect(newMappings(before, residentMappings(floor)).map((m) => m.rss)).toEqual([]);
     await counted.page.evaluate(() => window.tp.engine.disposeAll());
   });
 });

@@ -73,3 +73,12 @@ export function residentMappings(minRss: number): Mapping[] {
 export function newMappings(before: Mapping[], after: Mapping[]): Mapping[] {
   return after.filter((m) => !before.some((b) => b.pid === m.pid && b.start === m.start && b.size === m.size && b.rss >= m.rss));
 }
+
+/**
+ * The fewest bytes of any rank's packed shard at `tp` (an even vocabulary split): every shard
+ * holds the whole embedding and its rank's classifier slice. A resident mapping this large after
+ * load is a shard kept, not the page's own garbage (mappings of 23 MB seen at stories15M).
+ */
+export function shardFloor(shape: { vocabSize: number; dim: number }, tp: number): number {
+  return (shape.vocabSize + Math.floor(shape.vocabSize / tp)) * shape.dim * 4;
+}
