@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { rejectionOf } from '../../../test-support/rejection.js';
 import { GGUFValueType, serializeGgufMetadata, type GGUFTypedMetadata } from '@huggingface/gguf';
 import { ModelFormatError } from '../../errors.js';
 import { modelsDir, readArrayBuffer } from '../../../test-support/fixtures/paths.js';
@@ -39,14 +40,7 @@ function metadataFile(kv: GgufKv): Uint8Array {
   return out;
 }
 
-async function readError(bytes: Uint8Array): Promise<Error> {
-  try {
-    await readGgufHeader(logged(bytes));
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected the header to be refused');
-}
+const readError = (bytes: Uint8Array): Promise<Error> => rejectionOf(readGgufHeader(logged(bytes)), 'the header to be refused');
 
 describe('GGUF header reader against @huggingface/gguf', () => {
   const llama31 = { ...stories.config, ropeScaling: { type: 'factors' as const, factors: [1, 1, 4.45, 8] } };

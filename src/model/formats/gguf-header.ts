@@ -66,6 +66,9 @@ const SCALAR_BYTES: Partial<Record<GGUFValueType, number>> = {
 
 const REMEDY = 'Re-download the file; it may be truncated or damaged';
 
+/** A 64-bit size or count as a number: Infinity past 2^53, which every later check refuses. */
+export const toNumber = (v: bigint): number => (v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : Infinity);
+
 /**
  * The unread part of the header: a window [base, base + buf.length) of the file, refilled from
  * where it ends. Parsing is synchronous within the window; only a refill awaits.
@@ -285,7 +288,6 @@ export async function readGgufHeaderInChunks(src: HeadSource, chunk: number): Pr
   if (dataOffset > c.size) {
     throw new ModelFormatError(`${src.name}: the GGUF header ends at byte ${dataOffset}, past the end of the ${c.size}-byte file`, 'Re-download the file; it was cut short');
   }
-  const toNumber = (v: bigint): number => (v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : Infinity);
   return {
     version,
     metadata,

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { rejectionOf } from '../../../test-support/rejection.js';
 import fc from 'fast-check';
 import { GGUFValueType } from '@huggingface/gguf';
 import { ModelFormatError, PlanError, TokenizerFormatError } from '../../errors.js';
@@ -171,14 +172,7 @@ function rebuild(kv: GgufKv, good: Uint8Array, edit?: (t: GgufTensorOut[]) => vo
   return out;
 }
 
-async function layoutError(bytes: Uint8Array): Promise<Error> {
-  try {
-    await readGguf(headSource(bytes));
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected the GGUF to be refused');
-}
+const layoutError = (bytes: Uint8Array): Promise<Error> => rejectionOf(readGguf(headSource(bytes)), 'the GGUF to be refused');
 
 describe('GGUF reader refuses bad files with a ModelFormatError naming the problem', () => {
   it('rebuilding the good file from its parts reads back (the helper itself is sound)', async () => {

@@ -27,7 +27,7 @@ import type { ModelConfig, TensorInfo } from '../config.js';
 import type { ReferenceModel, TransformerWeights } from '../reference.js';
 import { dequantize, GGML_BLOCK, ggmlBytes, type GgmlType } from './gguf-blocks.js';
 import { AFFINE_GROUP, isAffineType } from './gguf-kquants.js';
-import { GGUF_MAGIC, readGgufHeader, type GgufHeader, type GgufTensorHeader, type HeadSource } from './gguf-header.js';
+import { GGUF_MAGIC, readGgufHeader, toNumber, type GgufHeader, type GgufTensorHeader, type HeadSource } from './gguf-header.js';
 import { expectedShapes } from './hf.js';
 
 export { GGUF_MAGIC, readGgufHeader, type GgufHeader, type GgufTensorHeader, type HeadSource } from './gguf-header.js';
@@ -64,8 +64,6 @@ const SUPPORTED = 'F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K';
 export function isGguf(head: Uint8Array): boolean {
   return head.byteLength >= 4 && new DataView(head.buffer, head.byteOffset, 4).getUint32(0, true) === GGUF_MAGIC;
 }
-
-const toNumber = (v: bigint): number => (v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : Infinity);
 
 /** Reads the header of `src` (and its `rope_freqs`, a few hundred bytes) and lays out the model. */
 export async function readGguf(src: HeadSource): Promise<GgufLayout> {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { rejectionOf } from '../../../test-support/rejection.js';
 import fc from 'fast-check';
 import { ModelFormatError } from '../../errors.js';
 import { makePlan } from '../../parallel/plan.js';
@@ -34,14 +35,7 @@ function edited(editKv: (kv: GgufKv) => void, editTensors: (t: GgufTensorOut[]) 
   return out;
 }
 
-async function refusal(bytes: Uint8Array): Promise<Error> {
-  try {
-    await readGguf(source(bytes));
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected the GGUF to be refused');
-}
+const refusal = (bytes: Uint8Array): Promise<Error> => rejectionOf(readGguf(source(bytes)), 'the GGUF to be refused');
 
 describe('Qwen3 GGUF (architecture qwen3)', () => {
   it('reads qwen3.* keys, a key_length of its own, F32 attn_q_norm/attn_k_norm of head_dim, rotate_half rows, no biases', async () => {
