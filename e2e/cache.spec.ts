@@ -37,6 +37,8 @@ test('a second load of the same model and split comes from the shard cache, with
   expect(weightBytes() - mid).toBeLessThanOrEqual(MODEL_HEADER_BYTES + 64);
   expect([...new Set(progress.events.filter((e) => e.fromCache).map((e) => e.rank))].sort()).toEqual([0, 1]);
   expect(progress.events.some((e) => !e.fromCache)).toBe(false);
+  // The engine's stats say the same of each rank's shard.
+  if (!('error' in progress.r)) expect(progress.r.shards.map((x) => x.fromCache)).toEqual([true, true]);
 
   // The cached engine still generates the reference tokens.
   const out = await harness.page.evaluate((o) => window.tp.engine.generate({ ...o, maxTokens: 24 }), opts);
@@ -123,6 +125,7 @@ test('a corrupted cache entry is detected after a reload: that rank is fetched a
   const done = (fromCache: boolean) => [...new Set(second.events.filter((e) => e.fromCache === fromCache).map((e) => e.rank))];
   expect(done(true)).toHaveLength(1);
   expect(done(false)).toHaveLength(1);
+  if (!('error' in second.r)) expect(second.r.shards.map((x, r) => x.fromCache === done(true).includes(r))).toEqual([true, true]);
   expect(weightBytes() - mark).toBeGreaterThanOrEqual(size);
   const out = await harness.page.evaluate((o) => window.tp.engine.generate(o), opts);
   expect('error' in out ? out.error : null).toBeNull();

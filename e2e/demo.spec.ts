@@ -226,6 +226,10 @@ test('the default choice is auto: CPU ranks where the only WebGPU adapter is a C
   const backends = await rowBackends();
   expect(backends.length).toBeGreaterThan(0);
   expect(new Set(backends)).toEqual(new Set([fallback ? 'cpu' : 'gpu']));
+  // The load chart and the cache line count the engine's ranks, not those of a timed candidate.
+  const label = await page.locator('#chart-load').getAttribute('aria-label');
+  expect(label?.match(/rank \d+/g)).toEqual(backends.map((_, r) => `rank ${r}`));
+  await expect(page.locator('#cache-status')).toContainText(`/${backends.length} cache hits`);
   // The engine's own reason for auto's choice is what the page shows.
   await expect(page.locator('#placement-info')).toContainText(fallback ? 'computes on the CPU: CPU ranks' : 'GPU');
   await expect(page.locator('#output')).toContainText('Once upon a time, there was');

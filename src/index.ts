@@ -33,7 +33,7 @@ export type { ResponseFormat, JsonSchema } from './engine/structured.js';
 export type { ModelSource } from './loader/source.js';
 export type { LoadProgress } from './engine/load-shards.js';
 export type {
-  GenerateOptions, GenerateChunk, GenerationStats, FinishReason, EngineStats, RankStats, RankReport, StepBreakdown, KernelTiming, DevicePlacement,
+  GenerateOptions, GenerateChunk, GenerationStats, FinishReason, EngineStats, RankStats, RankShard, RankReport, StepBreakdown, KernelTiming, DevicePlacement,
   PlacementTiming, RankPrecision, RankBackend, TokenLogprob, ChunkLogprobs,
 } from './engine/types.js';
 export type { KvCacheOption } from './gpu/kernels/kv-format.js';

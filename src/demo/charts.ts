@@ -8,8 +8,11 @@ import {
   Chart, BarController, BarElement, LineController, LineElement, PointElement, CategoryScale, LinearScale,
   Legend, Tooltip, Filler, type ChartConfiguration,
 } from 'chart.js';
+import type { RankShard } from '../index.js';
 import type { Backend } from './devices.js';
 import { formatBytes, formatMsShort } from './format.js';
+
+const pct = (v: number) => `${Math.round(v)}%`;
 
 Chart.register(BarController, BarElement, LineController, LineElement, PointElement, CategoryScale, LinearScale, Legend, Tooltip, Filler);
 Chart.defaults.font.family = getComputedStyle(document.documentElement).fontFamily;
@@ -42,6 +45,19 @@ const SEGMENTS: { key: keyof StepSegments; label: string; color: string }[] = [
 
 function show(emptyId: string, hasData: boolean): void {
   document.getElementById(emptyId)!.hidden = hasData;
+}
+
+/**
+ * Redraws a per-rank bar chart and puts its figures into the canvas's label, so a screen reader
+ * (and a test) reads what the bars show: "Title: rank 0 · CPU: weights 1.17 MB, …; rank 1 …".
+ */
+function updateBars(chart: Chart<'bar'>, unit: (v: number) => string): void {
+  chart.update();
+  const canvas = chart.canvas;
+  const title = (canvas.dataset.title ??= canvas.getAttribute('aria-label') ?? '');
+  const rows = (chart.data.labels ?? []).map((label, r) =>
+    `${String(label)}: ${chart.data.datasets.map((d) => `${d.label ?? ''} ${unit(Number(d.data[r] ?? 0))}`).join(', ')}`);
+  canvas.setAttribute('aria-label', rows.length ? `${title}: ${rows.join('; ')}` : title);
 }
 
 function horizontalStacked(unit: (v: number) => string, max?: number): ChartConfiguration<'bar'>['options'] {
@@ -110,7 +126,6 @@ export class DemoCharts {
       },
       options: horizontalStacked(formatBytes),
     });
-    const pct = (v: number) => `${Math.round(v)}%`;
     const loadOptions = horizontalStacked(pct, 100)!;
     loadOptions.plugins!.tooltip = {
       callbacks: { label: (c) => `${c.dataset.label}: ${pct(Number(c.raw))} of ${formatBytes(this.loadTotals[c.dataIndex] ?? 0)}` },
@@ -132,7 +147,7 @@ export class DemoCharts {
   setSteps(perRank: StepSegments[]): void {
     this.steps.data.labels = this.rankLabels(perRank.length);
     SEGMENTS.forEach((s, i) => (this.steps.data.datasets[i]!.data = perRank.map((p) => p[s.key])));
-    this.steps.update();
+    updateBars(this.steps, formatMsShort);
     show('chart-steps-empty', perRank.length > 0);
   }
 
@@ -154,37 +169,47 @@ export class DemoCharts {
     this.memory.data.labels = this.rankLabels(perRank.length);
     this.memory.data.datasets[0]!.data = perRank.map((r) => r.weightBytes);
     this.memory.data.datasets[1]!.data = perRank.map((r) => r.workBytes);
-    this.memory.update();
+    updateBars(this.memory, formatBytes);
     show('chart-memory-empty', perRank.length > 0);
   }
 
-  /** Names each rank's bars by its backend, on every chart (the load chart's bars are already there). */
+  /** Names each rank's bars by its backend, on every chart, once the engine is placed. */
   setBackends(backends: readonly Backend[]): void {
     this.kinds = backends.map((b) => b.toUpperCase());
-    this.load.data.labels = this.rankLabels(Math.max(backends.length, this.loadTotals.length));
-    this.load.update();
+    this.load.data.labels = this.rankLabels(backends.length);
+    updateBars(this.load, pct);
   }
 
   /** Starts a load of `ranks` shards: empty bars, memory cleared, kinds unknown until placed. */
   resetLoad(ranks: number): void {
     this.kinds = [];
-    this.loadTotals = Array(ranks).fill(0);
-    this.load.data.labels = this.rankLabels(ranks);
-    this.load.data.datasets[0]!.data = Array(ranks).fill(0);
-    this.load.data.datasets[1]!.data = Array(ranks).fill(0);
-    this.load.update();
+    this.resetBars(ranks);
     show('chart-load-empty', true);
     this.setMemory([]);
     this.setSteps([]);
   }
 
-  setLoad(rank: number, loadedBytes: number, totalBytes: number, fromCache: boolean): void {
-    const p = totalBytes > 0 ? (100 * loadedBytes) / totalBytes : 0;
-    // Under "auto" the rank count is known only once placement is done: grow the bars.
-    if (rank >= this.loadTotals.length) this.load.data.labels = this.rankLabels(rank + 1);
+  private resetBars(ranks: number): void {
+    this.loadTotals = Array(ranks).fill(0);
+    this.load.data.labels = this.rankLabels(ranks);
+    this.load.data.datasets[0]!.data = Array(ranks).fill(0);
+    this.load.data.datasets[1]!.data = Array(ranks).fill(0);
+    updateBars(this.load, pct);
+  }
+
+  /** A load event of rank `rank` of a `world`-rank placement; a new placement's first event redraws the bars for it. */
+  setLoad(rank: number, world: number, loadedBytes: number, totalBytes: number, fromCache: boolean): void {
+    if (world !== this.loadTotals.length) this.resetBars(world);
     this.loadTotals[rank] = totalBytes;
+    const p = totalBytes > 0 ? (100 * loadedBytes) / totalBytes : 0;
     (this.load.data.datasets[0]!.data as number[])[rank] = fromCache ? 0 : p;
     (this.load.data.datasets[1]!.data as number[])[rank] = fromCache ? p : 0;
-    this.load.update();
+    updateBars(this.load, pct);
+  }
+
+  /** The engine's ranks once loaded, each whole, downloaded or from the cache. */
+  setLoaded(shards: readonly RankShard[]): void {
+    this.resetBars(shards.length);
+    shards.forEach((s, r) => this.setLoad(r, shards.length, s.bytes, s.bytes, s.fromCache));
   }
 }

@@ -50,7 +50,7 @@ export function renderRanks(stats: EngineStats | undefined): void {
   el.ranksBody.replaceChildren(
     ...stats.ranks.map((r) => {
       const tr = document.createElement('tr');
-      const cached = session.current?.fromCache.get(r.rank);
+      const cached = r.shard.fromCache;
       const first = document.createElement('td');
       const dot = document.createElement('span');
       dot.className = `dot${cached ? ' cached' : ''}`;
@@ -101,30 +101,24 @@ export async function ensureEngine(signal: AbortSignal): Promise<Engine> {
   el.cacheStatus.dataset.cache = 'loading';
   el.cacheStatus.textContent = 'Shard cache: loading…';
   charts.resetLoad(asked ?? 1);
-  const fromCache = new Map<number, boolean>();
-  const shardBytes = new Map<number, number>();
-  const onProgress = (p: LoadProgress) => {
-    charts.setLoad(p.rank, p.loadedBytes, p.totalBytes, p.fromCache);
-    if (p.loadedBytes >= p.totalBytes) {
-      fromCache.set(p.rank, p.fromCache);
-      shardBytes.set(p.rank, p.totalBytes);
-    }
-  };
+  const onProgress = (p: LoadProgress) => charts.setLoad(p.rank, p.world, p.loadedBytes, p.totalBytes, p.fromCache);
 
   const engine = await createEngine({ model: src.model, tokenizer: src.tokenizer, ...placement, onProgress, signal });
-  session.current = { key, engine, label: src.label, fromCache };
   const stats = await engine.stats();
+  session.current = { key, engine, label: src.label };
   const backends = stats.ranks.map((r) => rankBackend(stats, r.rank));
+  // The engine's own ranks: under "auto" the last load drawn may be a candidate's that lost.
+  charts.setLoaded(stats.ranks.map((r) => r.shard));
   charts.setBackends(backends);
   charts.setMemory(stats.ranks);
   renderRanks(stats);
   showWarnings(stats);
   showPlacement(stats);
   el.engineInfo.textContent = modelSummary(engine, src.label, stats.loadMs, backends);
-  const ranks = engine.tensorParallel;
 
-  const hits = [...fromCache.values()].filter(Boolean).length;
-  const downloaded = [...shardBytes.entries()].filter(([r]) => !fromCache.get(r)).reduce((a, [, b]) => a + b, 0);
+  const ranks = stats.ranks.length;
+  const hits = stats.ranks.filter((r) => r.shard.fromCache).length;
+  const downloaded = stats.ranks.filter((r) => !r.shard.fromCache).reduce((a, r) => a + r.shard.bytes, 0);
   const cacheOff = stats.warnings.some((w) => w.includes('cache'));
   if (hits === ranks) {
     el.cacheStatus.dataset.cache = 'hit';

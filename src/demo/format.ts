@@ -4,7 +4,8 @@
 export function formatBytes(n: number): string {
   if (!Number.isFinite(n) || n <= 0) return '0 B';
   const units = ['B', 'kB', 'MB', 'GB', 'TB'];
-  const i = Math.min(units.length - 1, Math.floor(Math.log10(n) / 3));
+  // Below 1 B (a chart's ticks before it has data) the unit stays bytes.
+  const i = Math.max(0, Math.min(units.length - 1, Math.floor(Math.log10(n) / 3)));
   const v = n / 1000 ** i;
   return `${v >= 100 || i === 0 ? Math.round(v) : v.toFixed(v >= 10 ? 1 : 2)} ${units[i]}`;
 }

@@ -4,8 +4,8 @@ import type { GpuKind } from './devices.js';
 import { el } from './dom.js';
 
 export const session: {
-  /** The engine for the model, devices and degree last asked for, and which of its shards came from the cache. */
-  current?: { key: string; engine: Engine; label: string; fromCache: Map<number, boolean> };
+  /** The engine for the model, devices and degree last asked for. */
+  current?: { key: string; engine: Engine; label: string };
   /** The generation in progress (loading included). */
   run?: AbortController;
   /** Cross-origin isolated: every engine needs it (the all-reduce is over SharedArrayBuffer). */

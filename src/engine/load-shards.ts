@@ -9,8 +9,14 @@ import type { ByteSource } from '../loader/source.js';
 import type { Plan } from '../parallel/plan.js';
 import { getShard, putShard, shardKey } from '../cache/shard-cache.js';
 
+/** One rank's shard loading: from the cache, or copied out of the model stream so far. */
 export interface LoadProgress {
   rank: number;
+  /**
+   * Ranks in the placement this load is for. Under `devices: 'auto'` the candidate placements
+   * that must be timed load one after another, so the events of one load can follow another's.
+   */
+  world: number;
   loadedBytes: number;
   totalBytes: number;
   fromCache: boolean;
@@ -52,7 +58,7 @@ export async function loadShards(o: ShardLoad, which: number[], warnings: string
   const out = ranks.map((rp, i) => {
     const hit = cached[i];
     if (hit) {
-      o.onProgress?.({ rank: rp.rank, loadedBytes: rp.byteLength, totalBytes: rp.byteLength, fromCache: true });
+      o.onProgress?.({ rank: rp.rank, world: o.plan.ranks.length, loadedBytes: rp.byteLength, totalBytes: rp.byteLength, fromCache: true });
       return { bytes: new Uint8Array(hit), fromCache: true };
     }
     return { bytes: fresh[missing.indexOf(i)]!, fromCache: false };
@@ -96,7 +102,7 @@ async function routeShards(o: ShardLoad, which: number[]): Promise<Uint8Array[]>
       lastReport = router.offset;
       chosen.forEach((rp, i) => {
         const p = router.progress(i);
-        o.onProgress!({ rank: rp.rank, loadedBytes: p.copied, totalBytes: p.needed, fromCache: false });
+        o.onProgress!({ rank: rp.rank, world: o.plan.ranks.length, loadedBytes: p.copied, totalBytes: p.needed, fromCache: false });
       });
     }
   }

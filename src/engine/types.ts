@@ -143,10 +143,17 @@ export interface StepBreakdown {
   scheduler_ms: number;
 }
 
-/** What each rank reports: its worker's report, and the backend it computes with. */
+/** What each rank reports: its worker's report, the backend it computes with, and how its shard arrived. */
 export interface RankStats extends RankReport {
   /** `'gpu'` (WebGPU) or `'cpu'` (WebAssembly SIMD on the rank's own core); why is `placement.reason`. */
   backend: RankBackend;
+  /** This rank's packed shard when the engine loaded: its bytes, and whether they came from the shard cache. */
+  shard: RankShard;
+}
+
+export interface RankShard {
+  bytes: number;
+  fromCache: boolean;
 }
 
 /** What a rank's worker reports about itself (`RankStats` without what the main thread adds). */

@@ -22,7 +22,7 @@ import type { ByteSource } from '../loader/source.js';
 import type { ModelConfig } from '../model/config.js';
 import type { Plan, RankPlan } from '../parallel/plan.js';
 import type { StepBackend, StepRow } from './scheduler.js';
-import type { RankStats } from './types.js';
+import type { RankShard, RankStats } from './types.js';
 import {
   reviveError, serializeError, WorkerFailedError, AbortedError, WebGpuTpError, DeviceLostError, CollectiveTimeoutError, DisposedError,
 } from '../errors.js';
@@ -120,6 +120,8 @@ export class WorkerGroup implements StepBackend {
   /** The transport: the control block, or (with tabs) messages; set before any rank spawns. */
   private steps?: GroupSteps;
   private policy: FailurePolicy = LOCAL;
+  /** How each rank's shard arrived at load (a rebuild after a fault does not change it). */
+  private readonly shards: RankShard[] = [];
 
   private constructor(
     private readonly o: WorkerGroupOptions,
@@ -174,13 +176,15 @@ export class WorkerGroup implements StepBackend {
             // A tab rank fetches its own slices (or reads the Blob it was sent) in its worker.
             rank.tab.setState('loading');
             const r = await alive(rank, rank.api.loadFrom(o.tabs!.model, o.cache ?? true));
-            o.onProgress?.({ rank: rp.rank, loadedBytes: rp.byteLength, totalBytes: rp.byteLength, fromCache: r.fromCache });
+            group.shards[rp.rank] = { bytes: rp.byteLength, fromCache: r.fromCache };
+            o.onProgress?.({ rank: rp.rank, world: plan.world, loadedBytes: rp.byteLength, totalBytes: rp.byteLength, fromCache: r.fromCache });
             return;
           }
           const i = local.indexOf(rp);
           const buf = shards[i]!.bytes.buffer as ArrayBuffer;
           await alive(ranks[rp.rank]!, ranks[rp.rank]!.api.load(Comlink.transfer(buf, [buf])));
-          o.onProgress?.({ rank: rp.rank, loadedBytes: rp.byteLength, totalBytes: rp.byteLength, fromCache: shards[i]!.fromCache });
+          group.shards[rp.rank] = { bytes: rp.byteLength, fromCache: shards[i]!.fromCache };
+          o.onProgress?.({ rank: rp.rank, world: plan.world, loadedBytes: rp.byteLength, totalBytes: rp.byteLength, fromCache: shards[i]!.fromCache });
         }),
       );
       for (const r of ranks) await alive(r, r.api.start());
@@ -380,7 +384,7 @@ export class WorkerGroup implements StepBackend {
   async stats(): Promise<RankStats[]> {
     await this.recovery;
     if (this.broken && !this.policy.rebuild) throw this.broken;
-    return Promise.all(this.ranks.map(async (r, i) => ({ ...(await alive(r, r.api.stats())), backend: backendOf(this.o.devices?.[i]) })));
+    return Promise.all(this.ranks.map(async (r, i) => ({ ...(await alive(r, r.api.stats())), backend: backendOf(this.o.devices?.[i]), shard: this.shards[i]! })));
   }
 
   async resetStats(): Promise<void> {

@@ -9,6 +9,7 @@ import { injectFault, type Fault } from '../engine/faults.js';
 import { serializeError, type SerializedError } from '../../src/errors.js';
 import { disposeAll, engineFor, timedConcurrent } from '../../src/cli/page/engine.js';
 import type { PageGenerateOptions } from '../../src/cli/page/types.js';
+import type { RankShard } from '../../src/engine/types.js';
 
 declare global {
   interface Window {
@@ -24,10 +25,10 @@ export async function generateConcurrent(o: PageGenerateOptions, requests: { pro
 }
 
 /** Loads an engine without generating (tests that inspect what loading did). */
-export async function load(o: PageGenerateOptions): Promise<{ tp: number; loadMs: number } | { error: SerializedError }> {
+export async function load(o: PageGenerateOptions): Promise<{ tp: number; loadMs: number; shards: RankShard[] } | { error: SerializedError }> {
   try {
     const { engine, loadMs } = await engineFor(o);
-    return { tp: engine.tensorParallel, loadMs };
+    return { tp: engine.tensorParallel, loadMs, shards: (await engine.stats()).ranks.map((r) => r.shard) };
   } catch (e) {
     return { error: serializeError(e) };
   }
