@@ -153,6 +153,10 @@ test('a GGUF by URL runs on its own tokenizer, whatever the tokenizer field says
   const dir = mkdtempSync(join(tmpdir(), 'webgpu-tp-demo-'));
   try {
     writeFileSync(join(dir, 'stories260K.gguf'), encodeGguf(stories, 'f32', tok));
+    // Picked as a file, the page says the GGUF's own tokenizer is used, not the default one.
+    await page.click('#source-file');
+    await page.setInputFiles('#model-files', join(dir, 'stories260K.gguf'));
+    await expect(page.locator('#file-tokenizer')).toHaveText("the GGUF's own");
     const url = h.server.mountFile('/files/demo/stories260K.gguf', join(dir, 'stories260K.gguf'));
     await page.click('#source-url');
     await page.fill('#model-url', url);

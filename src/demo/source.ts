@@ -80,7 +80,11 @@ export function takeFiles(list: File[]): void {
   const isTok = (f: File) => /tok|vocab/i.test(f.name);
   if (bins.length === 1) {
     if (isTok(bins[0]!)) picked.tokenizer = bins[0];
-    else picked.model = bins[0];
+    else {
+      picked.model = bins[0];
+      // A GGUF alone carries its tokenizer: one picked earlier for a checkpoint is not its.
+      if (/\.gguf$/i.test(bins[0]!.name)) picked.tokenizer = undefined;
+    }
   } else {
     const sorted = [...bins].sort((a, b) => a.size - b.size);
     const tok = bins.find(isTok) ?? sorted[0]!;
@@ -90,6 +94,7 @@ export function takeFiles(list: File[]): void {
   el.fileModel.textContent = picked.model ? `${picked.model.name} (${formatBytes(picked.model.size)})` : 'none';
   el.fileTokenizer.replaceChildren();
   if (picked.tokenizer) el.fileTokenizer.textContent = `${picked.tokenizer.name} (${formatBytes(picked.tokenizer.size)})`;
+  else if (picked.model && /\.gguf$/i.test(picked.model.name)) el.fileTokenizer.textContent = 'the GGUF\'s own';
   else el.fileTokenizer.append('none (uses ', Object.assign(document.createElement('code'), { textContent: DEFAULT_TOKENIZER }), ')');
   setMode('file');
 }
